@@ -1,0 +1,37 @@
+# Two commands on a fresh machine: `make report` and `make test`. Each creates .venv when missing.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+PORT   ?= 8866
+JOBS   ?=
+
+.PHONY: report test lab app bench clean-venv schema
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[notebooks,test]'
+	@touch $(STAMP)
+
+report: $(STAMP)  ## render every shipped scenario into reports/ (HTML + summary.json + index)
+	$(BIN)/python -m workbook report --out reports $(if $(JOBS),--jobs $(JOBS))
+
+test: $(STAMP)  ## run every test: package, notebooks (nbval), report path, browser
+	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest --nbval-lax --nbval-current-env -p no:randomly notebooks
+
+lab: $(STAMP)  ## JupyterLab for analysts
+	$(BIN)/jupyter lab --ip 127.0.0.1 $(if $(filter 0,$(shell id -u)),--allow-root) notebooks
+
+app: $(STAMP)  ## the stakeholder app (Voila) on 127.0.0.1:$(PORT)
+	$(BIN)/python -m workbook.app --port $(PORT)
+
+bench: $(STAMP)  ## print speed figures
+	$(BIN)/python benchmarks/run.py
+
+schema: $(STAMP)
+	$(BIN)/python -m workbook schema > data/scenario.schema.json
+
+clean-venv:
+	rm -rf $(VENV)

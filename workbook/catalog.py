@@ -1,0 +1,283 @@
+"""Catalogs in ``data/``: load once, validate columns, units and ranges, fail with file, row, column.
+
+Each catalog has a schema below: column name -> ``Col`` (type, required, range). Values are in SI
+base units or the unit named in the column (``_bytes``, ``_bytes_per_s``, ``_flops_per_s``,
+``_usd_per_hour``). ``data/README.md`` is the human dictionary of the same columns.
+"""
+from __future__ import annotations
+
+import difflib
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .errors import InputError
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+
+
+@dataclass(frozen=True)
+class Col:
+    kind: str = "str"  # str | float | int | bool | date
+    required: bool = False
+    min: float | None = None
+    max: float | None = None
+    choices: tuple[str, ...] | None = None
+
+
+_SRC = {"source": Col("str", True), "as_of": Col("date", True)}
+
+SCHEMAS: dict[str, dict[str, Col]] = {
+    "accelerators": {
+        "accelerator": Col("str", True),
+        "aliases": Col(),
+        "vendor": Col("str", True),
+        "kind": Col("str", True, choices=("gpu", "tpu", "asic")),
+        "family": Col("str", True),
+        "platform": Col("str", True, choices=("cuda", "rocm", "tpu", "neuron")),
+        "memory_bytes": Col("float", True, 1e9, 1e12),
+        "memory_bytes_per_s": Col("float", True, 1e11, 2e13),
+        "peak_fp32_flops_per_s": Col("float", False, 1e12, 1e16),
+        "peak_bf16_flops_per_s": Col("float", False, 1e12, 1e16),
+        "peak_fp16_flops_per_s": Col("float", False, 1e12, 1e16),
+        "peak_fp8_flops_per_s": Col("float", False, 1e12, 2e16),
+        "peak_int8_flops_per_s": Col("float", False, 1e12, 2e16),
+        "tdp_w": Col("float", False, 10, 3000),
+        "chips_per_node": Col("int", True, 1, 256),
+        "intra_node_link": Col(),
+        "intra_node_bytes_per_s": Col("float", False, 1e9, 1e13),
+        "intra_node_bw_quoted": Col(),
+        "fast_domain_chips": Col("int", False, 1, 100000),
+        "torus_dims": Col("int", False, 0, 3),
+        "inter_node_bytes_per_s": Col("float", False, 1e8, 1e13),
+        "max_cluster_chips": Col("int", False, 1, 1000000),
+        "release_year": Col("int", False, 2010, 2030),
+        **_SRC,
+        "notes": Col(),
+    },
+    "offerings": {
+        "offering": Col("str", True),
+        "provider": Col("str", True),
+        "provider_kind": Col("str", True, choices=("hyperscaler", "gpu-cloud", "marketplace", "dedicated")),
+        "region": Col("str", True),
+        "instance": Col("str", True),
+        "accelerator": Col("str", True),
+        "chips_per_instance": Col("int", True, 1, 10000),
+        "on_demand_usd_per_hour": Col("float", False, 0.01, 5000),
+        "spot_usd_per_hour": Col("float", False, 0.01, 5000),
+        "commit_1y_usd_per_hour": Col("float", False, 0.01, 5000),
+        "commit_3y_usd_per_hour": Col("float", False, 0.01, 5000),
+        "monthly_usd": Col("float", False, 1, 1e7),
+        "other_usd_per_hour": Col("float", False, 0.01, 5000),
+        "other_price_model": Col(),
+        **_SRC,
+        "notes": Col(),
+    },
+    "models": {
+        "model": Col("str", True),
+        "aliases": Col(),
+        "display_name": Col("str", True),
+        "params_published": Col("float", False, 1e6, 1e13),
+        "layers": Col("int", True, 1, 1000),
+        "hidden": Col("int", True, 64, 100000),
+        "ffn_hidden": Col("int", True, 64, 1000000),
+        "heads": Col("int", True, 1, 1024),
+        "kv_heads": Col("int", True, 1, 1024),
+        "head_dim": Col("int", True, 8, 1024),
+        "vocab": Col("int", True, 100, 2000000),
+        "experts": Col("int", True, 1, 4096),
+        "experts_per_token": Col("int", True, 1, 256),
+        "shared_experts": Col("int", False, 0, 64),
+        "moe_ffn_hidden": Col("int", False, 64, 1000000),
+        "dense_layers": Col("int", False, 0, 1000),
+        "gated_mlp": Col("bool", True),
+        "tied_embeddings": Col("bool", False),
+        "kv_cache_dim": Col("int", False, 1, 1000000),
+        "max_seq_len": Col("int", False, 128, 10000000),
+        **_SRC,
+        "notes": Col(),
+    },
+    "software": {
+        "platform": Col("str", True, choices=("cuda", "rocm", "tpu", "neuron")),
+        "capability": Col("str", True),
+        "support": Col("str", True, choices=("native", "supported", "partial", "none")),
+        **_SRC,
+        "notes": Col(),
+    },
+}
+
+
+def _parse(value, col: Col, file: str, row: int, name: str):
+    """Convert one CSV cell, raising InputError that names file, row (1-based, header = row 1) and column."""
+    where = f"{file}: row {row}: {name}"
+    if value is None or (isinstance(value, float) and pd.isna(value)) or (isinstance(value, str) and value.strip() == ""):
+        if col.required:
+            raise InputError(f"{where}: expected a value, got an empty cell")
+        return None
+    text = str(value).strip()
+    try:
+        if col.kind == "float":
+            out = float(text)
+        elif col.kind == "int":
+            f = float(text)
+            if f != int(f):
+                raise ValueError
+            out = int(f)
+        elif col.kind == "bool":
+            low = text.lower()
+            if low not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError
+            return low in ("true", "1", "yes")
+        elif col.kind == "date":
+            return pd.Timestamp(text).date().isoformat()
+        else:
+            out = text
+    except (ValueError, TypeError):
+        raise InputError(f"{where}: expected {'an integer' if col.kind == 'int' else 'a ' + col.kind}, got {text!r}") from None
+    if col.choices and out not in col.choices:
+        raise InputError(f"{where}: expected one of {', '.join(col.choices)}, got {text!r}")
+    if col.kind in ("float", "int"):
+        if col.min is not None and out < col.min or col.max is not None and out > col.max:
+            raise InputError(f"{where}: expected a value between {col.min:g} and {col.max:g}, got {text}")
+    return out
+
+
+def validate_frame(raw: pd.DataFrame, schema: dict[str, Col], file: str, key: str | None = None) -> pd.DataFrame:
+    """Validate a raw (all-string) frame against a schema; return typed frame. Errors name file/row/column."""
+    missing = [c for c, spec in schema.items() if spec.required and c not in raw.columns]
+    if missing:
+        raise InputError(f"{file}: missing column(s) {', '.join(missing)}")
+    unknown = [c for c in raw.columns if c not in schema]
+    if unknown:
+        raise InputError(f"{file}: unknown column(s) {', '.join(unknown)} (the schema is in workbook/catalog.py and data/README.md)")
+    rows = []
+    for i, rec in enumerate(raw.to_dict("records")):
+        rows.append({c: _parse(rec.get(c), spec, file, i + 2, c) for c, spec in schema.items()})
+    df = pd.DataFrame(rows, columns=list(schema))
+    for c, spec in schema.items():
+        if spec.kind in ("float", "int"):
+            df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64" if spec.kind == "float" else "Int64")
+    if key is not None:
+        dup = df[key][df[key].duplicated()]
+        if len(dup):
+            raise InputError(f"{file}: row {int(dup.index[0]) + 2}: {key}: duplicate id {dup.iloc[0]!r}")
+    return df
+
+
+@functools.lru_cache(maxsize=None)
+def load(name: str, data_dir: str | None = None) -> pd.DataFrame:
+    """Load and validate ``data/<name>.csv`` once per process (cached; callers must not mutate)."""
+    if name not in SCHEMAS:
+        raise InputError(f"unknown catalog {name!r}; expected one of {', '.join(SCHEMAS)}")
+    path = Path(data_dir) if data_dir else DATA_DIR
+    path = path / f"{name}.csv"
+    rel = _rel(path)
+    if not path.exists():
+        raise InputError(f"{rel}: file not found")
+    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    key = {"accelerators": "accelerator", "offerings": "offering", "models": "model"}.get(name)
+    df = validate_frame(raw, SCHEMAS[name], rel, key)
+    if name == "offerings":
+        known = set(resolve_map("accelerators", data_dir))
+        for i, acc in enumerate(df["accelerator"]):
+            if acc not in known:
+                raise InputError(f"{rel}: row {i + 2}: accelerator: unknown id {acc!r}{_suggest(acc, known)}")
+        priced = df[["on_demand_usd_per_hour", "spot_usd_per_hour", "commit_1y_usd_per_hour",
+                     "commit_3y_usd_per_hour", "monthly_usd", "other_usd_per_hour"]].notna().any(axis=1)
+        if not priced.all():
+            i = int((~priced).to_numpy().nonzero()[0][0])
+            raise InputError(f"{rel}: row {i + 2}: on_demand_usd_per_hour: expected at least one price in the row")
+    return df
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _suggest(word: str, choices) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.4)
+    if not close:
+        close = [c for c in choices if word.lower() in c.lower() or c.lower() in word.lower()][:1]
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+@functools.lru_cache(maxsize=None)
+def resolve_map(name: str, data_dir: str | None = None) -> dict[str, str]:
+    """Map every id and alias (case-sensitive and lower-case) of a catalog to its canonical id."""
+    key = {"accelerators": "accelerator", "models": "model"}[name]
+    df = load(name, data_dir)
+    out: dict[str, str] = {}
+    for canon, aliases in zip(df[key], df["aliases"].fillna("")):
+        for a in [canon, *[x.strip() for x in str(aliases).split(";") if x.strip()]]:
+            out[a] = canon
+            out.setdefault(a.lower(), canon)
+    return out
+
+
+def resolve(name: str, ident: str, data_dir: str | None = None) -> str:
+    """Canonical id for ``ident`` (an id or alias), or InputError suggesting the nearest id."""
+    m = resolve_map(name, data_dir)
+    if ident in m:
+        return m[ident]
+    if str(ident).lower() in m:
+        return m[str(ident).lower()]
+    canon = sorted(set(m.values()))
+    raise InputError(f"unknown {name[:-1]} id {ident!r}{_suggest(str(ident), canon)}")
+
+
+def accelerators(data_dir: str | None = None) -> pd.DataFrame:
+    return load("accelerators", data_dir)
+
+
+def offerings(data_dir: str | None = None) -> pd.DataFrame:
+    return load("offerings", data_dir)
+
+
+def models(data_dir: str | None = None) -> pd.DataFrame:
+    return load("models", data_dir)
+
+
+def software(data_dir: str | None = None) -> pd.DataFrame:
+    return load("software", data_dir)
+
+
+def accelerator(ident: str) -> pd.Series:
+    df = accelerators()
+    return df.set_index("accelerator").loc[resolve("accelerators", ident)]
+
+
+def model(ident: str) -> pd.Series:
+    df = models()
+    return df.set_index("model").loc[resolve("models", ident)]
+
+
+def peak_flops_per_s(acc: pd.Series | pd.DataFrame, precision: str):
+    """Dense peak FLOP/s for a compute precision (datasheet, dense not sparse).
+
+    int4 weights compute in the accelerator's bf16 path (weight-only quantisation); fp16 falls
+    back to bf16 where only one half-precision figure is published (same tensor-core rate on every
+    chip in the catalog)."""
+    col = {"fp32": "peak_fp32_flops_per_s", "bf16": "peak_bf16_flops_per_s", "fp16": "peak_fp16_flops_per_s",
+           "fp8": "peak_fp8_flops_per_s", "int8": "peak_int8_flops_per_s", "int4": "peak_bf16_flops_per_s"}[precision]
+    val = acc[col]
+    if precision == "fp16":
+        val = val.fillna(acc["peak_bf16_flops_per_s"]) if hasattr(val, "fillna") else (acc["peak_bf16_flops_per_s"] if pd.isna(val) else val)
+    return val
+
+
+def catalog_versions(data_dir: str | None = None) -> dict[str, str]:
+    """Content hash and newest as_of of each catalog, for report metadata."""
+    import hashlib
+
+    path = Path(data_dir) if data_dir else DATA_DIR
+    out = {}
+    for name in SCHEMAS:
+        p = path / f"{name}.csv"
+        if p.exists():
+            out[name] = hashlib.sha256(p.read_bytes()).hexdigest()[:12]
+    return out

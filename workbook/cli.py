@@ -1,0 +1,113 @@
+"""Command line: ``python -m workbook <command>``.
+
+Expected mistakes (bad scenario, unknown id, missing file) print one line per problem naming file
+and field, and exit with status 2, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+
+from .errors import InputError
+
+# Sub-commands that live in their own modules: name -> (module, help). Each module defines
+# ``add_arguments(parser)`` and ``run(args) -> int``.
+_PLUGINS = {
+    "estimate": ("workbook.estimate", "estimate time, throughput, cost and the recommendation for a scenario"),
+    "calibrate": ("workbook.calibrate", "compare the performance model with published runs"),
+    "report": ("workbook.report", "render decision reports (HTML) for scenarios with Papermill"),
+}
+
+
+def _validate(args) -> int:
+    from .scenario import load_scenario, resolve_path, scenario_names
+
+    files = args.files or [str(resolve_path(n)) for n in scenario_names()]
+    bad = 0
+    for f in files:
+        try:
+            s = load_scenario(f)
+            print(f"{f}: ok ({s.name}: {s.workload.task})")
+        except InputError as e:
+            bad += 1
+            for line in e.problems:
+                print(line, file=sys.stderr)
+    return 2 if bad else 0
+
+
+def _catalog(args) -> int:
+    import pandas as pd
+
+    from . import catalog
+
+    df = catalog.load(args.name)
+    cols = {
+        "accelerators": ["accelerator", "vendor", "family", "memory_bytes", "memory_bytes_per_s",
+                         "peak_bf16_flops_per_s", "peak_fp8_flops_per_s", "chips_per_node", "as_of"],
+        "offerings": ["offering", "provider", "instance", "accelerator", "chips_per_instance",
+                      "on_demand_usd_per_hour", "spot_usd_per_hour", "commit_1y_usd_per_hour",
+                      "commit_3y_usd_per_hour", "as_of"],
+        "models": ["model", "display_name", "params_published", "layers", "hidden", "ffn_hidden", "heads",
+                   "kv_heads", "vocab", "experts", "experts_per_token"],
+        "software": ["platform", "capability", "support", "as_of"],
+    }[args.name]
+    if args.csv:
+        df.to_csv(sys.stdout, index=False)
+        return 0
+    view = df[cols].copy()
+    for c in view.columns:
+        if c.endswith("_bytes") or c.endswith("_bytes_per_s"):
+            view[c.replace("_bytes", "_gb")] = (view.pop(c) / 1e9).round(1)
+        elif c.endswith("_flops_per_s"):
+            view[c.replace("_flops_per_s", "_tflops")] = (view.pop(c) / 1e12).round(0)
+    with pd.option_context("display.max_rows", None, "display.width", 200, "display.max_columns", None):
+        print(view.to_string(index=False, na_rep="-"))
+    return 0
+
+
+def _schema(args) -> int:
+    from .scenario import scenario_schema
+
+    print(json.dumps(scenario_schema(), indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m workbook", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    v = sub.add_parser("validate", help="validate scenario files (default: every shipped scenario)")
+    v.add_argument("files", nargs="*")
+    v.set_defaults(func=_validate)
+    c = sub.add_parser("catalog", help="print a catalog as a readable table")
+    c.add_argument("name", nargs="?", default="accelerators", choices=["accelerators", "offerings", "models", "software"])
+    c.add_argument("--csv", action="store_true", help="print every column as CSV")
+    c.set_defaults(func=_catalog)
+    s = sub.add_parser("schema", help="print the scenario file's JSON schema")
+    s.set_defaults(func=_schema)
+    for name, (mod, help_) in _PLUGINS.items():
+        try:
+            m = importlib.import_module(mod)
+        except ImportError:
+            continue
+        sp = sub.add_parser(name, help=help_)
+        m.add_arguments(sp)
+        sp.set_defaults(func=m.run)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except InputError as e:
+        for line in e.problems:
+            print(line, file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

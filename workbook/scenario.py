@@ -1,0 +1,357 @@
+"""The scenario file: one YAML document that describes a workload and the decision's constraints.
+
+One pydantic model validates it for the CLI, the notebooks, the app and the batch runner. Unknown
+keys are errors (a typo must not silently change a decision). ``scenario_schema()`` gives the JSON
+schema (written to ``data/scenario.schema.json``).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from . import catalog
+from .errors import InputError
+
+SCENARIO_DIR = catalog.DATA_DIR / "scenarios"
+
+Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
+PricingModel = Literal["on_demand", "spot", "commit_1y", "commit_3y", "monthly", "purchase"]
+Pos = Annotated[float, Field(gt=0)]
+PosInt = Annotated[int, Field(gt=0)]
+Frac = Annotated[float, Field(ge=0, le=1)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class Architecture(_Strict):
+    """A decoder-only transformer, dense or mixture-of-experts (columns of data/models.csv)."""
+
+    layers: PosInt
+    hidden: PosInt
+    ffn_hidden: PosInt
+    heads: PosInt
+    kv_heads: PosInt
+    head_dim: PosInt | None = None
+    vocab: PosInt
+    experts: PosInt = 1
+    experts_per_token: PosInt = 1
+    shared_experts: Annotated[int, Field(ge=0)] = 0
+    moe_ffn_hidden: PosInt | None = None
+    dense_layers: Annotated[int, Field(ge=0)] = 0
+    gated_mlp: bool = True
+    tied_embeddings: bool = False
+    kv_cache_dim: PosInt | None = None
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.head_dim is None:
+            self.head_dim = self.hidden // self.heads
+        if self.experts_per_token > self.experts:
+            raise ValueError(f"experts_per_token ({self.experts_per_token}) cannot exceed experts ({self.experts})")
+        if self.heads % self.kv_heads:
+            raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+        return self
+
+
+class GenericProfile(_Strict):
+    """A model that is not a decoder transformer (vision, diffusion, recommendation): per-sample cost."""
+
+    params: Pos
+    train_flops_per_sample: Pos | None = None
+    infer_flops_per_sample: Pos | None = None
+    bytes_per_sample: Pos | None = None
+    activation_bytes_per_sample: Annotated[float, Field(ge=0)] = 0
+
+
+class Workload(_Strict):
+    task: Literal["training", "fine-tuning", "inference"]
+    model: str | None = None
+    architecture: Architecture | None = None
+    generic: GenericProfile | None = None
+    precision: Precision = "bf16"
+    kv_cache_precision: Precision | None = None
+    framework: Literal["pytorch", "jax", "tensorflow"] = "pytorch"
+    custom_cuda_kernels: bool = False
+    # training / fine-tuning
+    tokens: Pos | None = None
+    samples: Pos | None = None
+    seq_len: PosInt = 4096
+    global_batch_tokens: Pos | None = None
+    recompute: Literal["none", "selective", "full", "auto"] = "auto"
+    optimizer: Literal["adam", "sgd", "adafactor"] = "adam"
+    trainable_fraction: Annotated[float, Field(gt=0, le=1)] = 1.0
+    # inference
+    input_tokens: PosInt | None = None
+    output_tokens: PosInt | None = None
+    concurrency: PosInt | None = None
+    requests_per_s: Pos | None = None
+    ttft_slo_ms: Pos | None = None
+    tpot_slo_ms: Pos | None = None
+    hours_per_day: Annotated[float, Field(gt=0, le=24)] = 24
+    batch_window_hours: Annotated[float, Field(gt=0, le=24)] | None = None
+
+    @model_validator(mode="after")
+    def _check(self):
+        given = [k for k in ("model", "architecture", "generic") if getattr(self, k) is not None]
+        if not given:
+            raise ValueError("expected one of model, architecture or generic")
+        if len(given) > 1:
+            raise ValueError(f"give only one of model, architecture or generic, got {', '.join(given)}")
+        inference_keys = ["input_tokens", "output_tokens", "concurrency", "requests_per_s", "ttft_slo_ms",
+                          "tpot_slo_ms", "batch_window_hours"]
+        training_keys = ["tokens", "samples", "global_batch_tokens"]
+        if self.task == "inference":
+            bad = [k for k in training_keys if getattr(self, k) is not None]
+            if bad:
+                raise ValueError(f"{', '.join(bad)}: training key(s) on an inference task")
+            if self.generic is None:
+                for k in ("input_tokens", "output_tokens"):
+                    if getattr(self, k) is None:
+                        raise ValueError(f"{k}: expected a positive integer for an inference task")
+        else:
+            bad = [k for k in inference_keys if getattr(self, k) is not None]
+            if bad:
+                raise ValueError(f"{', '.join(bad)}: inference key(s) on a {self.task} task")
+            if self.tokens is None and self.samples is None:
+                raise ValueError(f"tokens: expected a positive number of training tokens for a {self.task} task")
+        return self
+
+    @property
+    def kv_precision(self) -> str:
+        return self.kv_cache_precision or ("bf16" if self.precision in ("int4", "int8") else self.precision)
+
+
+class Parallelism(_Strict):
+    tp: PosInt | None = None
+    pp: PosInt | None = None
+    dp: PosInt | None = None
+    ep: PosInt | None = None
+    cp: PosInt | None = None
+    zero: Literal[0, 1, 2, 3] | None = None
+    micro_batch: PosInt | None = None
+    recompute: Literal["none", "selective", "full"] | None = None
+
+
+class Cluster(_Strict):
+    accelerator: str
+    chips: PosInt | None = None
+    offering: str | None = None
+    parallelism: Parallelism | None = None
+
+
+class Candidates(_Strict):
+    accelerators: list[str] | None = None
+    clouds: list[str] | None = None
+    pricing_models: list[PricingModel] | None = None
+
+
+class Constraints(_Strict):
+    deadline_days: Pos | None = None
+    budget_usd: Pos | None = None
+    max_chips: PosInt | None = None
+    min_memory_headroom: Frac = 0.1
+    frameworks: list[Literal["pytorch", "jax", "tensorflow"]] | None = None
+
+
+class Pricing(_Strict):
+    models: list[PricingModel] = ["on_demand", "spot", "commit_1y", "commit_3y"]
+    utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
+    negotiated_discount: Annotated[float, Field(ge=0, lt=1)] = 0.0
+    commit_1y_discount: Annotated[float, Field(ge=0, lt=1)] = 0.37
+    commit_3y_discount: Annotated[float, Field(ge=0, lt=1)] = 0.55
+    spot_interruptions_per_hour: Annotated[float, Field(ge=0)] = 0.05
+    checkpoint_interval_min: Pos = 30
+    restart_min: Pos = 10
+    horizon_months: Pos = 12
+    electricity_usd_per_kwh: Annotated[float, Field(ge=0)] = 0.12
+    pue: Annotated[float, Field(ge=1, le=3)] = 1.3
+    depreciation_years: Pos = 4
+    storage_tb: Annotated[float, Field(ge=0)] = 0
+    egress_tb_per_month: Annotated[float, Field(ge=0)] = 0
+    porting_cost_usd: Annotated[float, Field(ge=0)] = 0
+
+
+class Weights(_Strict):
+    cost: Frac = 0.4
+    time: Frac = 0.3
+    ecosystem: Frac = 0.2
+    portability: Frac = 0.1
+    supply_risk: Frac = 0.0
+
+    @model_validator(mode="after")
+    def _check(self):
+        if sum(self.model_dump().values()) <= 0:
+            raise ValueError("expected at least one positive weight")
+        return self
+
+
+class Scenario(_Strict):
+    name: str
+    title: str
+    description: str | None = None
+    workload: Workload
+    cluster: Cluster | None = None
+    candidates: Candidates = Candidates()
+    constraints: Constraints = Constraints()
+    pricing: Pricing = Pricing()
+    weights: Weights = Weights()
+
+    @field_validator("name")
+    @classmethod
+    def _slug(cls, v: str) -> str:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", v):
+            raise ValueError(f"expected a lower-case id of letters, digits, '.', '_' or '-', got {v!r}")
+        return v
+
+
+# --- YAML loading -----------------------------------------------------------------------------
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that also reads ``5.0e4`` and ``2e12`` as floats (YAML 1.1 needs a sign and a dot)."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+def _fmt_loc(loc) -> str:
+    return ".".join(str(p) for p in loc if not (isinstance(p, str) and p.startswith("function-")))
+
+
+def _describe(err: dict) -> str:
+    t, got = err["type"], err.get("input")
+    ctx = err.get("ctx") or {}
+    if t == "extra_forbidden":
+        return "unknown key (not part of the scenario format; see data/scenario.schema.json)"
+    if t == "missing":
+        return "required key is missing"
+    if t in ("float_parsing", "float_type", "int_parsing", "int_type", "int_from_float"):
+        kind = "an integer" if t.startswith("int") else "a number"
+        return f"expected {kind}, got {got!r}"
+    if t in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
+        op = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}[t]
+        bound = next(iter(ctx.values()))
+        return f"expected a number {op} {bound}, got {got!r}"
+    if t == "literal_error":
+        return f"expected {ctx.get('expected')}, got {got!r}"
+    if t == "value_error":
+        return str(ctx.get("error", err["msg"]))
+    return f"{err['msg']}, got {got!r}"
+
+
+def _errors_to_lines(file: str, exc: ValidationError) -> list[str]:
+    lines = []
+    for e in exc.errors():
+        loc = _fmt_loc(e["loc"])
+        lines.append(f"{file}: {loc + ': ' if loc else ''}{_describe(e)}")
+    return lines
+
+
+def resolve_path(name_or_path: str | Path) -> Path:
+    """A scenario name (file in data/scenarios without .yaml) or a path to a YAML file."""
+    p = Path(name_or_path)
+    if p.suffix in (".yaml", ".yml") or p.exists() or "/" in str(name_or_path):
+        return p
+    return SCENARIO_DIR / f"{name_or_path}.yaml"
+
+
+def parse_scenario(data, file: str = "<scenario>") -> Scenario:
+    """Validate a dict as a Scenario, then check ids against the catalogs. Raises InputError."""
+    if data is None:
+        raise InputError(f"{file}: empty file, expected a scenario mapping (name, title, workload, ...)")
+    if not isinstance(data, dict):
+        raise InputError(f"{file}: expected a mapping of keys (name, title, workload, ...), got {type(data).__name__}")
+    try:
+        s = Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise InputError("", _errors_to_lines(file, exc)) from None
+    problems = _check_ids(s, file)
+    if problems:
+        raise InputError("", problems)
+    return s
+
+
+def _check_ids(s: Scenario, file: str) -> list[str]:
+    out = []
+
+    def _res(kind, ident, where):
+        try:
+            return catalog.resolve(kind, ident)
+        except InputError as e:
+            out.append(f"{file}: {where}: {e}")
+            return ident
+
+    w = s.workload
+    if w.model is not None:
+        w.model = _res("models", w.model, "workload.model")
+    if s.cluster is not None:
+        s.cluster.accelerator = _res("accelerators", s.cluster.accelerator, "cluster.accelerator")
+    if s.candidates.accelerators:
+        s.candidates.accelerators = [_res("accelerators", a, f"candidates.accelerators.{i}")
+                                     for i, a in enumerate(s.candidates.accelerators)]
+    if s.candidates.clouds:
+        known = sorted(set(catalog.offerings()["provider"]))
+        low = {k.lower(): k for k in known}
+        fixed = []
+        for i, c in enumerate(s.candidates.clouds):
+            if c.lower() in low:
+                fixed.append(low[c.lower()])
+            else:
+                out.append(f"{file}: candidates.clouds.{i}: unknown provider {c!r}{catalog._suggest(c, known)}")
+        s.candidates.clouds = fixed
+    return out
+
+
+def load_scenario(name_or_path: str | Path) -> Scenario:
+    """Read and validate one scenario file; ``InputError`` lists every problem, naming file and field."""
+    path = resolve_path(name_or_path)
+    rel = catalog._rel(path)
+    if not path.exists():
+        hint = ""
+        if SCENARIO_DIR.exists():
+            hint = catalog._suggest(path.stem, [p.stem for p in SCENARIO_DIR.glob("*.yaml")])
+        raise InputError(f"{rel}: file not found{hint}")
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{rel}: cannot read file ({e.__class__.__name__}: {e})") from None
+    if not text.strip():
+        raise InputError(f"{rel}: empty file, expected a scenario mapping (name, title, workload, ...)")
+    try:
+        data = yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise InputError(f"{rel}: YAML syntax error: {where}{getattr(e, 'problem', None) or e}") from None
+    return parse_scenario(data, rel)
+
+
+def scenario_names() -> list[str]:
+    """Names of the shipped scenarios (files in data/scenarios/)."""
+    return sorted(p.stem for p in SCENARIO_DIR.glob("*.yaml"))
+
+
+def scenario_schema() -> dict:
+    return Scenario.model_json_schema()
+
+
+def with_overrides(s: Scenario, **changes) -> Scenario:
+    """A copy of the scenario with dotted-key overrides, re-validated (used by widgets and the app),
+    e.g. ``with_overrides(s, **{"pricing.utilization": 0.5})``."""
+    data = s.model_dump(exclude_none=True)
+    for key, value in changes.items():
+        node = data
+        parts = key.split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = value
+    return parse_scenario(data, f"<{s.name} with overrides>")
