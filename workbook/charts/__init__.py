@@ -1,0 +1,48 @@
+"""Charts are values: functions take tidy DataFrames and return ``alt.Chart``; they never display,
+save or load data. One theme, registered once; one offline renderer, chosen once.
+
+Offline rule (see ../shared/notes/stack-pitfalls.md): Altair's default renderer loads Vega from a CDN.
+Reports (Papermill + nbconvert) use the static ``svg`` renderer through vl-convert; live views in
+JupyterLab/Voila use ``live(chart)`` (an offline ``alt.JupyterChart``) or SVG inside an Output.
+"""
+from __future__ import annotations
+
+import altair as alt
+
+PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+           "#bcbd22", "#17becf"]
+
+_enabled = False
+
+
+def _theme():
+    return alt.theme.ThemeConfig(
+        config={
+            "view": {"continuousWidth": 520, "continuousHeight": 300, "stroke": None},
+            "range": {"category": PALETTE},
+            "axis": {"labelFontSize": 11, "titleFontSize": 12, "grid": True, "gridColor": "#eee"},
+            "legend": {"labelFontSize": 11, "titleFontSize": 12},
+            "title": {"fontSize": 14, "anchor": "start"},
+            "font": "sans-serif",
+        }
+    )
+
+
+def enable(renderer: str = "svg") -> None:
+    """Register the theme and pick an offline renderer: ``svg`` (default, static) or ``png``."""
+    global _enabled
+    if "workbook" not in alt.theme.names():
+        alt.theme.register("workbook", enable=True)(_theme)
+    alt.theme.enable("workbook")
+    alt.renderers.enable(renderer)
+    alt.data_transformers.disable_max_rows()
+    _enabled = True
+
+
+def live(chart: alt.TopLevelMixin):
+    """An offline, updatable chart widget for JupyterLab and Voila (assign ``.chart`` to update)."""
+    alt.JupyterChart.enable_offline()
+    return alt.JupyterChart(chart)
+
+
+enable()

@@ -1,0 +1,269 @@
+"""Workload profile of a decoder-only transformer (dense or mixture-of-experts), or a generic model.
+
+Small pure functions; each names its source. Functions take scalars or numpy arrays / pandas
+Series alike (numpy ufuncs only), so the scaling search can evaluate a whole grid at once.
+
+Sources
+- Parameter and FLOP counts: Kaplan et al. 2020 "Scaling Laws for Neural Language Models" (Table 1);
+  Chowdhery et al. 2022 "PaLM" Appendix B (model FLOPs: 6N + 12·L·H·Q·T per token);
+  "How to Scale Your Model" (scaling-book, Austin et al. 2025) ch. 4 "Transformer Math".
+- Training memory: Rajbhandari et al. 2020 "ZeRO" §3 (mixed-precision Adam: 2+2+12 = 16 bytes/param).
+- Activation memory: Korthikanti et al. 2022 "Reducing Activation Recomputation in Large Transformer
+  Models" §4 (sbh·(34 + 5as/h) bytes per layer; selective recompute drops the 5as/h term; full
+  recompute keeps only the 2sbh layer input).
+- KV cache: 2 · layers · kv_heads · head_dim · bytes per token (scaling-book ch. 7 "Inference").
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from . import catalog
+from .scenario import Architecture, Workload
+
+BYTES_PER_VALUE = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
+
+
+def bytes_per_value(precision: str) -> float:
+    """Storage bytes of one number in ``precision``."""
+    return BYTES_PER_VALUE[precision]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What a model is, in numbers that the performance, scaling and cost models share."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn_hidden: int
+    vocab: int
+    experts: int
+    experts_per_token: int
+    gated_mlp: bool
+    params_total: float  # every weight, embeddings included
+    params_active: float  # weights touched by one token (MoE: routed + shared experts only)
+    params_embedding: float  # input embedding table (a lookup: no FLOPs)
+    params_matmul_active: float  # weights in matmuls per token: active minus input embedding
+    params_expert: float  # weights in routed experts (sharded by expert parallelism)
+    kv_cache_dim: int  # cached elements per token per layer (2·kv_heads·head_dim, or MLA's latent)
+    moe_ffn_hidden: int
+    generic: bool = False
+    train_flops_per_sample: float | None = None
+    infer_flops_per_sample: float | None = None
+    bytes_per_sample: float | None = None
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 1
+
+    @property
+    def attn_dim(self) -> int:
+        return self.heads * self.head_dim
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def mlp_params(hidden, ffn_hidden, gated_mlp: bool):
+    """Weights of one MLP: 3·h·f when gated (SwiGLU: gate, up, down), else 2·h·f (Kaplan et al. 2020)."""
+    return (3 if gated_mlp else 2) * hidden * ffn_hidden
+
+
+def attention_params(hidden, heads, kv_heads, head_dim):
+    """Q and O projections h·H·Q each, K and V h·K·Q each (GQA/MQA: K < H). scaling-book ch. 4."""
+    return 2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim
+
+
+def profile_from_architecture(arch: Architecture, name: str = "custom") -> Profile:
+    """Parameter counts of a decoder-only transformer from its shape (norms and biases ignored, <0.1%).
+
+    Mixture-of-experts (Shazeer et al. 2017; Mixtral, DeepSeek-V3): each MoE layer holds ``experts``
+    routed MLPs of width ``moe_ffn_hidden`` plus ``shared_experts`` always-on MLPs and a router
+    (h·E); a token uses ``experts_per_token`` routed experts. ``dense_layers`` leading layers are
+    dense MLPs of width ``ffn_hidden`` (DeepSeek-V3's first 3). Multi-head latent attention is
+    counted as ordinary attention (overcounts DeepSeek-V3 by about 2.5% of its 671B)."""
+    h, L = arch.hidden, arch.layers
+    hd = arch.head_dim or h // arch.heads
+    attn = attention_params(h, arch.heads, arch.kv_heads, hd)
+    moe = arch.experts > 1
+    f_exp = arch.moe_ffn_hidden or arch.ffn_hidden
+    dense_L = arch.dense_layers if moe else L
+    moe_L = L - dense_L
+    dense_mlp = mlp_params(h, arch.ffn_hidden, arch.gated_mlp)
+    one_expert = mlp_params(h, f_exp, arch.gated_mlp)
+    routed_total = moe_L * arch.experts * one_expert
+    routed_active = moe_L * arch.experts_per_token * one_expert
+    shared = moe_L * (arch.shared_experts * one_expert + h * arch.experts)
+    embed = arch.vocab * h
+    head = 0 if arch.tied_embeddings else arch.vocab * h
+    body_common = L * attn + dense_L * dense_mlp + shared
+    total = embed + head + body_common + routed_total
+    active = embed + head + body_common + routed_active
+    kv_dim = arch.kv_cache_dim or 2 * arch.kv_heads * hd
+    return Profile(
+        name=name, layers=L, hidden=h, heads=arch.heads, kv_heads=arch.kv_heads, head_dim=hd,
+        ffn_hidden=arch.ffn_hidden, vocab=arch.vocab, experts=arch.experts,
+        experts_per_token=arch.experts_per_token, gated_mlp=arch.gated_mlp,
+        params_total=float(total), params_active=float(active), params_embedding=float(embed),
+        params_matmul_active=float(active - embed + (embed if arch.tied_embeddings else 0)),
+        params_expert=float(routed_total), kv_cache_dim=int(kv_dim), moe_ffn_hidden=int(f_exp),
+    )
+
+
+def architecture_of(model_id: str) -> Architecture:
+    """The Architecture of a model in ``data/models.csv`` (id or alias)."""
+    row = catalog.model(model_id)
+    fields = Architecture.model_fields
+    data = {k: (row[k].item() if hasattr(row[k], "item") else row[k]) for k in fields if k in row.index and row[k] is not None and not (isinstance(row[k], float) and np.isnan(row[k]))}
+    return Architecture.model_validate(data)
+
+
+def workload_profile(w: Workload) -> Profile:
+    """The Profile of a scenario's workload: a catalog model, an inline architecture, or a generic one."""
+    if w.model is not None:
+        return profile_from_architecture(architecture_of(w.model), w.model)
+    if w.architecture is not None:
+        return profile_from_architecture(w.architecture, "custom")
+    g = w.generic
+    return Profile(name="generic", layers=1, hidden=1, heads=1, kv_heads=1, head_dim=1, ffn_hidden=1, vocab=1,
+                   experts=1, experts_per_token=1, gated_mlp=False, params_total=g.params, params_active=g.params,
+                   params_embedding=0.0, params_matmul_active=g.params, params_expert=0.0, kv_cache_dim=0,
+                   moe_ffn_hidden=1, generic=True, train_flops_per_sample=g.train_flops_per_sample,
+                   infer_flops_per_sample=g.infer_flops_per_sample, bytes_per_sample=g.bytes_per_sample)
+
+
+# --- FLOPs -------------------------------------------------------------------------------------
+
+def attention_flops_per_token(p: Profile, context, causal: bool = True):
+    """Forward FLOPs of QKᵀ and AV for one token attending to ``context`` tokens: 4·L·H·Q·context.
+
+    For a full causal sequence of length S the mean context is S/2 (``causal=True`` halves it);
+    PaLM's MFU convention counts the full S (``causal=False``)."""
+    ctx = np.asarray(context, dtype=float) * (0.5 if causal else 1.0)
+    return 4.0 * p.layers * p.attn_dim * ctx
+
+
+def train_flops_per_token(p: Profile, seq_len, causal: bool = False):
+    """Model FLOPs per trained token: 6·N (forward 2N + backward 4N) + attention 3·(4·L·H·Q·S).
+
+    ``N`` = weights in matmuls touched per token (MoE: active only; the input embedding is a lookup).
+    With ``causal=False`` this is PaLM's definition, 6N + 12·L·H·Q·S (Chowdhery et al. 2022, App. B),
+    the MFU denominator used throughout this package. Recomputation is not counted (it is hardware
+    FLOPs, not model FLOPs)."""
+    return 6.0 * p.params_matmul_active + 3.0 * attention_flops_per_token(p, seq_len, causal=causal)
+
+
+def prefill_flops_per_token(p: Profile, input_tokens):
+    """Forward FLOPs per prompt token: 2·N + causal attention over the prompt (mean context S/2)."""
+    return 2.0 * p.params_matmul_active + attention_flops_per_token(p, input_tokens, causal=True)
+
+
+def decode_flops_per_token(p: Profile, context):
+    """Forward FLOPs for one generated token at ``context`` cached tokens: 2·N + 4·L·H·Q·context."""
+    return 2.0 * p.params_matmul_active + attention_flops_per_token(p, context, causal=False)
+
+
+def training_flops(p: Profile, tokens, seq_len):
+    """Total model FLOPs of a training run (6ND + attention); the 6ND rule (Kaplan et al. 2020) when S→0."""
+    return train_flops_per_token(p, seq_len) * tokens
+
+
+# --- Memory ------------------------------------------------------------------------------------
+
+def training_state_bytes_per_param(precision: str = "bf16", optimizer: str = "adam"):
+    """Bytes per trainable parameter for weights + gradients + optimizer states.
+
+    Mixed precision (bf16/fp16/fp8 compute) keeps an fp32 master copy: Adam = 2 (weights) + 2
+    (gradients) + 4 (master) + 4 (m) + 4 (v) = 16 bytes (ZeRO, Rajbhandari et al. 2020, §3.1).
+    fp32 training: 4 + 4 + 8 = 16. SGD with momentum: 2 + 2 + 4 + 4 = 12. Adafactor (factored
+    second moment, Shazeer & Stern 2018): ~2 + 2 + 4 = 8."""
+    optim = {"adam": 12.0, "sgd": 8.0, "adafactor": 4.0}[optimizer]
+    if precision == "fp32":
+        return 4.0 + 4.0 + optim - 4.0
+    return 2.0 + 2.0 + optim
+
+
+def weight_bytes(p: Profile, precision: str):
+    """Bytes to hold every weight once in ``precision`` (int4/int8: weight-only quantisation)."""
+    return p.params_total * bytes_per_value(precision)
+
+
+def activation_bytes_per_token_per_layer(p: Profile, seq_len, recompute: str = "none", flash_attention: bool = True):
+    """Activation bytes stored for backward, per token per layer, 16-bit activations, no TP.
+
+    Korthikanti et al. 2022 §4.1: attention 11h + 5·a·s, MLP 19h (for f = 4h, non-gated), norms 4h,
+    total h·(34 + 5as/h). Generalised to an MLP of width f as 3h + (2 or 3)·2f bytes (input, dropout
+    mask and the 2-byte outputs of each projection and activation), which is 19h at f = 4h non-gated.
+    MoE layers store the routed experts' activations for each of the k experts a token visits.
+    ``flash_attention`` (Dao et al. 2022) and ``selective`` recompute drop the 5·a·s score term;
+    ``full`` recompute keeps only the layer input (2h)."""
+    s = np.asarray(seq_len, dtype=float)
+    h = p.hidden
+    f = p.moe_ffn_hidden * p.experts_per_token if p.is_moe else p.ffn_hidden
+    mlp = 3.0 * h + (3.0 if p.gated_mlp else 2.0) * 2.0 * f
+    attn = 11.0 * h + (0.0 if flash_attention else 5.0 * p.heads * s)
+    per_layer = attn + mlp + 4.0 * h
+    if recompute == "full":
+        return 2.0 * h + 0.0 * s
+    if recompute == "selective":
+        per_layer = 11.0 * h + mlp + 4.0 * h + 0.0 * s
+    return per_layer
+
+
+def activation_bytes(p: Profile, seq_len, micro_batch_seqs, recompute: str = "none", layers=None,
+                     flash_attention: bool = True):
+    """Activation bytes of ``micro_batch_seqs`` sequences over ``layers`` layers (default all).
+
+    With full recompute one layer's full activations are also live during its backward pass."""
+    L = p.layers if layers is None else layers
+    tokens = np.asarray(seq_len, dtype=float) * micro_batch_seqs
+    stored = activation_bytes_per_token_per_layer(p, seq_len, recompute, flash_attention) * tokens * L
+    if recompute == "full":
+        stored = stored + activation_bytes_per_token_per_layer(p, seq_len, "none", flash_attention) * tokens
+    return stored
+
+
+def kv_cache_bytes_per_token(p: Profile, precision: str = "bf16"):
+    """KV cache per token over all layers: layers · (2·kv_heads·head_dim or MLA latent) · bytes.
+
+    GQA/MQA shrink it by heads/kv_heads (Ainslie et al. 2023); scaling-book ch. 7."""
+    return p.layers * p.kv_cache_dim * bytes_per_value(precision)
+
+
+# --- Arithmetic intensity ----------------------------------------------------------------------
+
+def decode_arithmetic_intensity(p: Profile, batch, context, weight_precision: str = "bf16", kv_precision: str = "bf16"):
+    """FLOPs per byte of HBM traffic for one decode step of ``batch`` sequences at ``context`` tokens.
+
+    Each step reads every active weight once (shared by the batch) and each sequence's KV cache;
+    intensity ≈ batch·2N / (N·bytes + batch·kv) — about ``batch`` FLOPs/byte for bf16 weights at short
+    context, so decode is memory-bound until the batch reaches the chip's FLOPs/byte ridge point
+    (scaling-book ch. 7)."""
+    b = np.asarray(batch, dtype=float)
+    flops = b * decode_flops_per_token(p, context)
+    weights_read = decode_weight_bytes_read(p, b, weight_precision)
+    kv = b * np.asarray(context, dtype=float) * kv_cache_bytes_per_token(p, kv_precision)
+    return flops / (weights_read + kv)
+
+
+def decode_weight_bytes_read(p: Profile, batch, precision: str = "bf16"):
+    """Weight bytes read per decode step. Dense: every weight. MoE: the experts that the batch's tokens
+    route to — expected distinct experts per MoE layer E·(1-(1-k/E)^batch) under uniform routing."""
+    b = np.asarray(batch, dtype=float)
+    bpv = bytes_per_value(precision)
+    if not p.is_moe:
+        return np.full_like(b, (p.params_total - p.params_embedding) * bpv) if np.ndim(b) else (p.params_total - p.params_embedding) * bpv
+    frac = 1.0 - (1.0 - p.experts_per_token / p.experts) ** b
+    non_expert = p.params_total - p.params_expert - p.params_embedding
+    return (non_expert + p.params_expert * frac) * bpv
+
+
+def prefill_arithmetic_intensity(p: Profile, input_tokens, batch=1, precision: str = "bf16"):
+    """FLOPs per byte for a prefill of ``batch`` prompts of ``input_tokens``: weights read once."""
+    tokens = np.asarray(input_tokens, dtype=float) * batch
+    return tokens * prefill_flops_per_token(p, input_tokens) / decode_weight_bytes_read(p, tokens, precision)
