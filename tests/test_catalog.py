@@ -1,0 +1,114 @@
+"""Catalogs: every row sourced and dated, ids from the reference resolve, bad rows named by file/row/column."""
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from workbook import catalog
+from workbook.errors import InputError
+
+REQUIRED_CHIPS = ["V100-SXM2-16GB", "A100-SXM4-40GB", "A100-SXM4-80GB", "A10G", "L4", "L40S", "T4",
+                  "H100-SXM5-80GB", "H100-PCIe-80GB", "H200-SXM-141GB", "B200-SXM-180GB", "MI300X", "MI325X",
+                  "TPU-v4", "TPU-v5e", "TPU-v5p", "TPU-v6e", "Trainium1", "Trainium2", "Inferentia2"]
+REQUIRED_MODELS = ["llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
+                   "mixtral-8x7b", "deepseek-v3", "gpt-3-175b"]
+
+
+@pytest.mark.parametrize("name", list(catalog.SCHEMAS))
+def test_every_catalog_row_has_a_source_and_a_date(name):
+    df = catalog.load(name)
+    assert len(df) > 0
+    assert df["source"].str.len().gt(5).all()
+    assert pd.to_datetime(df["as_of"]).notna().all()
+
+
+@pytest.mark.parametrize("chip", REQUIRED_CHIPS)
+def test_reference_chip_ids_resolve(chip):
+    assert catalog.resolve("accelerators", chip) == chip
+
+
+@pytest.mark.parametrize("model", REQUIRED_MODELS)
+def test_reference_models_are_present(model):
+    assert catalog.resolve("models", model) == model
+
+
+def test_a_small_model_is_present():
+    assert (catalog.models()["params_published"] < 2e9).any()
+
+
+def test_h100_sxm_dense_bf16_peak_is_989_tflops():
+    # NVIDIA H100 datasheet: 1,979 TFLOP/s BF16 *with sparsity*; dense is half.
+    assert catalog.accelerator("H100-SXM5-80GB")["peak_bf16_flops_per_s"] == pytest.approx(989e12, rel=0.01)
+
+
+def test_tpu_v5e_bf16_peak_is_197_not_393():
+    # Google Cloud TPU v5e docs: 197 TFLOP/s bf16, 393 TOP/s int8 (the marketing "393" is int8).
+    acc = catalog.accelerator("TPU-v5e")
+    assert acc["peak_bf16_flops_per_s"] == pytest.approx(197e12, rel=0.01)
+    assert acc["peak_int8_flops_per_s"] == pytest.approx(394e12, rel=0.01)
+
+
+def test_offerings_cover_three_hyperscalers_and_gpu_clouds():
+    off = catalog.offerings()
+    assert {"GCP", "AWS", "Azure"} <= set(off["provider"])
+    assert (off["provider_kind"] == "gpu-cloud").any()
+
+
+def test_every_offering_names_a_known_accelerator():
+    known = set(catalog.accelerators()["accelerator"])
+    assert set(catalog.offerings()["accelerator"]) <= known
+
+
+def test_software_covers_every_platform():
+    sw = catalog.software()
+    assert set(sw["platform"]) == {"cuda", "rocm", "tpu", "neuron"}
+    for cap in ["pytorch", "jax", "tensorflow", "vllm"]:
+        assert cap in set(sw["capability"])
+
+
+def _bad_catalog(tmp_path, name, mutate):
+    src = catalog.DATA_DIR / f"{name}.csv"
+    df = pd.read_csv(src, dtype=str, keep_default_na=False)
+    mutate(df)
+    df.to_csv(tmp_path / f"{name}.csv", index=False)
+    for other in catalog.SCHEMAS:
+        if other != name and (catalog.DATA_DIR / f"{other}.csv").exists():
+            (tmp_path / f"{other}.csv").write_bytes((catalog.DATA_DIR / f"{other}.csv").read_bytes())
+    catalog.load.cache_clear()
+    catalog.resolve_map.cache_clear()
+    try:
+        with pytest.raises(InputError) as e:
+            catalog.load(name, str(tmp_path))
+    finally:
+        catalog.load.cache_clear()
+        catalog.resolve_map.cache_clear()
+    return str(e.value)
+
+
+def test_bad_number_in_catalog_names_file_row_and_column(tmp_path):
+    msg = _bad_catalog(tmp_path, "accelerators", lambda df: df.__setitem__("memory_bytes", ["eighty"] + list(df["memory_bytes"][1:])))
+    assert "accelerators.csv: row 2: memory_bytes: expected a float, got 'eighty'" in msg
+
+
+def test_out_of_range_unit_is_caught(tmp_path):
+    # 80 (GB written in the wrong unit) instead of 8.0e10 bytes
+    msg = _bad_catalog(tmp_path, "accelerators", lambda df: df.__setitem__("memory_bytes", ["80"] + list(df["memory_bytes"][1:])))
+    assert "row 2: memory_bytes: expected a value between" in msg
+
+
+def test_missing_source_is_caught(tmp_path):
+    msg = _bad_catalog(tmp_path, "offerings", lambda df: df.__setitem__("source", [""] + list(df["source"][1:])))
+    assert "offerings.csv: row 2: source: expected a value" in msg
+
+
+def test_offering_with_unknown_accelerator_is_caught(tmp_path):
+    msg = _bad_catalog(tmp_path, "offerings", lambda df: df.__setitem__("accelerator", ["H1000"] + list(df["accelerator"][1:])))
+    assert "row 2: accelerator: unknown id 'H1000'" in msg
+
+
+@pytest.mark.parametrize("name", ["accelerators", "offerings", "models", "software"])
+def test_cli_catalog_prints_a_table(name):
+    r = subprocess.run([sys.executable, "-m", "workbook", "catalog", name], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout.splitlines()) == len(catalog.load(name)) + 1
