@@ -19,3 +19,6 @@ import ipywidgets as W
 
 # --- section: cost & decision (notebooks 04, 05) ---
 # --- end: cost & decision ---
+
+# --- section: app (the stakeholder app) ---
+# --- end: app ---
