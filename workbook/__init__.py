@@ -9,5 +9,18 @@ from .scenario import Scenario, load_scenario, parse_scenario, scenario_names, w
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):
+    """Submodules on first use (``wb.widgets``, ``wb.charts``, ``wb.perf``...): ``import workbook``
+    stays light for the CLI, and a notebook still needs only ``import workbook as wb``."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as e:
+        if e.name == f"{__name__}.{name}":
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+        raise
+
 __all__ = ["catalog", "InputError", "Scenario", "load_scenario", "parse_scenario", "scenario_names",
            "with_overrides", "__version__"]

@@ -15,9 +15,11 @@ Sources
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass
 
 import numpy as np
+import pandas as pd
 
 from . import catalog
 from .scenario import Architecture, Workload
@@ -115,18 +117,29 @@ def profile_from_architecture(arch: Architecture, name: str = "custom") -> Profi
     )
 
 
+@functools.lru_cache(maxsize=None)
 def architecture_of(model_id: str) -> Architecture:
-    """The Architecture of a model in ``data/models.csv`` (id or alias)."""
+    """The Architecture of a model in ``data/models.csv`` (id or alias); blank cells take the defaults."""
     row = catalog.model(model_id)
-    fields = Architecture.model_fields
-    data = {k: (row[k].item() if hasattr(row[k], "item") else row[k]) for k in fields if k in row.index and row[k] is not None and not (isinstance(row[k], float) and np.isnan(row[k]))}
+    data = {}
+    for k in Architecture.model_fields:
+        if k not in row.index or row[k] is None or pd.isna(row[k]):
+            continue
+        v = row[k]
+        data[k] = v.item() if hasattr(v, "item") else v
     return Architecture.model_validate(data)
+
+
+@functools.lru_cache(maxsize=None)
+def model_profile(model_id: str) -> Profile:
+    """The Profile of a catalog model (id or alias), cached per process."""
+    return profile_from_architecture(architecture_of(model_id), catalog.resolve("models", model_id))
 
 
 def workload_profile(w: Workload) -> Profile:
     """The Profile of a scenario's workload: a catalog model, an inline architecture, or a generic one."""
     if w.model is not None:
-        return profile_from_architecture(architecture_of(w.model), w.model)
+        return model_profile(w.model)
     if w.architecture is not None:
         return profile_from_architecture(w.architecture, "custom")
     g = w.generic
@@ -252,15 +265,16 @@ def decode_arithmetic_intensity(p: Profile, batch, context, weight_precision: st
 
 
 def decode_weight_bytes_read(p: Profile, batch, precision: str = "bf16"):
-    """Weight bytes read per decode step. Dense: every weight. MoE: the experts that the batch's tokens
-    route to — expected distinct experts per MoE layer E·(1-(1-k/E)^batch) under uniform routing."""
+    """Weight bytes read per decode step: every weight used in a matmul (the input embedding is a
+    lookup of a few rows; a tied embedding is read once as the output layer). MoE: only the experts the
+    batch's tokens route to, E·(1-(1-k/E)^batch) distinct experts per layer under uniform routing."""
     b = np.asarray(batch, dtype=float)
     bpv = bytes_per_value(precision)
     if not p.is_moe:
-        return np.full_like(b, (p.params_total - p.params_embedding) * bpv) if np.ndim(b) else (p.params_total - p.params_embedding) * bpv
+        return np.full_like(b, p.params_matmul_active * bpv) if np.ndim(b) else p.params_matmul_active * bpv
+    routed_active = p.params_expert * p.experts_per_token / p.experts
     frac = 1.0 - (1.0 - p.experts_per_token / p.experts) ** b
-    non_expert = p.params_total - p.params_expert - p.params_embedding
-    return (non_expert + p.params_expert * frac) * bpv
+    return (p.params_matmul_active - routed_active + p.params_expert * frac) * bpv
 
 
 def prefill_arithmetic_intensity(p: Profile, input_tokens, batch=1, precision: str = "bf16"):

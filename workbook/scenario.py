@@ -163,8 +163,34 @@ class Pricing(_Strict):
     models: list[PricingModel] = ["on_demand", "spot", "commit_1y", "commit_3y"]
     utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
     negotiated_discount: Annotated[float, Field(ge=0, lt=1)] = 0.0
-    commit_1y_discount: Annotated[float, Field(ge=0, lt=1)] = 0.37
-    commit_3y_discount: Annotated[float, Field(ge=0, lt=1)] = 0.55
+    commit_1y_discount: Annotated[float, Field(ge=0, lt=1, description=(
+        "Discount off on-demand for a 1-year commitment, used only where offerings.csv publishes no "
+        "committed price. Default 0.37 = 1 - median(commit_1y/on_demand) over the 12 GCP rows of "
+        "data/offerings.csv that publish both (ratios 0.62-0.69, median 0.630; Cyclenerd "
+        "google-cloud-pricing-cost-calculator pricing.yml @fd66b26, 2026-07-30)"))] = 0.37
+    commit_3y_discount: Annotated[float, Field(ge=0, lt=1, description=(
+        "Discount off on-demand for a 3-year commitment, used only where no committed price is "
+        "published. Default 0.561 = 1 - median(commit_3y/on_demand) over the same 12 GCP rows "
+        "(ratios 0.35-0.45, median 0.439; same source)"))] = 0.561
+    spot_price_p90_over_p10: Annotated[float, Field(ge=1, description=(
+        "Monte Carlo spread of spot prices around the catalog price (P90/P10). Default 1.45 = median "
+        "of 7 published spreads in offerings.csv notes and ../shared/reference/prices.csv: AWS AZ "
+        "ranges p5 us-east-1 20.99-30.33, p5 us-east-2 14.38-18.28, p4d 5.09-9.61, p5en us-east-2 "
+        "15.49-17.24, inf2.24xlarge 0.93-1.71, trn1.32xlarge 2.88-6.28; GCP a3-highgpu-8g spot "
+        "35.40 (Mar 2025) vs 50.61 (Jul 2026)"))] = 1.45
+    utilization_spread: Annotated[float, Field(ge=0, lt=1, description=(
+        "Monte Carlo: utilisation P10/P90 = utilization -/+ this (a planning assumption, not a "
+        "measurement: set your own)"))] = 0.1
+    interruption_spread: Annotated[float, Field(ge=1, description=(
+        "Monte Carlo: spot interruption-rate P10/P90 = rate divided/multiplied by this factor (a "
+        "planning assumption, not a measurement: set your own)"))] = 2.0
+    storage_usd_per_tb_month: Annotated[float, Field(ge=0, description=(
+        "Object storage for data and checkpoints. Default: GCS Standard regional $0.000027397 per "
+        "GiB-hour x 730 h x 931.32 GiB/TB (cloud.google.com/storage/pricing, read 2026-09-20 via "
+        "api-evangelist/gcp-cloud-storage plans/gcp-cloud-storage-plans-pricing.yml)"))] = 18.63
+    egress_usd_per_tb: Annotated[float, Field(ge=0, description=(
+        "Internet egress. Default: GCS network egress worldwide 0-10 TiB $0.12 per GiB x 931.32 "
+        "GiB/TB (same page and date)"))] = 111.76
     spot_interruptions_per_hour: Annotated[float, Field(ge=0)] = 0.05
     checkpoint_interval_min: Pos = 30
     restart_min: Pos = 10

@@ -39,6 +39,18 @@ def enable(renderer: str = "svg") -> None:
     _enabled = True
 
 
+def __getattr__(name: str):
+    """Chart modules on first use (``wb.charts.scaling``), like ``workbook.__getattr__``."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as e:
+        if e.name == f"{__name__}.{name}":
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+        raise
+
+
 def live(chart: alt.TopLevelMixin):
     """An offline, updatable chart widget for JupyterLab and Voila (assign ``.chart`` to update)."""
     alt.JupyterChart.enable_offline()

@@ -1,0 +1,124 @@
+"""How fast the stakeholder app is in a real browser (Debian's chromium through Playwright).
+
+Prints two figures against the issue's targets:
+* first render: from ``page.goto`` until the recommendation card is on screen, with the kernel
+  pre-started (how ``make app`` runs: ``preheat_kernel=True``), and once without pre-start (cold);
+* update: from a control change (utilisation slider, one arrow key) until the app has redrawn the
+  recommendation, the ranking and the chart (its update counter ``.wb-status[data-version]`` moved).
+
+Targets: first render < 5 s, update < 1 s. Exit status 1 when a target is missed.
+Usage: ``python benchmarks/bench_app.py [--visits 3] [--changes 6]``.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
+
+import browser_helpers as bh  # noqa: E402
+
+FIRST_RENDER_TARGET_S = 5.0
+UPDATE_TARGET_S = 1.0
+READY = ".wb-status[data-version]"
+
+
+def wait_for_log(log: Path, text: str, count: int = 1, timeout_s: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if log.exists() and log.read_text(errors="replace").count(text) >= count:
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"{log}: {text!r} not seen {count} time(s) in {timeout_s:.0f} s")
+
+
+def first_render_s(browser, url: str) -> float:
+    page, guard = bh.open_page(browser, url)
+    t0 = time.perf_counter()
+    page.goto(url)
+    page.wait_for_selector(READY, timeout=60000)
+    elapsed = time.perf_counter() - t0
+    if guard.external:
+        raise RuntimeError(f"the page asked for something outside the machine: {guard.external}")
+    page.context.close()
+    return elapsed
+
+
+def update_times_s(browser, url: str, changes: int) -> list[float]:
+    page, _ = bh.open_page(browser, url)
+    page.goto(url)
+    page.wait_for_selector(READY, timeout=60000)
+    handle = page.locator(".wb-utilization .noUi-handle")
+    out = []
+    for i in range(changes):
+        handle.focus()
+        before = bh.status_version(page)
+        t0 = time.perf_counter()
+        page.keyboard.press("ArrowLeft" if i % 2 == 0 else "ArrowRight")
+        bh.wait_for_update(page, before)
+        out.append(time.perf_counter() - t0)
+    page.context.close()
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--visits", type=int, default=3, help="first renders to time with a pre-started kernel")
+    ap.add_argument("--changes", type=int, default=6, help="control changes to time")
+    ap.add_argument("--settle", type=float, default=8.0,
+                    help="seconds to let the next pre-started kernel run the notebook between visits")
+    args = ap.parse_args(argv)
+    if not bh.CHROMIUM.exists():
+        print(f"bench_app: {bh.CHROMIUM} not found (apt-get install -y chromium); nothing measured")
+        return 1
+    from playwright.sync_api import sync_playwright
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench_app_"))
+    ok = True
+    with sync_playwright() as p:
+        browser = bh.launch_chromium(p)
+        # pre-started kernel (what `make app` runs)
+        port = bh.free_port()
+        log = tmp / "voila.log"
+        proc = bh.start_app(port, log)
+        url = f"http://127.0.0.1:{port}/"
+        try:
+            wait_for_log(log, "is filled with 1 kernel")
+            warm = []
+            for i in range(args.visits):
+                time.sleep(args.settle)   # the pool's kernel has run the notebook, as for a visitor who comes later
+                warm.append(first_render_s(browser, url))
+            updates = update_times_s(browser, url, args.changes)
+        finally:
+            bh.stop_process(proc)
+        # cold: no pre-started kernel
+        port = bh.free_port()
+        proc = bh.start_app(port, tmp / "voila-cold.log", ["--no-preheat"])
+        try:
+            cold = first_render_s(browser, f"http://127.0.0.1:{port}/")
+        finally:
+            bh.stop_process(proc)
+        browser.close()
+
+    med = statistics.median(warm)
+    verdict = "ok" if med < FIRST_RENDER_TARGET_S else "MISSED"
+    ok &= verdict == "ok"
+    print(f"app first render, pre-started kernel: median {med:.2f} s, max {max(warm):.2f} s over {len(warm)} "
+          f"visits (target < {FIRST_RENDER_TARGET_S:.0f} s: {verdict})")
+    print(f"app first render, no pre-started kernel (cold): {cold:.2f} s (for comparison)")
+    med_u = statistics.median(updates)
+    verdict = "ok" if med_u < UPDATE_TARGET_S else "MISSED"
+    ok &= verdict == "ok"
+    print(f"app update after a control change (utilisation slider): median {med_u:.2f} s, max {max(updates):.2f} s "
+          f"over {len(updates)} changes (target < {UPDATE_TARGET_S:.0f} s: {verdict})")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""Speed of the vectorised parallel-configuration search (workbook.scaling.search).
+
+Target (issue 4): every TP x PP x DP x CP x micro-batch x interleaving x recompute x ZeRO
+configuration of Llama 3.1 405B on 16,384 chips in under 2 s on one core. Prints the grid size,
+the median time of a few runs and configurations per second; exits 1 when the target is missed.
+"""
+import os
+
+for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):  # one core
+    os.environ.setdefault(var, "1")
+
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from workbook import catalog, scaling  # noqa: E402
+from workbook import profile as prof  # noqa: E402
+from workbook.errors import InputError  # noqa: E402
+from workbook.scenario import Workload  # noqa: E402
+
+TARGET_S = 2.0
+
+
+def efficiency_model():
+    """The calibrated efficiency of workbook.perf when its parameters exist, else a constant."""
+    try:
+        from workbook.perf import compute_efficiency
+
+        compute_efficiency(catalog.accelerator("H100-SXM5-80GB"), "bf16", "train", prof.model_profile("llama-3.1-8b"))
+        return compute_efficiency, "workbook.perf.compute_efficiency"
+    except (ImportError, InputError) as e:
+        def placeholder_constant_efficiency(acc, precision, work, profile, tp=1, tokens=None):
+            return 0.5 * np.ones(np.broadcast(np.asarray(tp), np.asarray(1 if tokens is None else tokens)).shape)
+        return placeholder_constant_efficiency, f"a constant 0.5 (perf efficiency unavailable: {e})"
+
+
+def main() -> int:
+    eff, eff_name = efficiency_model()
+    p = prof.model_profile("llama-3.1-405b")
+    w = Workload(task="training", model="llama-3.1-405b", tokens=15e12, seq_len=8192, global_batch_tokens=16e6)
+    print(f"efficiency: {eff_name}")
+    worst = 0.0
+    for acc_id in ("H100-SXM5-80GB", "TPU-v5p"):
+        acc = catalog.accelerator(acc_id)
+        n = len(scaling.configurations(p, 16384, w)["tp"])
+        scaling.search(p, acc, 16384, w, efficiency=eff)  # warm-up (catalog caches)
+        times = []
+        for _ in range(5):
+            t0 = time.perf_counter()
+            df = scaling.search(p, acc, 16384, w, efficiency=eff)
+            times.append(time.perf_counter() - t0)
+        med = statistics.median(times)
+        worst = max(worst, med)
+        best = df.iloc[0]
+        print(f"{acc_id}: {n:,} configurations (405B, 16,384 chips) in {med * 1e3:.0f} ms median of 5 -> "
+              f"{n / med:,.0f} configurations/s; {len(df):,} fit; best TP{best.tp} PP{best.pp} DP{best.dp} "
+              f"CP{best.cp} ZeRO-{best.zero} {best.recompute}, MFU {best.mfu:.0%}")
+    ok = worst < TARGET_S
+    print(f"target: under {TARGET_S:.0f} s per search on one core: {'met' if ok else 'MISSED'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

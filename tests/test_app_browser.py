@@ -1,0 +1,305 @@
+"""The stakeholder app (issue 7), tested in a real browser: Voila started by ``python -m workbook.app``
+(what ``make app`` runs), driven by Playwright in Debian's chromium (``/usr/bin/chromium``).
+
+Every page blocks and records requests that would leave the machine and fails on any of them, and
+on any browser console error. Screenshots land in each test's temporary folder.
+
+The browser tests skip only when ``/usr/bin/chromium`` is absent (CI installs it: the tests run there).
+"""
+from __future__ import annotations
+
+import re
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import browser_helpers as bh
+
+needs_chromium = pytest.mark.skipif(not bh.CHROMIUM.exists(),
+                                    reason=f"{bh.CHROMIUM} not found: apt-get install -y chromium")
+
+
+def browser_test(f):
+    """Marks a test that drives chromium: ``browser`` and ``slow``, skipped only without chromium."""
+    return pytest.mark.browser(pytest.mark.slow(needs_chromium(f)))
+
+SCENARIO = "chat-70b-realtime"          # the notebook's default scenario (notebooks/app.ipynb)
+OTHER = "llama-70b-pretrain"
+
+
+# --- fixtures -------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory):
+    """The app served by its launcher on a free loopback port; stopped by PID (SIGTERM) afterwards."""
+    port = bh.free_port()
+    log = tmp_path_factory.mktemp("voila") / "voila.log"
+    proc = bh.start_app(port, log)
+    yield f"http://127.0.0.1:{port}/", port, log
+    bh.stop_process(proc)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = bh.launch_chromium(p)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def app(app_url, browser, tmp_path):
+    """A fresh page (one Voila kernel) showing the app's first render; closed afterwards."""
+    url = app_url[0]
+    page, guard = bh.open_page(browser, url)
+    page.goto(url)
+    page.wait_for_selector(".wb-status[data-version]", timeout=60000)
+    yield page, guard
+    page.screenshot(path=str(tmp_path / "last.png"))
+    page.context.close()
+
+
+# --- reading the page -----------------------------------------------------------------------------
+
+def recommendation(page) -> dict:
+    """The recommendation card's data attributes and text ('' where there is no card)."""
+    return page.evaluate("""() => {
+        const c = document.querySelector('.wb-recommendation .wb-rec');
+        const box = document.querySelector('.wb-recommendation');
+        return {accelerator: c ? c.dataset.accelerator : '', pricing_model: c ? c.dataset.pricingModel : '',
+                offering: c ? c.dataset.offering : '', text: box ? box.innerText : ''};
+    }""")
+
+
+def chart_sources(page) -> list[str]:
+    """The ``src`` of every chart image shown (Voila draws SVG output as ``<img>``)."""
+    return page.eval_on_selector_all(".wb-chart img", "els => els.map(e => e.src)")
+
+
+def assert_offline_and_clean(guard: bh.PageGuard) -> None:
+    assert guard.external == [], f"the page asked for something outside the machine: {guard.external}"
+    assert guard.console_errors == [], f"browser console errors: {guard.console_errors}"
+    assert guard.page_errors == [], f"uncaught page errors: {guard.page_errors}"
+
+
+def act(page, action) -> None:
+    """Run a UI action and wait until the app has finished the update it triggers."""
+    before = bh.status_version(page)
+    action()
+    bh.wait_for_update(page, before)
+
+
+def candidate_box(page, accelerator: str):
+    return page.locator(".wb-candidate", has=page.locator(f"text='{accelerator}'")).locator("input")
+
+
+def show_tab(page, name: str) -> None:
+    page.locator(".wb-tabs .lm-TabBar-tab", has_text=name).click()
+
+
+# --- the launcher (no browser) --------------------------------------------------------------------
+
+def test_launcher_serves_only_the_app_notebook_on_loopback():
+    from workbook import app as launcher
+
+    argv = launcher.voila_argv()
+    assert argv[0] == str(launcher.ROOT / "notebooks" / "app.ipynb")
+    assert Path(argv[0]).is_file()
+    for flag in ("--Voila.ip=127.0.0.1", "--no-browser", "--show_tracebacks=False", "--template=workbook",
+                 "--VoilaConfiguration.preheat_kernel=True", "--Voila.port_retries=0"):
+        assert flag in argv
+    assert not any(a.startswith("--Voila.token") for a in argv)
+    cfg = launcher.voila_config()
+    assert list(cfg.VoilaConfiguration.file_allowlist) == []
+    env = launcher.voila_env({})
+    template = Path(env["JUPYTER_PATH"].split(":")[0]) / "voila" / "templates" / "workbook" / "index.html.j2"
+    assert template.is_file()
+    assert env["PYTHONPATH"].split(":")[0] == str(launcher.ROOT)
+
+
+def test_launcher_rejects_a_bad_port(capsys):
+    from workbook import app as launcher
+
+    assert launcher.main(["--port", "70000"]) == 2
+    assert "--port" in capsys.readouterr().err
+
+
+def test_app_template_drops_the_cdn_stylesheets():
+    """Voila's lab template links FontAwesome from cdn.jsdelivr.net; the app's template links nothing."""
+    from workbook import app as launcher
+
+    text = (launcher.SHARE_DIR / "voila" / "templates" / "workbook" / "index.html.j2").read_text()
+    assert not re.search(r"https?://", text)
+    assert "{%- block notebook_css -%}" in text
+
+
+def test_app_widget_shows_an_invalid_setting_as_a_sentence():
+    """All weights at zero is not a valid scenario: the page says so (InputError text), no traceback."""
+    from workbook import widgets
+
+    a = widgets._App(SCENARIO)
+    for w in a.weights.values():
+        w.value = 0.0
+    text = re.sub("<[^>]+>", " ", a.rec.value)
+    assert "expected at least one positive weight" in text
+    assert "Traceback" not in text
+    assert 'data-state="error"' in a.status.value
+
+
+def test_app_widget_unticking_every_candidate_asks_for_one():
+    from workbook import widgets
+
+    a = widgets._App(SCENARIO)
+    for c in a.checks.values():
+        c.value = False
+    assert "Tick at least one candidate accelerator" in a.rec.value
+
+
+# --- the server ---------------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_server_listens_on_loopback_only_and_serves_no_files(app_url):
+    _, port, _ = app_url
+    tcp = Path("/proc/net/tcp")
+    if tcp.exists():   # Linux: the listening socket's local address is 127.0.0.1 (0100007F)
+        listening = [ln.split()[1] for ln in tcp.read_text().splitlines()[1:]
+                     if ln.split()[1].endswith(f":{port:04X}") and ln.split()[3] == "0A"]
+        assert listening == [f"0100007F:{port:04X}"]
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *a, **k):
+            return None
+
+    opener = urllib.request.build_opener(NoRedirect)
+
+    def status(path: str) -> tuple[int, str]:
+        try:
+            r = opener.open(f"http://127.0.0.1:{port}{path}", timeout=10)
+            return r.status, ""
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers.get("Location") or ""
+
+    # the notebook itself, the catalogs and anything else in the checkout: refused
+    assert status("/voila/files/app.ipynb")[0] == 403
+    assert status("/voila/files/")[0] == 403
+    for path in ("/data/accelerators.csv", "/voila/tree", "/voila/render/app.ipynb", "/api/contents", "/tree"):
+        code, location = status(path)
+        assert code == 302 and location.startswith("/voila/files/"), (path, code, location)
+        assert status(location)[0] == 403
+
+
+# --- the app in a browser -----------------------------------------------------------------------
+
+@browser_test
+def test_app_shows_a_recommendation_offline(app, tmp_path):
+    page, guard = app
+    rec = recommendation(page)
+    page.screenshot(path=str(tmp_path / "first-render.png"))
+    assert rec["accelerator"], f"no recommendation on the page: {rec['text']!r}"
+    from workbook import load_scenario
+    assert rec["accelerator"] in load_scenario(SCENARIO).candidates.accelerators
+    assert rec["text"].startswith("RECOMMENDATION") or "Recommendation" in rec["text"]
+    assert len(page.locator(".wb-reasons li").all()) >= 1, "the recommendation gives no reasons"
+    assert page.locator(".wb-pane-decision table.wb-table").count() >= 1, "no ranking table"
+    assert len(chart_sources(page)) >= 1, "no chart on the decision tab"
+    assert "Traceback" not in page.inner_text("body")
+    assert_offline_and_clean(guard)
+
+
+@browser_test
+def test_unticking_the_recommended_accelerator_changes_the_recommendation(app, tmp_path):
+    page, guard = app
+    first = recommendation(page)
+    assert first["accelerator"]
+    act(page, lambda: candidate_box(page, first["accelerator"]).uncheck())
+    second = recommendation(page)
+    page.screenshot(path=str(tmp_path / "without-first-choice.png"))
+    assert second["accelerator"] and second["accelerator"] != first["accelerator"], second["text"]
+    status = page.inner_text(".wb-status")
+    assert "candidates.accelerators" in status
+    assert_offline_and_clean(guard)
+
+
+@browser_test
+def test_pricing_model_control_sets_how_the_recommendation_pays(app, tmp_path):
+    page, guard = app
+    act(page, lambda: page.select_option(".wb-pricing-model select", label="spot"))
+    rec = recommendation(page)
+    page.screenshot(path=str(tmp_path / "spot.png"))
+    assert rec["pricing_model"] == "spot", rec["text"]
+    assert "spot" in rec["text"]
+    assert_offline_and_clean(guard)
+
+
+@browser_test
+def test_utilisation_slider_redraws_the_cost_chart(app, tmp_path):
+    page, guard = app
+    before = chart_sources(page)
+    page.locator(".wb-utilization .noUi-handle").focus()
+    act(page, lambda: page.keyboard.press("ArrowLeft"))
+    after = chart_sources(page)
+    page.screenshot(path=str(tmp_path / "utilisation.png"))
+    assert "pricing.utilization" in page.inner_text(".wb-status")
+    assert page.locator(".wb-utilization .widget-readout").inner_text().strip() == "65%"
+    assert after and after != before, "the charts did not change with utilisation"
+    assert_offline_and_clean(guard)
+
+
+@browser_test
+def test_switching_scenario_redraws_the_page(app, tmp_path):
+    page, guard = app
+    from workbook import load_scenario
+
+    other = load_scenario(OTHER)
+    act(page, lambda: page.select_option(".wb-scenario select", label=other.title))
+    rec = recommendation(page)
+    assert rec["accelerator"] in other.candidates.accelerators, rec["text"]
+    assert "Tokens (billions)" in page.inner_text(".wb-load")
+    assert page.locator(".wb-load input").input_value() == "2000"
+    page.screenshot(path=str(tmp_path / "scenario-switch.png"))
+    for name in ("Workload", "Comparison", "Scaling", "Cost"):
+        show_tab(page, name)
+        pane = page.locator(f".wb-pane-{name.lower()}")
+        pane.wait_for(state="visible")
+        page.wait_for_function("(sel) => document.querySelector(sel).innerHTML.trim().length > 0",
+                               arg=f".wb-pane-{name.lower()} .widget-html-content", timeout=60000)
+        page.screenshot(path=str(tmp_path / f"tab-{name.lower()}.png"))
+        assert "Traceback" not in pane.inner_text()
+    assert "Training tokens" in page.inner_text(".wb-pane-workload")
+    assert_offline_and_clean(guard)
+
+
+# --- JupyterLab --------------------------------------------------------------------------------
+
+@browser_test
+def test_jupyterlab_starts_and_opens_a_notebook(browser, tmp_path, root):
+    """Analysts' entry point (``make lab``): the server starts, the notebook opens, a kernel starts."""
+    import os
+    import shutil
+    import sys
+
+    shutil.copy(root / "notebooks" / "app.ipynb", tmp_path / "app.ipynb")
+    port = bh.free_port()
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
+               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+           "--ServerApp.port_retries=0", "--IdentityProvider.token=", "--ServerApp.password=",
+           f"--ServerApp.root_dir={tmp_path}", "--LabApp.news_url=",
+           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")    # JupyterLab refuses to start as root without it
+    proc = bh.start_process(cmd, port, tmp_path / "lab.log", env=env)
+    try:
+        page, guard = bh.open_page(browser, "")
+        page.goto(f"http://127.0.0.1:{port}/lab/tree/app.ipynb")
+        page.locator(".jp-RenderedMarkdown h1", has_text="Which accelerator").wait_for(timeout=60000)
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60000)
+        page.screenshot(path=str(tmp_path / "jupyterlab.png"))
+        assert_offline_and_clean(guard)
+        page.context.close()
+    finally:
+        bh.stop_process(proc)

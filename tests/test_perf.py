@@ -1,0 +1,202 @@
+"""Performance model: roofline facts, monotonicity, the comparison table's contract, every scenario."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import workbook as wb
+from workbook import perf
+from workbook import profile as prof
+
+
+def test_h100_ridge_point_is_about_295_flops_per_byte():
+    """scaling-book ch. 1: H100 SXM bf16 989 TFLOP/s over 3.35 TB/s HBM ≈ 295 FLOPs/byte."""
+    acc = perf.accelerator_record("H100-SXM5-80GB")
+    assert perf.ridge_point(acc["peak_bf16_flops_per_s"], acc["memory_bytes_per_s"]) == pytest.approx(295, abs=1)
+
+
+def test_decode_is_memory_bound_at_batch_1():
+    """At batch 1 a decode step reads all weights for ~1 FLOP/byte, far below any ridge point."""
+    p = prof.model_profile("llama-3.1-70b")
+    acc = perf.accelerator_record("H100-SXM5-80GB")
+    t_mem = prof.decode_weight_bytes_read(p, 1, "bf16") / (acc["memory_bytes_per_s"] * perf.parameter("decode_memory_efficiency", "nvidia-hopper"))
+    t_comp = prof.decode_flops_per_token(p, 1024) / (acc["peak_bf16_flops_per_s"] * perf.compute_efficiency(acc, "bf16", "decode", p))
+    assert t_mem > 20 * t_comp
+    step = perf.decode_step_s(p, acc, 1, 1024, 1, "bf16", "bf16", "bf16")
+    assert float(step) == pytest.approx(t_mem + 0.0, rel=0.05)
+
+
+def test_llama3_70b_decode_at_batch_1_takes_about_weights_over_bandwidth():
+    """scaling-book ch. 7: LLaMA 3-70B int8 weights on 8 TPU v5e: 70 GB / (8 · 819 GB/s) ≈ 11 ms per
+    step at full bandwidth; the calibrated model is slower by 1/efficiency plus collectives, never
+    faster."""
+    p = prof.model_profile("llama-3-70b")
+    acc = perf.accelerator_record("TPU-v5e")
+    ideal = prof.decode_weight_bytes_read(p, 1, "int8") / (8 * acc["memory_bytes_per_s"])
+    assert ideal == pytest.approx(0.0106, rel=0.05)
+    step = float(perf.decode_step_s(p, acc, 1, 128, 8, "bf16", "int8", "int8"))
+    assert step >= ideal
+
+
+def test_compute_efficiency_is_vectorised_over_tp_and_tokens():
+    acc = perf.accelerator_record("H100-SXM5-80GB")
+    p = prof.model_profile("llama-3.1-8b")
+    e = perf.compute_efficiency(acc, "bf16", "train", p, tp=np.array([1, 2, 4, 8]))
+    assert e.shape == (4,) and np.all((e > 0) & (e < 1))
+    d = perf.compute_efficiency(acc, "bf16", "decode", p, tokens=np.array([1, 8, 64, 4096]))
+    assert d.shape == (4,) and np.all(np.diff(d) >= 0)
+    assert d[0] < 0.01  # one token per matmul: bound by streaming the weights
+    assert isinstance(perf.compute_efficiency(acc, "bf16", "train", p), float)
+
+
+def test_fp8_runs_faster_than_bf16_but_not_twice_as_fast():
+    """Amdahl: only the matmul share of a step speeds up at FP8 (fitted fraction < 1)."""
+    acc = perf.accelerator_record("H100-SXM5-80GB")
+    p = prof.model_profile("llama-3.1-70b")
+    bf16 = perf.compute_efficiency(acc, "bf16", "train", p) * acc["peak_bf16_flops_per_s"]
+    fp8 = perf.compute_efficiency(acc, "fp8", "train", p) * acc["peak_fp8_flops_per_s"]
+    assert bf16 < fp8 < 2 * bf16
+
+
+def test_moe_training_reaches_a_smaller_fraction_of_peak_than_dense():
+    acc = perf.accelerator_record("H100-SXM5-80GB")
+    dense = perf.compute_efficiency(acc, "bf16", "train", prof.model_profile("llama-3.1-70b"))
+    moe = perf.compute_efficiency(acc, "bf16", "train", prof.model_profile("gpt-oss-120b"))
+    assert moe < 0.7 * dense
+
+
+@settings(max_examples=25, deadline=None)
+@given(c1=st.integers(1, 8), c2=st.integers(1, 8))
+def test_more_chips_never_make_a_step_slower_inside_one_node(c1, c2):
+    s = wb.load_scenario("llama-8b-finetune")
+    p = prof.workload_profile(s.workload)
+    acc = perf.accelerator_record("H100-SXM5-80GB")
+    lo, hi = sorted((c1, c2))
+    r = perf.data_parallel_fallback(p, acc, np.array([lo, hi], dtype=float), s.workload, 0.1, s.workload.global_batch_tokens)
+    if r["fits"][0]:
+        assert r["step_time_s"][1] <= r["step_time_s"][0] * (1 + 1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(scale=st.floats(1.0, 4.0), batch=st.integers(1, 256))
+def test_more_memory_bandwidth_never_makes_decode_slower(scale, batch):
+    p = prof.model_profile("llama-3.1-8b")
+    acc = dict(perf.accelerator_record("L40S"))
+    faster = dict(acc, memory_bytes_per_s=acc["memory_bytes_per_s"] * scale)
+    a = perf.decode_step_s(p, acc, batch, 1000, 1, "bf16", "bf16", "bf16")
+    b = perf.decode_step_s(p, faster, batch, 1000, 1, "bf16", "bf16", "bf16")
+    assert float(b) <= float(a) * (1 + 1e-12)
+
+
+def test_throughput_grows_with_batch_until_compute_bound_and_tpot_too():
+    """Memory-bound decode: more sequences share each weight read, so throughput grows with the batch
+    until the step is compute-bound, then stays flat (roofline); TPOT never falls."""
+    p = prof.model_profile("llama-3.1-8b")
+    acc = perf.accelerator_record("H100-SXM5-80GB")
+    pt = perf.serving_point(p, acc, np.array([1, 8, 64, 256, 1024]), 1000, 200, 1, "bf16", "bf16", "bf16")
+    thr = pt["output_tokens_per_s"]
+    assert thr[1] > 5 * thr[0]
+    assert np.all(np.diff(thr) >= -1e-9 * thr[1:])
+    assert np.all(np.diff(pt["tpot_s"]) >= 0)
+
+
+def test_compare_has_the_estimate_json_columns():
+    s = wb.load_scenario("chat-70b-realtime")
+    df = perf.compare(s)
+    need = ["accelerator", "chips", "fits", "reason", "ttft_ms", "tpot_ms", "output_tokens_per_s", "max_batch",
+            "meets_slo", "replicas", "tp", "family", "peak_flops_per_s", "memory_per_chip_bytes",
+            "step_time_s", "tokens_per_s", "mfu", "training_days", "chip_hours"]
+    for c in need + [k + sfx for k in perf.TRAINING_KEYS + perf.INFERENCE_KEYS for sfx in ("_low", "_high")]:
+        assert c in df.columns, c
+    assert list(df["accelerator"]) == [wb.catalog.resolve("accelerators", a) for a in s.candidates.accelerators]
+
+
+def test_a_chip_without_the_precision_is_kept_with_a_reason():
+    df = perf.compare(wb.load_scenario("chat-70b-realtime"))  # FP8: A100 has no FP8
+    a100 = df.set_index("accelerator").loc["A100-SXM4-80GB"]
+    assert not a100["fits"] and "fp8" in a100["reason"]
+
+
+def test_every_shipped_scenario_gets_an_answer_with_ordered_bands():
+    for name in wb.scenario_names():
+        s = wb.load_scenario(name)
+        df = perf.compare(s, scaling_model=False)
+        ok = df[df["fits"].fillna(False).astype(bool)]
+        assert len(ok) > 0, name
+        keys = perf.INFERENCE_KEYS if s.workload.task == "inference" else perf.TRAINING_KEYS
+        for k in keys:
+            v = ok[[k + "_low", k, k + "_high"]].astype(float).dropna()
+            assert (v[k + "_low"] <= v[k] * (1 + 1e-9)).all() and (v[k] <= v[k + "_high"] * (1 + 1e-9)).all(), (name, k)
+
+
+def test_pinned_cluster_is_estimated_on_exactly_that_setup():
+    s = wb.load_scenario("llama2-7b-pretrain")  # A100 x 2048, Meta's run
+    df = perf.compare(s, scaling_model=False)
+    assert list(df["accelerator"]) == ["A100-SXM4-80GB"] and int(df["chips"].iloc[0]) == 2048
+
+
+def test_training_chip_count_meets_the_deadline_with_whole_nodes():
+    s = wb.load_scenario("llama-70b-pretrain")
+    r = perf.estimate_training(s, "H100-SXM5-80GB", scaling_model=False)
+    assert r["fits"] and r["chips"] % 8 == 0 and r["training_days"] <= s.constraints.deadline_days
+    fewer = perf.estimate_training(s, "H100-SXM5-80GB", chips=r["chips"] - 8, scaling_model=False)
+    assert fewer["training_days"] > s.constraints.deadline_days
+
+
+def test_inference_without_targets_or_concurrency_runs_at_the_largest_batch_that_fits():
+    s = wb.with_overrides(wb.load_scenario("small-model-cheap"), **{"workload.ttft_slo_ms": None, "workload.tpot_slo_ms": None,
+                                                                    "workload.requests_per_s": None})
+    r = perf.estimate_inference(s, "L4")
+    assert r["fits"] and r["batch"] == r["max_batch"] and r["replicas"] == 1
+
+
+def test_a_latency_target_lowers_the_batch():
+    s = wb.load_scenario("mixtral-moe-serving")  # 40 ms per output token
+    loose = wb.with_overrides(s, **{"workload.tpot_slo_ms": 1000})
+    strict_r = perf.estimate_inference(s, "H200-SXM-141GB", chips=1)
+    loose_r = perf.estimate_inference(loose, "H200-SXM-141GB", chips=1)
+    assert strict_r["tpot_ms"] <= 40 < loose_r["tpot_ms"]
+    assert strict_r["batch"] < loose_r["batch"]
+
+
+def test_a_model_too_big_for_one_node_says_how_many_chips_it_needs():
+    s = wb.with_overrides(wb.load_scenario("chat-70b-realtime"), **{"workload.model": "llama-3.1-405b",
+                                                                    "workload.precision": "bf16",
+                                                                    "workload.kv_cache_precision": "bf16"})
+    r = perf.estimate_inference(s, "L4")
+    assert not r["fits"]
+    need = 405.85e9 * 2 / (24e9 * 0.9)  # bf16 weights over 90% of a 24 GB L4
+    assert r["chips"] == math.ceil(need) and "at least" in r["reason"]
+
+
+def test_single_node_tensor_parallelism_fits_a_70b_model_on_80gb_chips():
+    s = wb.with_overrides(wb.load_scenario("chat-70b-realtime"), **{"workload.precision": "bf16",
+                                                                    "workload.kv_cache_precision": "bf16"})
+    r = perf.estimate_inference(s, "H100-SXM5-80GB")
+    assert r["fits"] and r["tp"] >= 2 and r["chips"] == r["tp"] * r["replicas"]
+
+
+def test_the_load_sets_the_number_of_replicas():
+    s = wb.load_scenario("nightly-batch-8b")
+    one = perf.estimate_inference(s, "H100-SXM5-80GB")
+    double = perf.estimate_inference(wb.with_overrides(s, **{"workload.requests_per_s": 2 * s.workload.requests_per_s}),
+                                     "H100-SXM5-80GB")
+    assert double["replicas"] >= 2 * one["replicas"] - 1
+    assert one["output_tokens_per_s"] >= s.workload.requests_per_s * s.workload.output_tokens
+
+
+def test_bands_are_wider_for_an_uncalibrated_family():
+    """Families without their own parameters use pooled ones and the spread of family-out predictions."""
+    lo_c, hi_c = perf.band("mfu", "nvidia-hopper")
+    lo_u, hi_u = perf.band("mfu", "amd-cdna3")
+    assert lo_u < lo_c < 1 < hi_c < hi_u
+
+
+def test_generic_workload_trains_from_flops_per_sample():
+    s = wb.parse_scenario({"name": "cnn", "title": "a CNN", "workload": {
+        "task": "training", "generic": {"params": 25e6, "train_flops_per_sample": 12e9}, "samples": 1.28e8}})
+    r = perf.estimate_training(s, "H100-SXM5-80GB", chips=8, scaling_model=False)
+    assert r["fits"] and r["training_days"] > 0

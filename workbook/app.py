@@ -1,0 +1,134 @@
+"""``python -m workbook.app``: the stakeholder app, one notebook (``notebooks/app.ipynb``) served by Voila.
+
+What it does, and why each option is set (see ``docs/app.md`` for exposing it on a network):
+
+* serves exactly one notebook, fixed here and resolved from the package (never from the cwd or a
+  URL): Voila then has no file browser, no ``/voila/render/<any notebook>`` and no contents API;
+* ``file_allowlist=[]`` and ``file_denylist=['.*']``: ``/voila/files/...`` serves no file of the
+  server's folder;
+* binds to 127.0.0.1 unless ``--ip`` says otherwise; no token by default (loopback only), a
+  generated or given token with ``--token`` / ``WORKBOOK_APP_TOKEN``;
+* ``show_tracebacks=False``: a failing cell never sends a traceback to the browser (the app's own
+  widgets catch expected errors and show them as sentences);
+* ``preheat_kernel=True``: one kernel has already run the notebook when the first visitor arrives
+  (the stack notes measured first render ~5 s cold, ~1.7 s preheated);
+* the ``workbook`` Voila template (``workbook/app_share/voila/templates/workbook``) is Voila's lab
+  template without its two CDN stylesheets, so the page asks for nothing outside the machine.
+
+The browser cannot run code in the kernel: Voila only forwards widget (comm) messages, never
+``execute_request``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from traitlets.config import Config
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+ROOT = PACKAGE_DIR.parent
+NOTEBOOK = ROOT / "notebooks" / "app.ipynb"
+SHARE_DIR = PACKAGE_DIR / "app_share"   # holds voila/templates/workbook (found through JUPYTER_PATH)
+TEMPLATE = "workbook"
+DEFAULT_PORT = 8866
+DEFAULT_IP = "127.0.0.1"
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+def voila_argv(port: int = DEFAULT_PORT, ip: str = DEFAULT_IP, token: str | None = None,
+               base_url: str = "/", preheat: bool = True, auto_token: bool = False) -> list[str]:
+    """The Voila command line of the app (without the program name). ``token=None`` and
+    ``auto_token=False``: no token; ``auto_token``: Voila generates one and prints the URL with it."""
+    argv = [
+        str(NOTEBOOK),
+        "--no-browser",
+        f"--port={port}",
+        "--Voila.port_retries=0",            # a busy port is an error, not a silent move elsewhere
+        f"--Voila.ip={ip}",
+        f"--Voila.base_url={base_url}",
+        f"--template={TEMPLATE}",
+        "--theme=light",
+        "--show_tracebacks=False",
+        "--strip_sources=True",
+        f"--VoilaConfiguration.preheat_kernel={preheat}",
+    ]
+    if token:
+        argv.append(f"--Voila.token={token}")
+    elif auto_token:
+        argv.append("--Voila.auto_token=True")
+    return argv
+
+
+def voila_config(cull_idle_min: float = 0) -> "Config":
+    """Options that the command line cannot express: an empty file allowlist, so that
+    ``/voila/files/...`` serves no file at all (Voila's default serves images of the folder); no
+    ``voila.json``/``voila.py`` read from the cwd or the Jupyter config folders, so that no stray
+    config file can point the server at another notebook or folder; optional culling of kernels
+    idle for ``cull_idle_min`` minutes (each visitor gets one kernel)."""
+    from traitlets.config import Config
+
+    c = Config()
+    c.Voila.config_file_paths = []
+    c.VoilaConfiguration.file_allowlist = []
+    c.VoilaConfiguration.file_denylist = [".*"]
+    if cull_idle_min > 0:
+        c.MappingKernelManager.cull_idle_timeout = int(cull_idle_min * 60)
+        c.MappingKernelManager.cull_interval = 60
+    return c
+
+
+def voila_env(env: dict | None = None) -> dict:
+    """Environment for Voila and its kernels: the package's template folder first on ``JUPYTER_PATH``,
+    and this checkout first on ``PYTHONPATH`` so that the kernel (started in ``notebooks/``) imports
+    the same ``workbook`` as the launcher, whatever the state of the editable install."""
+    env = dict(os.environ if env is None else env)
+    pp = [str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(pp))
+    paths = [str(SHARE_DIR)] + [p for p in env.get("JUPYTER_PATH", "").split(os.pathsep) if p]
+    env["JUPYTER_PATH"] = os.pathsep.join(dict.fromkeys(paths))
+    return env
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m workbook.app", description=__doc__.splitlines()[0])
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT})")
+    p.add_argument("--ip", default=DEFAULT_IP,
+                   help=f"address to bind (default {DEFAULT_IP}: this machine only; see docs/app.md before changing it)")
+    p.add_argument("--token", action="store_true",
+                   help="require a token: a generated one, printed in the URL at start "
+                        "(a token in WORKBOOK_APP_TOKEN is always used)")
+    p.add_argument("--base-url", default="/", help="URL prefix when served behind a reverse proxy (e.g. /workbook/)")
+    p.add_argument("--no-preheat", action="store_true", help="do not run the notebook before the first visit")
+    p.add_argument("--cull-idle-min", type=float, default=0,
+                   help="shut down a visitor's kernel after this many idle minutes (default 0: never)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if not NOTEBOOK.is_file():
+        print(f"{NOTEBOOK}: file not found (the app notebook ships with the workbook)", file=sys.stderr)
+        return 2
+    if not 0 < args.port < 65536:
+        print(f"--port: expected a TCP port between 1 and 65535, got {args.port}", file=sys.stderr)
+        return 2
+    base_url = "/" + args.base_url.strip("/") + "/" if args.base_url.strip("/") else "/"
+    token = os.environ.get("WORKBOOK_APP_TOKEN") or None   # from the environment: not visible in `ps`
+    auto_token = args.token and token is None
+    if args.ip not in LOOPBACK and not (token or auto_token):
+        print(f"warning: serving on {args.ip} without a token: anyone who can reach port {args.port} can use "
+              "the app. See docs/app.md (--token, a reverse proxy).", file=sys.stderr)
+    os.environ.update(voila_env())             # before Voila collects its template paths
+    from voila.app import Voila
+
+    Voila.launch_instance(argv=voila_argv(args.port, args.ip, token, base_url, not args.no_preheat, auto_token),
+                          config=voila_config(args.cull_idle_min))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""Cost and decision charts: ways to pay side by side, break-even curves, the Monte Carlo
+distribution, the tornado and the Pareto front of cost vs time. Each function takes a tidy frame
+from ``workbook.cost`` or ``workbook.decision`` and returns an ``alt.Chart``."""
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+MODEL_ORDER = ["on_demand", "spot", "commit_1y", "commit_3y", "monthly", "purchase"]
+MODEL_NAMES = {"on_demand": "on-demand", "spot": "spot", "commit_1y": "1-year commitment",
+               "commit_3y": "3-year commitment", "monthly": "monthly server", "purchase": "purchase"}
+
+
+def _empty(message: str) -> alt.Chart:
+    return alt.Chart(pd.DataFrame({"text": [message]})).mark_text(size=13).encode(text="text:N").properties(
+        width=520, height=60)
+
+
+def _metric(df: pd.DataFrame) -> tuple[str, str]:
+    if "cost_usd" in df and df["cost_usd"].notna().any():
+        return "cost_usd", "Cost of the run (USD)"
+    return "usd_per_million_tokens", "USD per million output tokens"
+
+
+def pricing_models(priced: pd.DataFrame) -> alt.Chart:
+    """The cheapest feasible offering of each accelerator for each way to pay, with the
+    performance band as an error bar; options ruled out by a hard constraint are left out."""
+    metric, title = _metric(priced)
+    ok = priced[priced["excluded_reason"].isna() & priced[metric].notna()]
+    if ok.empty:
+        return _empty("Every option is ruled out by a hard constraint (see the exclusions table).")
+    best = ok.sort_values(metric).drop_duplicates(["accelerator", "pricing_model"]).copy()
+    best["way to pay"] = best["pricing_model"].map(MODEL_NAMES)
+    order = [MODEL_NAMES[m] for m in MODEL_ORDER if m in set(best["pricing_model"])]
+    base = alt.Chart(best).encode(
+        y=alt.Y("accelerator:N", title=None, sort=alt.EncodingSortField(metric, op="min")),
+        yOffset=alt.YOffset("way to pay:N", sort=order),
+        color=alt.Color("way to pay:N", sort=order, title="Way to pay"),
+        tooltip=["accelerator", "way to pay", "provider", "offering", "instances",
+                 alt.Tooltip(f"{metric}:Q", format=",.3~s", title=title),
+                 alt.Tooltip(f"{metric}_low:Q", format=",.3~s", title="low"),
+                 alt.Tooltip(f"{metric}_high:Q", format=",.3~s", title="high"), "price_basis"])
+    bars = base.mark_bar().encode(x=alt.X(f"{metric}:Q", title=title))
+    band = base.mark_rule(color="#333").encode(x=f"{metric}_low:Q", x2=f"{metric}_high:Q")
+    return (bars + band).properties(title="Ways to pay, cheapest offering of each (band: performance estimate)",
+                                    width=520, height=alt.Step(9))
+
+
+def breakeven_chart(curves: pd.DataFrame) -> alt.Chart:
+    """Cumulative cost per chip against months of use: where a line crosses on-demand is the
+    break-even month."""
+    if curves is None or curves.empty:
+        return _empty("No on-demand price to break even against.")
+    d = curves.copy()
+    d["way to pay"] = d["pricing_model"].map(MODEL_NAMES)
+    acc = d["accelerator"].iloc[0]
+    return alt.Chart(d).mark_line().encode(
+        x=alt.X("month:Q", title="Months of use"),
+        y=alt.Y("cumulative_usd_per_chip:Q", title="Cumulative USD per chip"),
+        color=alt.Color("way to pay:N", title="Way to pay"),
+        tooltip=["way to pay", "offering", "month", alt.Tooltip("cumulative_usd_per_chip:Q", format=",.0f")],
+    ).properties(title=f"Break-even: {acc}, at the scenario's utilisation", width=520, height=260)
+
+
+def mc_distribution(hist: pd.DataFrame) -> alt.Chart:
+    """Monte Carlo distribution (share of draws per bin) of the ranking figure, one colour per option."""
+    if hist is None or hist.empty:
+        return _empty("No option passes the hard constraints.")
+    return alt.Chart(hist).mark_area(opacity=0.45, interpolate="step").encode(
+        x=alt.X("bin_start:Q", title="Cost figure (USD per run, or per million output tokens)"),
+        y=alt.Y("share:Q", title="Share of draws", stack=None, axis=alt.Axis(format="%")),
+        color=alt.Color("option:N", title="Option", legend=alt.Legend(orient="bottom", columns=1, labelLimit=480)),
+        tooltip=["option", alt.Tooltip("bin_start:Q", format=",.3~s"), alt.Tooltip("share:Q", format=".1%")],
+    ).properties(title="Monte Carlo: how sure are the costs?", width=520, height=240)
+
+
+def tornado_chart(t: pd.DataFrame) -> alt.Chart:
+    """Swing of the ranking figure when each input moves across its P10-P90 band."""
+    if t is None or t.empty:
+        return _empty("No option to analyse.")
+    long = pd.concat([
+        t.assign(end="low", value=t["value_at_low"], setting=t["low"]),
+        t.assign(end="high", value=t["value_at_high"], setting=t["high"]),
+    ])
+    order = list(t["input"])
+    base_value = float(t["base"].iloc[0])
+    bars = alt.Chart(long).mark_bar().encode(
+        y=alt.Y("input:N", sort=order, title=None),
+        x=alt.X("value:Q", title="Cost figure", scale=alt.Scale(zero=False)),
+        x2=alt.X2("base:Q"),
+        color=alt.Color("end:N", title="Input at", scale=alt.Scale(domain=["low", "high"])),
+        tooltip=["input", "end", alt.Tooltip("setting:Q", format=".3g"), alt.Tooltip("value:Q", format=",.3~s")])
+    rule = alt.Chart(pd.DataFrame({"base": [base_value]})).mark_rule(color="#333").encode(x="base:Q")
+    return (bars + rule).properties(title=f"Tornado: {t['option'].iloc[0]}", width=520, height=alt.Step(26))
+
+
+def pareto_chart(ranking: pd.DataFrame) -> alt.Chart:
+    """Cost against time for the ranked options (best offering per accelerator and way to pay);
+    filled points are on the Pareto front (nothing is both cheaper and faster)."""
+    if ranking is None or ranking.empty:
+        return _empty("No option passes the hard constraints.")
+    metric, title = _metric(ranking)
+    time_col, time_title = (("time_days", "Days to train") if "time_days" in ranking
+                            else ("tpot_ms", "Time per output token (ms)"))
+    d = ranking.copy()
+    d["way to pay"] = d["pricing_model"].map(MODEL_NAMES)
+    d["front"] = d["pareto"].map({True: "Pareto front", False: "dominated"})
+    return alt.Chart(d).mark_point(size=110, filled=True).encode(
+        x=alt.X(f"{metric}:Q", title=title, scale=alt.Scale(zero=False)),
+        y=alt.Y(f"{time_col}:Q", title=time_title, scale=alt.Scale(zero=False)),
+        color=alt.Color("accelerator:N", title="Accelerator"),
+        shape=alt.Shape("way to pay:N", title="Way to pay"),
+        opacity=alt.Opacity("front:N", title=None, scale=alt.Scale(domain=["Pareto front", "dominated"],
+                                                                   range=[1.0, 0.3])),
+        tooltip=["rank", "accelerator", "way to pay", "offering", alt.Tooltip(f"{metric}:Q", format=",.3~s"),
+                 alt.Tooltip(f"{time_col}:Q", format=",.1f"), alt.Tooltip("score:Q", format=".2f"), "front"],
+    ).properties(title="Cost vs time (solid: Pareto front, faded: dominated)", width=520, height=300)

@@ -1,0 +1,135 @@
+"""Scaling charts: throughput, MFU and time to train against chip count; the step broken into
+compute, exposed communication, pipeline bubble and recomputation; serving against tensor-parallel
+size. Each function takes the tidy frames of ``workbook.scaling`` and returns an ``alt.Chart``."""
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+COMPONENT_ORDER = ["compute", "recomputation", "pipeline bubble", "exposed communication", "optimizer update",
+                   "decode (roofline)", "tensor-parallel communication"]
+
+
+def _empty(message: str) -> alt.Chart:
+    return alt.Chart(pd.DataFrame({"text": [message]})).mark_text(size=13).encode(text="text:N").properties(
+        width=520, height=60)
+
+
+def scaling_curves(curves: pd.DataFrame) -> alt.Chart:
+    """Training: tokens/s per chip (left) and days to train (right) against chips, one line per
+    accelerator, hollow points where exposed communication exceeds the threshold share of the step
+    (``network_bound``). Inference frames go to ``tp_curves``."""
+    if curves is None or curves.empty:
+        return _empty("No accelerator could be priced for this scenario.")
+    if "tpot_s" in curves.columns:
+        return tp_curves(curves)
+    d = curves[curves["fits"].astype(bool)].copy()
+    if d.empty:
+        return _empty("No configuration fits in memory at these chip counts.")
+    d["network"] = d["network_bound"].map({True: "network-bound", False: "compute-bound"})
+    base = alt.Chart(d).encode(
+        x=alt.X("chips:Q", scale=alt.Scale(type="log", base=2), title="Chips"),
+        color=alt.Color("accelerator:N", title="Accelerator"),
+        tooltip=["accelerator", "chips", "tp", "pp", "dp", "cp", "ep", "zero", "recompute", "micro_batch",
+                 alt.Tooltip("mfu:Q", format=".0%"), alt.Tooltip("tokens_per_s_per_chip:Q", format=",.0f"),
+                 alt.Tooltip("comm_share:Q", format=".0%", title="exposed comm share"),
+                 alt.Tooltip("scaling_efficiency:Q", format=".0%")])
+    per_chip = (base.mark_line() + base.mark_point(size=60, filled=True).encode(
+        shape=alt.Shape("network:N", title="Step", scale=alt.Scale(domain=["compute-bound", "network-bound"],
+                                                                   range=["circle", "triangle-up"])))
+                ).encode(y=alt.Y("tokens_per_s_per_chip:Q", title="Tokens/s per chip")).properties(
+        title="Throughput per chip (flat = perfect scaling)", width=330, height=260)
+    if d["time_to_train_days"].notna().any():
+        days = (base.mark_line() + base.mark_point(size=40, filled=True)).encode(
+            y=alt.Y("time_to_train_days:Q", scale=alt.Scale(type="log"), title="Days to train")).properties(
+            title="Time to train", width=330, height=260)
+        return alt.hconcat(per_chip, days)
+    return per_chip
+
+
+def mfu_curves(curves: pd.DataFrame) -> alt.Chart:
+    """MFU and scaling efficiency against chips, one line per accelerator (training frames)."""
+    if curves is None or curves.empty or "tpot_s" in curves.columns:
+        return _empty("MFU and scaling efficiency apply to training; serving is charted against tensor-parallel size.")
+    d = curves[curves["fits"].astype(bool)] if "fits" in curves else curves
+    if d.empty:
+        return _empty("No configuration fits in memory at these chip counts.")
+    long = d.melt(id_vars=["accelerator", "chips"], value_vars=["mfu", "scaling_efficiency"],
+                  var_name="measure", value_name="value")
+    long["measure"] = long["measure"].map({"mfu": "MFU", "scaling_efficiency": "scaling efficiency"})
+    return alt.Chart(long).mark_line(point=True).encode(
+        x=alt.X("chips:Q", scale=alt.Scale(type="log", base=2), title="Chips"),
+        y=alt.Y("value:Q", axis=alt.Axis(format="%"), title=None),
+        color=alt.Color("accelerator:N", title="Accelerator"),
+        strokeDash=alt.StrokeDash("measure:N", title=None),
+        tooltip=["accelerator", "chips", "measure", alt.Tooltip("value:Q", format=".1%")],
+    ).properties(title="MFU and scaling efficiency", width=520, height=260)
+
+
+def step_breakdown(curves: pd.DataFrame, accelerator: str | None = None) -> alt.Chart:
+    """Stacked bars of where a step (training) or an output token (serving) goes: compute,
+    recomputation, pipeline bubble, exposed communication and optimizer update per chip count
+    (training), roofline decode time and TP communication per tensor-parallel size (serving)."""
+    from ..scaling import breakdown
+
+    d = curves if accelerator is None or curves.empty else curves[curves["accelerator"] == accelerator]
+    tidy = breakdown(d)
+    if tidy.empty:
+        return _empty("Nothing to break down: no configuration fits.")
+    x_name = tidy["x_name"].iloc[0]
+    tidy["share"] = tidy["seconds"] / tidy.groupby(["accelerator", "x"])["seconds"].transform("sum")
+    order = [c for c in COMPONENT_ORDER if c in set(tidy["component"])]
+    title = "Where the step goes" if x_name == "chips" else "Where an output token's time goes"
+    return alt.Chart(tidy).mark_bar().encode(
+        x=alt.X("x:O", title="Chips" if x_name == "chips" else "Tensor-parallel size"),
+        y=alt.Y("share:Q", stack="normalize", axis=alt.Axis(format="%"), title="Share of time"),
+        color=alt.Color("component:N", sort=order, scale=alt.Scale(domain=order), title=None),
+        order=alt.Order("component_rank:Q"),
+        column=alt.Column("accelerator:N", title=None),
+        tooltip=["accelerator", "x", "component", alt.Tooltip("seconds:Q", format=".4g"),
+                 alt.Tooltip("share:Q", format=".0%")],
+    ).transform_calculate(component_rank=f"indexof({order!r}, datum.component)").properties(
+        title=title, width=max(120, 28 * tidy["x"].nunique()), height=220)
+
+
+def configurations_breakdown(table: pd.DataFrame, top: int = 8) -> alt.Chart:
+    """Stacked bars (seconds) of the ``top`` fastest configurations of a ``search`` result."""
+    if table is None or table.empty:
+        return _empty("No configuration fits in memory.")
+    d = table.head(top).copy()
+    d["configuration"] = (
+        "TP" + d["tp"].astype(str) + " PP" + d["pp"].astype(str) + " DP" + d["dp"].astype(str)
+        + d["cp"].map(lambda c: f" CP{c}" if c > 1 else "") + d["ep"].map(lambda e: f" EP{e}" if e > 1 else "")
+        + " Z" + d["zero"].astype(str) + " mb" + d["micro_batch"].astype(str) + " " + d["recompute"])
+    names = {"compute_s": "compute", "recompute_s": "recomputation", "bubble_s": "pipeline bubble",
+             "exposed_comm_s": "exposed communication", "optimizer_s": "optimizer update"}
+    long = d.rename(columns=names).melt(id_vars=["configuration"], value_vars=list(names.values()),
+                                        var_name="component", value_name="seconds")
+    order = list(names.values())
+    return alt.Chart(long).mark_bar().encode(
+        y=alt.Y("configuration:N", sort=list(d["configuration"]), title=None),
+        x=alt.X("seconds:Q", title="Seconds per step"),
+        color=alt.Color("component:N", sort=order, scale=alt.Scale(domain=order), title=None),
+        order=alt.Order("component_rank:Q"),
+        tooltip=["configuration", "component", alt.Tooltip("seconds:Q", format=".3f")],
+    ).transform_calculate(component_rank=f"indexof({order!r}, datum.component)").properties(
+        title="Fastest configurations that fit", width=420, height=max(120, 24 * len(d)))
+
+
+def tp_curves(df: pd.DataFrame) -> alt.Chart:
+    """Serving: output tokens/s per chip (left) and time per output token (right) against
+    tensor-parallel size, at the batch ``inference_tp_curve`` chose, one line per accelerator."""
+    d = df[df["chosen"]].copy() if "chosen" in df else df.copy()
+    if d.empty:
+        return _empty("The model does not fit at any tensor-parallel size.")
+    d["tpot_ms"] = d["tpot_s"] * 1e3
+    base = alt.Chart(d).encode(
+        x=alt.X("tp:O", title="Tensor-parallel size"), color=alt.Color("accelerator:N", title="Accelerator"),
+        tooltip=["accelerator", "tp", "batch", alt.Tooltip("output_tokens_per_s_per_chip:Q", format=",.0f"),
+                 alt.Tooltip("tpot_ms:Q", format=".1f")])
+    thr = (base.mark_line() + base.mark_point(filled=True)).encode(
+        y=alt.Y("output_tokens_per_s_per_chip:Q", title="Output tokens/s per chip")).properties(
+        title="Throughput per chip", width=300, height=240)
+    lat = (base.mark_line() + base.mark_point(filled=True)).encode(
+        y=alt.Y("tpot_ms:Q", title="ms per output token")).properties(title="Latency", width=300, height=240)
+    return alt.hconcat(thr, lat)

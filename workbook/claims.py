@@ -1,0 +1,240 @@
+"""Test public claims against the scenario: does it hold here, by how much, and why.
+
+The claims are in ``data/claims.csv`` (what was claimed, where, and the range that counts as the
+claim holding); each row names a ``check``, one function below, that measures the same quantity
+from the catalogs, the performance estimate and the priced options of the scenario. A claim that
+the scenario cannot test (a serving claim on a training scenario, a chip not among the
+candidates) is "not applicable", with the reason.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from . import catalog, cost, profile
+from .scenario import Scenario
+
+HOLDS, FAILS, NA = "holds", "does not hold", "not applicable"
+
+
+def claims() -> pd.DataFrame:
+    """``data/claims.csv``, validated."""
+    return catalog.load("claims")
+
+
+def _servable(priced: pd.DataFrame) -> pd.DataFrame:
+    """Options that can physically do the work (fit, meet latency, instance shape, a price),
+    whatever the budget, deadline or framework preference says."""
+    metric = priced["metric"].iloc[0] if len(priced) else "cost_usd"
+    ok = priced[priced[metric].notna()]
+    bad = ok["excluded_reason"].fillna("").str.contains(r"(?:^|; )(?:memory|latency|instance|not priced|spot):", regex=True)
+    return ok[~bad]
+
+
+def _result(row, status, measured, why, by=None):
+    return {"claim_id": row["claim_id"], "claim": row["claim"], "status": status, "measured": measured,
+            "claimed": _claimed_text(row), "by_how_much": by, "why": why, "source": row["source"],
+            "as_of": row["as_of"]}
+
+
+def _claimed_text(row) -> str:
+    lo, hi, unit = row["claimed_low"], row["claimed_high"], row["unit"]
+    if unit == "fraction":
+        if hi >= 1:
+            return f"at least {lo:.0%}"
+        return f"{lo:.0%}-{hi:.0%}"
+    if unit == "ratio":
+        return f"at most {hi:g}x" if lo <= 0 else f"{lo:g}-{hi:g}x"
+    if unit == "flops_per_s":
+        return f"{(lo + hi) / 2 / 1e12:.0f} TFLOP/s"
+    return f"{lo:g}" if lo == hi else f"{lo:g}-{hi:g}"
+
+
+def _within(x, row) -> bool:
+    return bool(row["claimed_low"] <= x <= row["claimed_high"])
+
+
+def _pct_gap(x, row) -> str:
+    """How far a measured fraction is from the claimed range, in percentage points."""
+    if x < row["claimed_low"]:
+        return f"{(row['claimed_low'] - x) * 100:.0f} points below"
+    if x > row["claimed_high"]:
+        return f"{(x - row['claimed_high']) * 100:.0f} points above"
+    return "within the claimed range"
+
+
+# --- checks ----------------------------------------------------------------------------------------
+
+def _peak_bf16(row, s, perf_df, priced):
+    acc = catalog.accelerator(row["subject"])
+    v = float(acc["peak_bf16_flops_per_s"])
+    int8 = acc.get("peak_int8_flops_per_s")
+    ok = _within(v, row)
+    why = f"{row['subject']} peaks at {v / 1e12:.0f} TFLOP/s in BF16 (accelerators.csv: {acc['source'].split(' ;')[0]})"
+    if not ok and pd.notna(int8) and _within(float(int8), row):
+        why += f"; {float(int8) / 1e12:.0f} is its INT8 peak"
+    return _result(row, HOLDS if ok else FAILS, v, why + ".", f"{v / ((row['claimed_low'] + row['claimed_high']) / 2):.2f}x the claim")
+
+
+def _cost_ratio(row, s, perf_df, priced):
+    if cost.is_training(s):
+        return _result(row, NA, None, "A serving claim; this scenario trains.")
+    subj = row["subject"]
+    ok = _servable(priced)
+    od = ok[ok["pricing_model"] == "on_demand"]
+    mine = od[od["accelerator"] == subj]
+    if mine.empty:
+        why = (f"{subj} is not among this scenario's candidates." if subj not in set(priced["accelerator"])
+               else f"{subj} cannot serve this load on-demand here ({_first_reason(priced, subj)}).")
+        return _result(row, NA, None, why)
+    if row["baseline"] == "gpu":
+        kinds = catalog.accelerators().set_index("accelerator")["kind"]
+        base = od[od["accelerator"].map(kinds) == "gpu"]
+        base_name = "the cheapest GPU"
+    else:
+        names = [b.strip() for b in str(row["baseline"]).split(";")]
+        base = od[od["accelerator"].isin(names)]
+        base_name = " or ".join(names)
+    if base.empty:
+        return _result(row, NA, None, f"No {base_name} option can serve this load on-demand here.")
+    a = mine.loc[mine["usd_per_million_tokens"].idxmin()]
+    b = base.loc[base["usd_per_million_tokens"].idxmin()]
+    ratio = float(a["usd_per_million_tokens"] / b["usd_per_million_tokens"])
+    why = (f"At your load, {subj} on-demand ({a['offering']}) costs {_usd(a['usd_per_million_tokens'])} per million "
+           f"output tokens vs {_usd(b['usd_per_million_tokens'])} for {b['accelerator']} ({b['offering']}): "
+           f"{ratio:.2f}x.")
+    return _result(row, HOLDS if _within(ratio, row) else FAILS, ratio, why,
+                   f"{1 - ratio:.0%} cheaper" if ratio < 1 else f"{ratio - 1:.0%} more expensive")
+
+
+def _first_reason(priced, acc):
+    r = priced.loc[priced["accelerator"] == acc, "excluded_reason"].dropna()
+    return r.iloc[0] if len(r) else "no price"
+
+
+def _usd(x):
+    from .decision import _usd as f
+    return f(x)
+
+
+def _pair_savings(priced: pd.DataFrame, model: str) -> pd.DataFrame:
+    """Per offering with both prices: sticker saving and effective saving (whole bill, after
+    interruptions or idle hours) of ``model`` over on-demand."""
+    metric = "cost_usd" if priced["metric"].iloc[0] == "cost_usd" else "usd_per_month"
+    od = priced[(priced["pricing_model"] == "on_demand") & priced["usd_per_instance_hour"].notna()]
+    other = priced[(priced["pricing_model"] == model) & priced["usd_per_instance_hour"].notna()]
+    pair = other.merge(od[["offering", "usd_per_instance_hour", metric]], on="offering", suffixes=("", "_od"))
+    pair["sticker_saving"] = 1 - pair["sticker_usd_per_instance_hour"] / pair["usd_per_instance_hour_od"]
+    pair["effective_saving"] = 1 - pair[metric] / pair[f"{metric}_od"]
+    return pair
+
+
+def _spot(row, s, perf_df, priced):
+    pair = _pair_savings(priced, "spot")
+    if pair.empty:
+        return _result(row, NA, None, "No offering of this scenario has both a spot and an on-demand price.")
+    sticker = float(pair["sticker_saving"].median())
+    eff = pair["effective_saving"]
+    never = int(eff.isna().sum())
+    if eff.notna().sum() == 0:
+        return _result(row, FAILS, None,
+                       f"Spot lists {sticker:.0%} below on-demand (median of {len(pair)} offerings), but every spot "
+                       f"job here is interrupted so often that it never finishes "
+                       f"({s.pricing.spot_interruptions_per_hour:g} interruptions per instance-hour).",
+                       "spot cannot run this job")
+    m = float(eff.median())
+    why = (f"Median over {len(pair)} offerings: spot lists {sticker:.0%} below on-demand; after interruptions "
+           f"({s.pricing.spot_interruptions_per_hour:g} per instance-hour) the bill is {m:.0%} lower.")
+    if never:
+        why += f" {never} spot option(s) never finish."
+    return _result(row, HOLDS if _within(m, row) else FAILS, m, why, _pct_gap(m, row))
+
+
+def _commit(row, s, perf_df, priced):
+    pair = _pair_savings(priced, "commit_3y")
+    if pair.empty:
+        return _result(row, NA, None, "The scenario prices no 3-year commitment (pricing.models) or no offering has one.")
+    sticker = float(pair["sticker_saving"].median())
+    m = float(pair["effective_saving"].median())
+    p = s.pricing
+    why = (f"Median over {len(pair)} offerings: the 3-year price is {sticker:.0%} below on-demand; at "
+           f"{p.utilization:.0%} utilisation over a {p.horizon_months:g}-month horizon the bill is "
+           f"{abs(m):.0%} {'lower' if m >= 0 else 'higher'}.")
+    return _result(row, HOLDS if _within(m, row) else FAILS, m, why, _pct_gap(m, row))
+
+
+def _mixed(row, s, perf_df, priced):
+    best = {}
+    for model in ("spot", "commit_1y", "commit_3y"):
+        pair = _pair_savings(priced, model)
+        if len(pair) and pair["effective_saving"].notna().any():
+            best[model] = float(pair["effective_saving"].max())
+    if not best:
+        return _result(row, NA, None, "The scenario prices neither spot nor commitments with on-demand alongside.")
+    top_model, top = max(best.items(), key=lambda kv: kv[1])
+    def said(v):
+        return f"saves {v:.0%}" if v >= 0 else f"costs {-v:.0%} more"
+
+    why = ("A mix saves a weighted average of its parts, so at most the larger part. Best offering of each here: "
+           + "; ".join(f"{cost.MODEL_LABEL[k]} {said(v)}" for k, v in sorted(best.items(), key=lambda kv: -kv[1]))
+           + " than on-demand.")
+    return _result(row, HOLDS if top >= row["claimed_low"] else FAILS, top, why,
+                   "possible here" if top >= row["claimed_low"] else _pct_gap(top, row))
+
+
+def _checkpointing(row, s, perf_df, priced):
+    if not cost.is_training(s):
+        return _result(row, NA, None, "A training claim; this scenario serves.")
+    p = profile.workload_profile(s.workload)
+    none = float(np.asarray(profile.activation_bytes_per_token_per_layer(p, s.workload.seq_len, "none")))
+    full = float(np.asarray(profile.activation_bytes_per_token_per_layer(p, s.workload.seq_len, "full")))
+    cut = 1 - full / none
+    why = (f"For {p.name} at {s.workload.seq_len:,} tokens per sequence, full recomputation keeps only each layer's "
+           f"input: {full:,.0f} of {none:,.0f} activation bytes per token per layer (Korthikanti et al. 2022, with "
+           f"FlashAttention): {cut:.0%} less activation memory.")
+    return _result(row, HOLDS if _within(cut, row) else FAILS, cut, why, _pct_gap(cut, row))
+
+
+def _spec(column):
+    def check(row, s, perf_df, priced):
+        acc = catalog.accelerator(row["subject"])
+        v = acc[column]
+        if pd.isna(v):
+            return _result(row, NA, None, f"accelerators.csv has no {column} for {row['subject']}.")
+        v = float(v)
+        ok = _within(v, row)
+        return _result(row, HOLDS if ok else FAILS, v,
+                       f"accelerators.csv gives {row['subject']} {column} = {v:,.0f}.",
+                       "as claimed" if ok else f"{v - row['claimed_low']:+,.0f}")
+    return check
+
+
+def _matmul(row, s, perf_df, priced):
+    why = "Needs a matrix-multiplication benchmark; the workbook models whole steps."
+    if "mfu" in perf_df and row["subject"] in set(perf_df["accelerator"]):
+        mfu = perf_df.loc[perf_df["accelerator"] == row["subject"], "mfu"].iloc[0]
+        if pd.notna(mfu):
+            why += f" For context, the whole training step here runs at {float(mfu):.0%} of peak (MFU)."
+    return _result(row, NA, None, why)
+
+
+CHECKS = {
+    "peak_bf16_flops_per_s": _peak_bf16,
+    "cost_per_token_ratio": _cost_ratio,
+    "spot_discount": _spot,
+    "commit_3y_saving": _commit,
+    "mixed_saving": _mixed,
+    "checkpointing_activation_cut": _checkpointing,
+    "fast_domain_chips": _spec("fast_domain_chips"),
+    "chips_per_node": _spec("chips_per_node"),
+    "matmul_fraction_of_peak": _matmul,
+}
+
+
+def check(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, table: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per claim: ``status`` (holds / does not hold / not applicable), ``measured`` (the figure the
+    scenario gives), ``claimed``, ``by_how_much``, ``why`` (a sentence with the numbers), ``source``."""
+    table = claims() if table is None else table
+    rows = [CHECKS[r["check"]](r, s, perf_df, priced) for _, r in table.iterrows()]
+    return pd.DataFrame(rows, columns=["claim_id", "claim", "status", "measured", "claimed", "by_how_much", "why",
+                                       "source", "as_of"])

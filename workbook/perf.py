@@ -1,0 +1,898 @@
+"""Accelerator performance: roofline, a calibrated efficiency model, training and inference estimates.
+
+Everything here is a small pure function over scalars or numpy arrays (numpy ufuncs only), so the
+scaling search and the widgets can evaluate a grid at once. ``compare(s)`` is the one table that the
+CLI (``estimate``), the cost model and the notebooks build on.
+
+The efficiency model (parameters in ``data/efficiency.csv``, fitted by ``workbook.calibrate`` on the
+published runs in ``data/reference_runs.csv``; every parameter row names the runs that set it):
+
+- Matmul work reaches ``ceiling[family] · width · moe · fp8`` of the dense peak (``compute_efficiency``):
+  ``ceiling`` is what well-tuned published training runs of large dense models reach end to end on
+  that accelerator family (MFU, PaLM definition); ``width = h / (h + h0)`` is the small-width
+  penalty (per-token elementwise work, norms, softmax and kernel overheads grow like h while matmul
+  work grows like h², so their ratio goes like h0/h); ``moe = 1 / (1 + c · (N_total/N_active − 1))``
+  charges the per-weight work of a mixture of experts (weight traffic, gradient and optimizer work,
+  all-to-all dispatch scale with *all* experts while useful FLOPs scale with the active ones);
+  ``fp8`` applies Amdahl's law to the lower-precision speed-up: only the matmul part ``f`` of a
+  BF16 step runs at the FP8 rate (``1 / ((1 - f) + f · peak_bf16 / peak_fp8)``).
+- Decode streams weights and KV cache from HBM at ``decode_memory_efficiency[family]`` of the
+  datasheet bandwidth; tensor parallelism adds two all-reduces per layer (Megatron-LM, Shoeybi et
+  al. 2019), each ``latency[family] + bytes / link bandwidth``.
+- Roofline (Williams et al. 2009; "How to Scale Your Model" ch. 1): a step takes the larger of its
+  compute time and its memory time.
+
+Uncertainty: the ``_low``/``_high`` columns are P10/P90 of observed/predicted over the calibration
+runs (per family with at least 5 runs of that metric, pooled otherwise; for a family with no
+calibration data of its own, the spread of predicting each calibrated family from pooled
+parameters).
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+
+import numpy as np
+import pandas as pd
+
+from . import catalog
+from .errors import InputError
+from .profile import (Profile, bytes_per_value, decode_flops_per_token, decode_weight_bytes_read,
+                      kv_cache_bytes_per_token, prefill_flops_per_token, train_flops_per_token,
+                      training_state_bytes_per_param, weight_bytes, workload_profile)
+from .scenario import Scenario
+
+try:  # the multi-chip training model (issue 4); the simple data-parallel fallback below works without it
+    from . import scaling
+except ImportError:  # pragma: no cover - depends on what is checked out
+    scaling = None
+
+PRECISION_PEAK_COL = {"fp32": "peak_fp32_flops_per_s", "bf16": "peak_bf16_flops_per_s", "fp16": "peak_fp16_flops_per_s",
+                      "fp8": "peak_fp8_flops_per_s", "int8": "peak_int8_flops_per_s", "int4": "peak_bf16_flops_per_s"}
+TRAINING_KEYS = ["step_time_s", "tokens_per_s", "mfu", "training_days", "chip_hours"]
+INFERENCE_KEYS = ["ttft_ms", "tpot_ms", "output_tokens_per_s"]
+COLUMNS = (["accelerator", "family", "chips", "fits", "reason", "peak_flops_per_s", "memory_per_chip_bytes"]
+           + [k + s for k in TRAINING_KEYS for s in ("", "_low", "_high")]
+           + [k + s for k in INFERENCE_KEYS for s in ("", "_low", "_high")]
+           + ["max_batch", "batch", "meets_slo", "replicas", "tp", "meets_deadline", "calibrated"])
+
+
+# --- parameters ------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _param_file() -> dict[tuple[str, str], float]:
+    df = catalog.load("efficiency")
+    return {(p, s): float(v) for p, s, v in zip(df["parameter"], df["scope"], df["value"])}
+
+
+_OVERRIDES: list[dict] = []
+
+
+def _param_table() -> dict[tuple[str, str], float]:
+    return _OVERRIDES[-1] if _OVERRIDES else _param_file()
+
+
+@contextlib.contextmanager
+def using_parameters(table: dict[tuple[str, str], float]):
+    """Evaluate the model with in-memory parameters ``{(parameter, scope): value}`` instead of
+    data/efficiency.csv (the calibration fit and its hold-out check use this)."""
+    _OVERRIDES.append(table)
+    try:
+        yield
+    finally:
+        _OVERRIDES.pop()
+
+
+def parameter(name: str, scope: str | None = None, default_scope: str = "pooled") -> float:
+    """An efficiency parameter from ``data/efficiency.csv``: the ``scope`` value (an accelerator
+    family or platform) when calibrated, else the pooled value."""
+    t = _param_table()
+    if scope is not None and (name, scope) in t:
+        return t[(name, scope)]
+    if (name, default_scope) in t:
+        return t[(name, default_scope)]
+    raise InputError(f"data/efficiency.csv: parameter {name!r}: no value for {scope!r} and no pooled value "
+                     f"(run `python -m workbook calibrate --write`)")
+
+
+def is_calibrated(name: str, family: str) -> bool:
+    """Whether ``family`` has its own fitted value of ``name`` (else the pooled value is used)."""
+    return (name, family) in _param_table()
+
+
+def _family(acc) -> str:
+    return str(acc["family"])
+
+
+def _platform(acc) -> str:
+    return str(acc["platform"])
+
+
+# --- efficiency --------------------------------------------------------------------------------------
+
+def width_factor(hidden, h0):
+    """Small-width penalty ``h / (h + h0)``: elementwise work per token grows like h, matmul work like
+    h², so the matmul share of a layer's time is h/(h + h0). ``h0`` fitted (data/efficiency.csv)."""
+    h = np.asarray(hidden, dtype=float)
+    return h / (h + h0)
+
+
+def low_precision_speedup(rate_ratio, matmul_fraction):
+    """Amdahl's law for FP8/INT8 matmuls: only the matmul fraction ``f`` of a BF16 step runs
+    ``rate_ratio`` = peak_low / peak_bf16 times faster: speed-up 1 / ((1 - f) + f / rate_ratio)."""
+    r = np.asarray(rate_ratio, dtype=float)
+    return 1.0 / ((1.0 - matmul_fraction) + matmul_fraction / r)
+
+
+def dp_bytes_per_s(acc) -> float:
+    """Per-chip bandwidth of the data-parallel gradient path: the network (``inter_node_bytes_per_s``)
+    when the fast domain ends at the node (GPU servers), the chip-to-chip links
+    (``intra_node_bytes_per_s``) when it spans a pod (TPU, Trainium); the other one when a figure is
+    missing."""
+    inter, intra = acc["inter_node_bytes_per_s"], acc["intra_node_bytes_per_s"]
+    node_scale = (acc.get("fast_domain_chips") or 1) <= (acc.get("chips_per_node") or 1)
+    first, second = (inter, intra) if node_scale else (intra, inter)
+    for v in (first, second):
+        if v is not None and not pd.isna(v):
+            return float(v)
+    return math.nan
+
+
+def moe_factor(p: Profile, acc, bytes_per_flop, compute_rate):
+    """Mixture-of-experts training penalty 1 / (1 + c · x · rate / bw).
+
+    x = N_total/N_active − 1 counts the weights a token does not use; their gradients and optimizer
+    updates still cross the data-parallel path at ``dp_bytes_per_s`` while only the active weights do
+    useful FLOPs at ``compute_rate`` (peak × efficiency); c (bytes per FLOP, fitted per platform) sets
+    the scale. The same form explains H100 and B200 Megatron-Bridge runs (same 400 Gb/s per GPU
+    network, 2.3x the FLOP/s, 2.2x the relative overhead). 1 for dense models."""
+    if not p.is_moe or p.generic:
+        return 1.0
+    x = p.params_total / p.params_active - 1.0
+    return 1.0 / (1.0 + bytes_per_flop * x * np.asarray(compute_rate, dtype=float) / dp_bytes_per_s(acc))
+
+
+def network_scale(acc, chips, gamma):
+    """Efficiency kept at ``chips`` relative to one fast domain (node or pod): 1 / (1 + γ·log2(chips /
+    fast_domain_chips)) beyond the fast domain (network synchronisation, stragglers and imperfect
+    overlap grow with every doubling of the data-parallel group). γ is fitted (data/efficiency.csv);
+    the explicit communication model of ``workbook.scaling`` replaces it when available."""
+    n = np.asarray(chips, dtype=float)
+    d = np.log2(np.maximum(n / float(acc.get("fast_domain_chips") or 1), 1.0))
+    return 1.0 / (1.0 + gamma * d)
+
+
+def _peak(acc, precision: str) -> float:
+    v = acc[PRECISION_PEAK_COL[precision]]
+    if precision == "fp16" and (v is None or pd.isna(v)):
+        v = acc["peak_bf16_flops_per_s"]
+    return float(v) if v is not None and not pd.isna(v) else math.nan
+
+
+def compute_efficiency(acc, precision: str, work: str, profile: Profile, tp=1, tokens=None, ceiling=None):
+    """Fraction of the dense peak of ``precision`` that matmul work reaches (scalar or numpy array,
+    broadcast over ``tp`` and ``tokens``).
+
+    ``work``: ``"train"`` (a whole training step, forward + backward + optimizer, MFU-style: the
+    family's ``matmul_ceiling``), ``"prefill"`` or ``"decode"`` (forward passes in an inference
+    engine: the family's ``inference_matmul_ceiling``). Efficiency = ceiling · width(h / tp^β) · moe
+    (training only) · low-precision speed-up · peak_bf16 / peak_precision (see the module docstring;
+    parameters in data/efficiency.csv; ``ceiling`` overrides the table). Chip count does not enter:
+    see ``network_scale``. ``tokens`` (rows of each matmul per chip: micro-batch × sequence, or the
+    decode batch) caps the result at the weight-streaming roofline 2·tokens·(HBM bandwidth ·
+    decode_memory_efficiency) / (bytes per weight · peak): a matmul over few tokens cannot run
+    faster than its weights arrive ("How to Scale Your Model" ch. 1)."""
+    if work not in ("train", "prefill", "decode"):
+        raise InputError(f"work: expected train, prefill or decode, got {work!r}")
+    fam = _family(acc)
+    peak = _peak(acc, precision)
+    peak_bf16 = _peak(acc, "bf16")
+    if math.isnan(peak_bf16):  # chips with only an FP16 figure (V100, T4)
+        peak_bf16 = _peak(acc, "fp16")
+    ratio = peak / peak_bf16 if peak_bf16 > 0 else 1.0
+    speedup = low_precision_speedup(ratio, parameter("fp8_matmul_time_fraction"))
+    if ceiling is None:
+        ceiling = parameter("matmul_ceiling" if work == "train" else "inference_matmul_ceiling", fam)
+    eff = np.asarray(ceiling, dtype=float)
+    if not profile.generic:
+        h = profile.hidden / np.power(np.asarray(tp, dtype=float), parameter("width_tp_exponent"))
+        eff = eff * width_factor(h, parameter("width_scale_hidden"))
+        if work == "train":
+            eff = eff * moe_factor(profile, acc, parameter("moe_bytes_per_flop", _platform(acc)),
+                                   peak_bf16 * speedup * eff)
+    eff = eff * speedup / ratio
+    eff = eff * np.ones_like(np.asarray(tp, dtype=float))
+    if tokens is not None:
+        bw = float(acc["memory_bytes_per_s"]) * parameter("decode_memory_efficiency", fam)
+        roof = 2.0 * np.asarray(tokens, dtype=float) * bw / (bytes_per_value(precision) * peak)
+        eff = np.minimum(eff, roof)
+    return eff if np.ndim(eff) else float(eff)
+
+
+# --- roofline ----------------------------------------------------------------------------------------
+
+def roofline_time_s(flops, hbm_bytes, peak_flops_per_s, hbm_bytes_per_s):
+    """Roofline lower bound: compute and memory traffic overlap perfectly (Williams et al. 2009;
+    'How to Scale Your Model' ch. 1)."""
+    return np.maximum(np.asarray(flops) / peak_flops_per_s, np.asarray(hbm_bytes) / hbm_bytes_per_s)
+
+
+def ridge_point(peak_flops_per_s, hbm_bytes_per_s):
+    """Arithmetic intensity (FLOPs/byte) where a chip turns from memory- to compute-bound."""
+    return np.asarray(peak_flops_per_s) / hbm_bytes_per_s
+
+
+def roofline_table(accelerators: pd.DataFrame, precision: str = "bf16") -> pd.DataFrame:
+    """Attainable FLOP/s per chip over a range of arithmetic intensities (tidy, for the chart)."""
+    ai = np.geomspace(1, 1e4, 60)
+    rows = []
+    for _, a in accelerators.iterrows():
+        peak = _peak(a, precision)
+        if math.isnan(peak):
+            continue
+        att = np.minimum(peak, ai * float(a["memory_bytes_per_s"]))
+        rows.append(pd.DataFrame({"accelerator": a["accelerator"], "intensity_flops_per_byte": ai,
+                                  "attainable_flops_per_s": att, "peak_flops_per_s": peak,
+                                  "ridge_flops_per_byte": peak / float(a["memory_bytes_per_s"])}))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+
+
+# --- inference building blocks -------------------------------------------------------------------------
+
+def tp_allreduce_s(p: Profile, acc, tokens, tp, latency_s):
+    """Time of tensor parallelism's two all-reduces per layer over ``tokens`` activations (Megatron-LM,
+    Shoeybi et al. 2019): 2·L·(latency + 2·(tp−1)/tp · tokens·h·2 bytes / link bandwidth), the ring
+    all-reduce volume of 'How to Scale Your Model' ch. 3. Zero for tp = 1."""
+    tp = np.asarray(tp, dtype=float)
+    link = float(acc["intra_node_bytes_per_s"]) if not pd.isna(acc["intra_node_bytes_per_s"]) else math.nan
+    data = 2.0 * (tp - 1.0) / tp * np.asarray(tokens, dtype=float) * p.hidden * 2.0
+    t = 2.0 * p.layers * (latency_s + np.where(tp > 1, data / link if link == link else np.inf, 0.0))
+    return np.where(tp > 1, t, 0.0)
+
+
+def decode_step_s(p: Profile, acc, batch, context, tp, precision: str, weight_precision: str, kv_precision: str,
+                  mem_eff=None, latency_s=None, compute_eff=None, prefill_tokens=0.0, prefill_context=0.0):
+    """Time of one decode step (one token for each of ``batch`` sequences at ``context`` cached tokens)
+    on a tensor-parallel group of ``tp`` chips: roofline of HBM traffic (active weights once + each
+    sequence's KV cache) against FLOPs, plus the TP all-reduces ('How to Scale Your Model' ch. 7).
+
+    ``prefill_tokens`` of other requests' prompts (of ``prefill_context`` tokens) can ride along in
+    the same step (chunked prefill, Agrawal et al. 2024 "Sarathi-Serve"): their FLOPs add to the
+    compute side, their weight reads are the step's own."""
+    fam = _family(acc)
+    mem_eff = parameter("decode_memory_efficiency", fam) if mem_eff is None else mem_eff
+    latency_s = parameter("tp_collective_latency_s", fam) if latency_s is None else latency_s
+    b = np.asarray(batch, dtype=float)
+    tp = np.asarray(tp, dtype=float)
+    pre = np.asarray(prefill_tokens, dtype=float)
+    bytes_ = decode_weight_bytes_read(p, b + pre, weight_precision) + b * np.asarray(context, dtype=float) * kv_cache_bytes_per_token(p, kv_precision)
+    t_mem = bytes_ / (tp * float(acc["memory_bytes_per_s"]) * mem_eff)
+    if compute_eff is None:
+        compute_eff = compute_efficiency(acc, precision, "decode", p, tp=tp)
+    flops = b * decode_flops_per_token(p, context) + pre * prefill_flops_per_token(p, prefill_context)
+    t_comp = flops / (tp * _peak(acc, precision) * compute_eff)
+    return np.maximum(t_mem, t_comp) + tp_allreduce_s(p, acc, b + pre, tp, latency_s)
+
+
+def prefill_s(p: Profile, acc, tokens, input_tokens, tp, precision: str, weight_precision: str,
+              mem_eff=None, latency_s=None, compute_eff=None):
+    """Time to prefill ``tokens`` prompt tokens (prompts of ``input_tokens``) on ``tp`` chips: roofline
+    of FLOPs (2N + causal attention per token) against one read of the weights, plus TP all-reduces."""
+    fam = _family(acc)
+    mem_eff = parameter("decode_memory_efficiency", fam) if mem_eff is None else mem_eff
+    latency_s = parameter("tp_collective_latency_s", fam) if latency_s is None else latency_s
+    n = np.asarray(tokens, dtype=float)
+    tp = np.asarray(tp, dtype=float)
+    if compute_eff is None:
+        compute_eff = compute_efficiency(acc, precision, "prefill", p, tp=tp)
+    t_comp = n * prefill_flops_per_token(p, input_tokens) / (tp * _peak(acc, precision) * compute_eff)
+    t_mem = decode_weight_bytes_read(p, n, weight_precision) / (tp * float(acc["memory_bytes_per_s"]) * mem_eff)
+    return np.maximum(t_comp, t_mem) + tp_allreduce_s(p, acc, n, tp, latency_s)
+
+
+def kv_budget_bytes(p: Profile, acc, tp, weight_precision: str, headroom: float):
+    """HBM left for the KV cache on a ``tp``-chip replica: tp·memory·(1 − headroom) − weights.
+
+    The default headroom 0.1 equals vLLM's ``gpu_memory_utilization = 0.9`` (activations, CUDA
+    graphs and fragmentation live in the rest)."""
+    return np.asarray(tp, dtype=float) * float(acc["memory_bytes"]) * (1.0 - headroom) - weight_bytes(p, weight_precision)
+
+
+def max_batch_fit(p: Profile, acc, tp, seq_tokens, weight_precision: str, kv_precision: str, headroom: float):
+    """Largest number of sequences of ``seq_tokens`` whose KV cache fits beside the weights (0: the
+    weights alone do not fit)."""
+    per_seq = kv_cache_bytes_per_token(p, kv_precision) * np.maximum(np.asarray(seq_tokens, dtype=float), 1.0)
+    budget = kv_budget_bytes(p, acc, tp, weight_precision, headroom)
+    return np.floor(np.maximum(budget, 0.0) / per_seq)
+
+
+def serving_point(p: Profile, acc, batch, input_tokens, output_tokens, tp, precision, weight_precision,
+                  kv_precision, mem_eff=None, latency_s=None, ceiling=None, static: bool = False):
+    """TTFT, TPOT and output tokens/s of one replica serving ``batch`` concurrent requests.
+
+    Continuous batching with chunked prefill (vLLM, SGLang, TensorRT-LLM; Agrawal et al. 2024): each
+    decode step also carries batch·I/O prompt tokens of the requests that replace finished ones, so
+    their FLOPs share the step's roofline with the decode; TPOT is that step at the mean context
+    I + O/2, output tokens/s = batch / TPOT, TTFT is one prompt's prefill (no queueing).
+    ``static`` batching (a batch prefilled together, then decoded: Neuron, benchmark_latency): output
+    tokens/s = batch·O / (prefill(batch·I) + O·TPOT), TTFT = prefill(batch·I).
+    Arrays broadcast over the inputs; ``mem_eff``, ``latency_s`` and ``ceiling`` override
+    data/efficiency.csv (the calibration grid)."""
+    I = 0.0 if input_tokens is None else float(input_tokens)
+    O = 0.0 if output_tokens is None else float(output_tokens)
+    b = np.asarray(batch, dtype=float)
+    ce_d = compute_efficiency(acc, precision, "decode", p, tp=tp, ceiling=ceiling)
+    ce_p = compute_efficiency(acc, precision, "prefill", p, tp=tp, ceiling=ceiling)
+    kw = dict(mem_eff=mem_eff, latency_s=latency_s)
+    if static or I == 0 or O == 0:
+        tpot = decode_step_s(p, acc, b, I + O / 2.0, tp, precision, weight_precision, kv_precision, compute_eff=ce_d, **kw)
+        prefill_batch = prefill_s(p, acc, b * I, I, tp, precision, weight_precision, compute_eff=ce_p, **kw) if I > 0 else 0.0 * tpot
+        thr = b * O / (prefill_batch + O * tpot) if O > 0 else b / tpot
+    else:
+        tpot = decode_step_s(p, acc, b, I + O / 2.0, tp, precision, weight_precision, kv_precision, compute_eff=ce_d,
+                             prefill_tokens=b * I / O, prefill_context=I, **kw)
+        thr = b / tpot
+    if I > 0:
+        ttft = prefill_s(p, acc, (b if static else 1.0) * I, I, tp, precision, weight_precision, compute_eff=ce_p, **kw)
+    else:
+        ttft = np.zeros_like(tpot)
+    return {"ttft_s": ttft * np.ones_like(tpot), "tpot_s": tpot, "output_tokens_per_s": thr}
+
+
+# --- bands ---------------------------------------------------------------------------------------------
+
+def band(metric: str, family: str) -> tuple[float, float]:
+    """P10 and P90 of observed/predicted for ``metric`` (mfu, output_tokens_per_s_per_chip, tpot_ms,
+    ttft_ms) on ``family``: the family's own scatter when it has enough runs, else pooled; for a
+    family without calibrated parameters, the scatter of predicting families from pooled values.
+    Widened to include 1 so that low <= estimate <= high."""
+    t = _param_table()
+    for scope in (family, "pooled" if is_calibrated(_CAL_PARAM[metric], family) else "uncalibrated", "pooled"):
+        k10, k90 = (f"band_p10_{metric}", scope), (f"band_p90_{metric}", scope)
+        if k10 in t and k90 in t:
+            # the band always contains the point estimate (a family whose runs all sit on one side
+            # of the model would otherwise give a band that excludes it)
+            return min(t[k10], 1.0), max(t[k90], 1.0)
+    return (math.nan, math.nan)
+
+
+_CAL_PARAM = {"mfu": "matmul_ceiling", "output_tokens_per_s_per_chip": "decode_memory_efficiency",
+              "tpot_ms": "decode_memory_efficiency", "ttft_ms": "matmul_ceiling"}
+
+
+# --- accelerators --------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _acc_records() -> dict[str, dict]:
+    df = catalog.accelerators()
+    return {r["accelerator"]: r for r in df.to_dict("records")}
+
+
+def accelerator_record(ident: str) -> dict:
+    """Catalog row of an accelerator (id or alias) as a dict, cached."""
+    return _acc_records()[catalog.resolve("accelerators", ident)]
+
+
+def usable_accelerators(precision: str) -> list[str]:
+    """Catalog accelerators with a published dense peak for ``precision``."""
+    return [a for a, r in _acc_records().items() if not math.isnan(_peak(r, precision))]
+
+
+# --- training ------------------------------------------------------------------------------------------
+
+def _recompute_choices(w) -> list[str]:
+    return ["none", "selective", "full"] if w.recompute == "auto" else [w.recompute]
+
+
+def _train_flops_per_token(p: Profile, w) -> float:
+    """Model FLOPs per trained token; with ``trainable_fraction`` < 1 only that share of weights gets
+    weight gradients: (4 + 2·fraction)·N + attention (forward 2N, activation gradients 2N, weight
+    gradients 2N·fraction; Kaplan et al. 2020 §2.1 split of 6N)."""
+    if p.generic:
+        return math.nan
+    full = float(train_flops_per_token(p, w.seq_len))
+    return full - 2.0 * p.params_matmul_active * (1.0 - w.trainable_fraction)
+
+
+def data_parallel_fallback(p: Profile, acc: dict, chips, w, headroom: float, tokens_per_step=None):
+    """Simple multi-chip training model, used when ``workbook.scaling`` is not importable.
+
+    Sharded data parallelism, the better of two layouts that fit memory (vectorised over ``chips``):
+    - ZeRO-3 / FSDP over all chips (Rajbhandari et al. 2020): weights, gradients and optimizer states
+      split n ways; per step each chip moves 3·2·N·(n−1)/n bytes (all-gather forward and backward,
+      reduce-scatter gradients: ZeRO §7);
+    - hybrid sharding (HSDP; PyTorch FSDP ``HYBRID_SHARD``, Zhao et al. 2023): ZeRO-3 inside the fast
+      domain of k chips, replicas across domains; 3·2·N·(k−1)/k bytes over the fast links plus an
+      all-reduce of the 2·N/k-byte gradient shard, 2·(2N/k)·(m−1)/m bytes, over the network.
+    Each chip holds one sequence's activations (the cheapest recomputation that fits) and two layers
+    of gathered weights. Traffic inside the fast domain uses ``intra_node_bytes_per_s``, across it the
+    per-chip ``inter_node_bytes_per_s``; communication overlaps with compute and only the excess is
+    exposed ('How to Scale Your Model' ch. 5). Compute runs at ``compute_efficiency`` times the
+    calibrated ``network_scale`` (the synchronisation loss that published multi-node runs show even
+    when bandwidth is ample). Returns arrays: step_time_s, compute_s, exposed_comm_s,
+    memory_per_chip_bytes, fits, recompute (index into none/selective/full, −1 if nothing fits)."""
+    from .profile import activation_bytes
+
+    n = np.asarray(chips, dtype=float)
+    tokens = float(tokens_per_step) if tokens_per_step else w.seq_len * n
+    frac = w.trainable_fraction
+    state = training_state_bytes_per_param(w.precision if w.precision in ("fp32",) else "bf16", w.optimizer)
+    bpp = 2.0 + (state - 2.0) * frac
+    usable = float(acc["memory_bytes"]) * (1.0 - headroom)
+    fast = float(acc.get("fast_domain_chips") or acc.get("chips_per_node") or 1)
+    k = np.minimum(n, fast)
+    m = n / k
+    gathered = 2.0 * 2.0 * p.params_total / max(p.layers, 1)
+    intra = float(acc["intra_node_bytes_per_s"]) if not pd.isna(acc["intra_node_bytes_per_s"]) else math.nan
+    inter = float(acc["inter_node_bytes_per_s"]) if not pd.isna(acc["inter_node_bytes_per_s"]) else math.nan
+    bw_all = np.where(n <= fast, intra, min(intra, inter) if inter == inter else math.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        comm_fsdp = np.where(n > 1, 3.0 * 2.0 * p.params_total * (n - 1.0) / n / bw_all, 0.0)
+        comm_hsdp = (np.where(k > 1, 3.0 * 2.0 * p.params_total * (k - 1.0) / k / intra, 0.0)
+                     + np.where(m > 1, 2.0 * (2.0 * p.params_total / k) * (m - 1.0) / m / inter, 0.0))
+    layouts = [(p.params_total * bpp / n + gathered, np.where(np.isnan(comm_fsdp), np.inf, comm_fsdp)),
+               (p.params_total * bpp / k + gathered, np.where(np.isnan(comm_hsdp), np.inf, comm_hsdp))]
+    peak = _peak(acc, w.precision)
+    eff = compute_efficiency(acc, w.precision, "train", p) * network_scale(
+        acc, n, parameter("network_loss_per_doubling", _family(acc)))
+    flops = _train_flops_per_token(p, w) * tokens if not p.generic else p.train_flops_per_sample * tokens
+    compute = flops / (n * peak * eff)
+    best = {"step_time_s": np.full(n.shape, np.inf), "compute_s": compute * np.ones(n.shape),
+            "exposed_comm_s": np.full(n.shape, np.nan), "memory_per_chip_bytes": np.full(n.shape, np.nan),
+            "fits": np.zeros(n.shape, dtype=bool), "recompute": np.full(n.shape, -1.0)}
+    for state_bytes, comm in layouts:
+        rec_idx = np.full(n.shape, -1.0)
+        mem = np.full(n.shape, np.nan)
+        for i, rc in enumerate(["none", "selective", "full"]):
+            if rc not in _recompute_choices(w):
+                continue
+            act = activation_bytes(p, w.seq_len, 1, rc) if not p.generic else 0.0
+            m_rc = state_bytes + act
+            take = (rec_idx < 0) & (m_rc <= usable)
+            rec_idx = np.where(take, i, rec_idx)
+            mem = np.where(take | np.isnan(mem) & (rec_idx < 0), m_rc, mem)
+        exposed = np.maximum(comm - compute, 0.0)
+        step = compute + exposed
+        fits = (rec_idx >= 0) & np.isfinite(comm)
+        better = fits & (~best["fits"] | (step < best["step_time_s"]))
+        unset = ~best["fits"] & ~fits & np.isnan(best["memory_per_chip_bytes"])
+        for key, val in (("step_time_s", step), ("exposed_comm_s", exposed), ("memory_per_chip_bytes", mem),
+                         ("recompute", rec_idx)):
+            best[key] = np.where(better, val, np.where(unset, val, best[key]) if key == "memory_per_chip_bytes" else best[key])
+        best["fits"] = best["fits"] | fits
+    return best
+
+
+def _training_tokens(w) -> float:
+    if w.tokens is not None:
+        return float(w.tokens)
+    return float(w.samples) * (w.seq_len if w.generic is None else 1.0)
+
+
+def choose_training_chips(p: Profile, acc: dict, s: Scenario) -> int | None:
+    """Chip count for training when the scenario pins none.
+
+    Rule: candidates are whole nodes (multiples of ``chips_per_node``) up to
+    ``constraints.max_chips`` (else the accelerator's ``max_cluster_chips``, else 65,536 as a search
+    bound). Among those where the model fits in memory, take the fewest chips that finish by
+    ``constraints.deadline_days``; with no deadline, the fewest chips that fit; when no count meets
+    the deadline, the count with the shortest time. Evaluated with the data-parallel fallback (fast,
+    vectorised); ``estimate_training`` then refines with the scaling model when available."""
+    w = s.workload
+    node = int(acc.get("chips_per_node") or 1)
+    cap = s.constraints.max_chips or (int(acc["max_cluster_chips"]) if not pd.isna(acc.get("max_cluster_chips")) else 65536)
+    counts = np.arange(node, max(cap, node) + 1, node, dtype=float)
+    if s.constraints.max_chips and s.constraints.max_chips < node:
+        counts = np.array([float(s.constraints.max_chips)])
+    r = data_parallel_fallback(p, acc, counts, w, s.constraints.min_memory_headroom, w.global_batch_tokens)
+    ok = r["fits"]
+    if not ok.any():
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        days = _training_tokens(w) / (_tokens_per_step(w, counts) / r["step_time_s"]) / 86400.0
+    dl = s.constraints.deadline_days
+    if dl is None:
+        return int(counts[ok][0])
+    meet = ok & (days <= dl)
+    if meet.any():
+        return int(counts[meet][0])
+    d = np.where(ok, days, np.inf)
+    return int(counts[int(np.argmin(d))])
+
+
+def _tokens_per_step(w, chips):
+    return float(w.global_batch_tokens) if w.global_batch_tokens else w.seq_len * np.asarray(chips, dtype=float)
+
+
+def estimate_training(s: Scenario, accelerator: str, chips: int | None = None, scaling_model: bool = True) -> dict:
+    """Training (or fine-tuning) time on one accelerator type: step time, tokens/s, MFU, days and
+    chip-hours with P10/P90 bands; ``chips`` pinned, else the scenario's ``cluster``, else
+    ``choose_training_chips``. Multi-chip layouts come from ``workbook.scaling.best_config`` when it
+    is importable (and ``scaling_model``), else ``data_parallel_fallback``. When the scaling model
+    finds the chosen count slower than the deadline allows, the count grows in proportion (whole
+    nodes, at most three times). One step = ``global_batch_tokens`` (default: one sequence per chip)."""
+    w = s.workload
+    p = workload_profile(w)
+    acc = accelerator_record(accelerator)
+    out = _blank(acc)
+    peak = _peak(acc, w.precision)
+    out["peak_flops_per_s"] = peak
+    if math.isnan(peak):
+        out["reason"] = f"no published dense {w.precision} peak"
+        return out
+    if p.generic and p.train_flops_per_sample is None:
+        out["reason"] = "workload.generic.train_flops_per_sample is needed for a training estimate"
+        return out
+    pinned = chips or (s.cluster.chips if s.cluster and s.cluster.accelerator == acc["accelerator"] else None)
+    n = pinned or choose_training_chips(p, acc, s)
+    if n is None:
+        fb = data_parallel_fallback(p, acc, float(s.constraints.max_chips or 65536), w, s.constraints.min_memory_headroom)
+        out.update(fits=False, reason=f"does not fit in memory on up to {s.constraints.max_chips or 65536} chips "
+                                      f"({float(fb['memory_per_chip_bytes']) / 1e9:.0f} GB per chip needed)")
+        return out
+    headroom = s.constraints.min_memory_headroom
+    tokens_step = float(_tokens_per_step(w, n))
+    flops_token = _train_flops_per_token(p, w) if not p.generic else p.train_flops_per_sample
+    step = None
+    use_scaling = scaling_model and scaling is not None and hasattr(scaling, "best_config")
+    if use_scaling and n > 1:
+        par = s.cluster.parallelism if (s.cluster and s.cluster.accelerator == acc["accelerator"]) else None
+        node = int(acc.get("chips_per_node") or 1)
+        cap = s.constraints.max_chips or 65536
+        for _ in range(4):
+            cfg = scaling.best_config(p, pd.Series(acc), int(n), w, parallelism=par, efficiency=None)
+            if cfg is None or pinned or s.constraints.deadline_days is None:
+                break
+            days = _training_tokens(w) / (float(_tokens_per_step(w, n)) / float(cfg["step_time_s"])) / 86400.0
+            if days <= s.constraints.deadline_days or n >= cap:
+                break
+            n = int(min(cap, math.ceil(n * days / s.constraints.deadline_days / node) * node))
+        if cfg is None:
+            out.update(chips=int(n), fits=False, reason=f"no parallel layout fits memory on {n} chips")
+            return out
+        tokens_step = float(_tokens_per_step(w, n))
+        step = float(cfg["step_time_s"])
+        mem = float(cfg.get("memory_per_chip_bytes", math.nan))
+        out["tp"] = cfg.get("tp")
+    if step is None:
+        r = data_parallel_fallback(p, acc, float(n), w, headroom, w.global_batch_tokens)
+        if not bool(r["fits"]):
+            out.update(chips=int(n), fits=False,
+                       reason=f"does not fit: {float(r['memory_per_chip_bytes']) / 1e9:.0f} GB per chip needed "
+                              f"(data-parallel fallback, ZeRO-3)")
+            return out
+        step = float(r["step_time_s"])
+        mem = float(r["memory_per_chip_bytes"])
+    tps = tokens_step / step
+    mfu = flops_token * tps / (n * peak)
+    days = _training_tokens(w) / tps / 86400.0
+    lo, hi = band("mfu", _family(acc))
+    out.update(chips=int(n), fits=True, memory_per_chip_bytes=mem, step_time_s=step, tokens_per_s=tps, mfu=mfu,
+               training_days=days, chip_hours=days * 24.0 * n,
+               calibrated=is_calibrated("matmul_ceiling", _family(acc)))
+    # observed = predicted · ratio: throughput scales with the ratio, times with its inverse
+    for k, scale in (("tokens_per_s", 1), ("mfu", 1), ("step_time_s", -1), ("training_days", -1), ("chip_hours", -1)):
+        a, b = (out[k] * lo ** scale, out[k] * hi ** scale)
+        out[k + "_low"], out[k + "_high"] = min(a, b), max(a, b)
+    dl = s.constraints.deadline_days
+    out["meets_deadline"] = bool(days <= dl) if dl is not None else None
+    if dl is not None and days > dl:
+        out["reason"] = f"misses the {dl:g}-day deadline ({days:.0f} days on {n} chips)"
+    return out
+
+
+# --- inference -----------------------------------------------------------------------------------------
+
+def _tp_candidates(acc: dict, chips: int | None = None) -> np.ndarray:
+    """Single-node tensor-parallel degrees: powers of two up to the node size, and the node size."""
+    node = int(acc.get("chips_per_node") or 1)
+    limit = node if chips is None else min(node, chips)
+    c = [2 ** k for k in range(0, 12) if 2 ** k <= limit]
+    if limit not in c and (chips is None or chips % limit == 0):
+        c.append(limit)
+    if chips is not None:
+        c = [t for t in c if chips % t == 0]
+    return np.array(sorted(set(c)), dtype=float)
+
+
+_BATCH_GRID = np.unique(np.r_[np.arange(1, 65), np.round(np.geomspace(64, 65536, 120))]).astype(float)
+
+
+def estimate_inference(s: Scenario, accelerator: str, chips: int | None = None) -> dict:
+    """Serving on one accelerator type: TTFT, TPOT, output tokens/s of the whole deployment, the
+    largest batch that fits memory, replicas (model copies) and ``tp`` (chips per copy).
+
+    For each single-node tensor-parallel degree, the batch is the largest that fits memory and meets
+    ``tpot_slo_ms`` (or ``concurrency`` when given); replicas = the fewest copies that serve
+    ``requests_per_s`` (one when no load is given); the degree with the fewest chips wins (ties: the
+    lower TPOT). With ``chips`` (or a pinned ``cluster``) the deployment uses exactly those chips.
+    Without concurrency and latency targets this is the best throughput that fits memory."""
+    w = s.workload
+    p = workload_profile(w)
+    acc = accelerator_record(accelerator)
+    out = _blank(acc)
+    cprec = "bf16" if w.precision == "int4" else w.precision
+    wprec, kvprec = w.precision, w.kv_precision
+    peak = _peak(acc, cprec)
+    out["peak_flops_per_s"] = peak
+    if math.isnan(peak):
+        out["reason"] = f"no published dense {cprec} peak"
+        return out
+    fam = _family(acc)
+    headroom = s.constraints.min_memory_headroom
+    pinned = chips or (s.cluster.chips if s.cluster and s.cluster.accelerator == acc["accelerator"] else None)
+    if p.generic:
+        return _estimate_generic_inference(p, acc, w, out, pinned)
+    I, O = float(w.input_tokens), float(w.output_tokens)
+    tps = _tp_candidates(acc, pinned)
+    if len(tps) == 0:
+        tps = np.array([1.0])
+    best = None
+    for tp in tps:
+        mb = float(max_batch_fit(p, acc, tp, I + O, wprec, kvprec, headroom))
+        if mb < 1:
+            continue
+        grid = _BATCH_GRID[_BATCH_GRID <= mb]
+        if grid[-1] != mb:
+            grid = np.r_[grid, mb]
+        if w.concurrency is not None:
+            grid = grid[grid <= w.concurrency] if (grid <= w.concurrency).any() else grid[:1]
+        pt = serving_point(p, acc, grid, I, O, tp, cprec, wprec, kvprec)
+        ok = np.ones(grid.shape, dtype=bool)
+        if w.tpot_slo_ms is not None:
+            ok &= pt["tpot_s"] * 1e3 <= w.tpot_slo_ms
+        if w.ttft_slo_ms is not None:
+            ok &= pt["ttft_s"] * 1e3 <= w.ttft_slo_ms
+        meets = bool(ok.any())
+        # throughput grows with batch: the largest batch that meets the targets, else the largest that fits
+        j = int(np.flatnonzero(ok)[-1]) if meets else len(grid) - 1
+        thr = float(pt["output_tokens_per_s"][j])
+        if pinned:
+            replicas = int(pinned // tp)
+        elif w.requests_per_s is not None:
+            replicas = max(1, math.ceil(w.requests_per_s * O / thr))
+        elif w.concurrency is not None:
+            replicas = max(1, math.ceil(w.concurrency / grid[j]))
+        else:
+            replicas = 1
+        cand = {"tp": int(tp), "batch": int(grid[j]), "max_batch": int(mb), "meets": meets, "replicas": replicas,
+                "chips": int(replicas * tp), "ttft": float(pt["ttft_s"][j]), "tpot": float(pt["tpot_s"][j]),
+                "thr": thr * replicas}
+        key = (not meets, cand["chips"], cand["tpot"]) if not pinned else (not meets, -cand["thr"])
+        if best is None or key < best[0]:
+            best = (key, cand)
+    if best is None:
+        need = weight_bytes(p, wprec) / (float(acc["memory_bytes"]) * (1.0 - headroom))
+        node = int(acc.get("chips_per_node") or 1)
+        out.update(fits=False, chips=int(math.ceil(need)),
+                   reason=(f"weights ({weight_bytes(p, wprec) / 1e9:.0f} GB) and one sequence's KV cache do not fit "
+                           f"{'the pinned ' + str(pinned) + ' chips' if pinned else f'one node ({node} chips)'}; "
+                           f"needs at least {math.ceil(need)} chips (multi-node serving is not modelled)"))
+        return out
+    c = best[1]
+    lo_t, hi_t = band("output_tokens_per_s_per_chip", fam)
+    lo_p, hi_p = band("tpot_ms", fam)
+    lo_f, hi_f = band("ttft_ms", fam)
+    out.update(fits=True, chips=c["chips"], tp=c["tp"], replicas=c["replicas"], batch=c["batch"], max_batch=c["max_batch"],
+               meets_slo=c["meets"], ttft_ms=c["ttft"] * 1e3, tpot_ms=c["tpot"] * 1e3, output_tokens_per_s=c["thr"],
+               memory_per_chip_bytes=(weight_bytes(p, wprec) + c["batch"] * (I + O) * kv_cache_bytes_per_token(p, kvprec)) / c["tp"],
+               calibrated=is_calibrated("decode_memory_efficiency", fam))
+    out["output_tokens_per_s_low"], out["output_tokens_per_s_high"] = c["thr"] * lo_t, c["thr"] * hi_t
+    out["tpot_ms_low"], out["tpot_ms_high"] = out["tpot_ms"] * lo_p, out["tpot_ms"] * hi_p
+    out["ttft_ms_low"], out["ttft_ms_high"] = out["ttft_ms"] * lo_f, out["ttft_ms"] * hi_f
+    if not c["meets"]:
+        out["reason"] = "misses the latency targets at every batch size (estimated at the largest batch that fits)"
+    if s.constraints.max_chips and c["chips"] > s.constraints.max_chips:
+        out["reason"] = (out["reason"] + "; " if out["reason"] else "") + \
+            f"needs {c['chips']} chips > max_chips {s.constraints.max_chips}"
+    return out
+
+
+def _estimate_generic_inference(p: Profile, acc: dict, w, out: dict, pinned) -> dict:
+    """Non-transformer model: samples/s per chip = min(peak·eff / FLOPs per sample, bandwidth·eff / bytes
+    per sample) (roofline), reported in ``output_tokens_per_s`` (samples/s) and ``ttft_ms`` (latency
+    of one sample)."""
+    if p.infer_flops_per_sample is None:
+        out["reason"] = "workload.generic.infer_flops_per_sample is needed for an inference estimate"
+        return out
+    fam = _family(acc)
+    cprec = "bf16" if w.precision == "int4" else w.precision
+    eff = compute_efficiency(acc, cprec, "prefill", p)
+    t = float(roofline_time_s(p.infer_flops_per_sample, p.bytes_per_sample or 0.0, _peak(acc, cprec) * eff,
+                              float(acc["memory_bytes_per_s"]) * parameter("decode_memory_efficiency", fam)))
+    n = pinned or 1
+    per_chip = 1.0 / t
+    replicas = n if pinned else (max(1, math.ceil(w.requests_per_s / per_chip)) if w.requests_per_s else 1)
+    fits = weight_bytes(p, w.precision) <= float(acc["memory_bytes"])
+    out.update(fits=fits, chips=replicas, tp=1, replicas=replicas, ttft_ms=t * 1e3, output_tokens_per_s=per_chip * replicas,
+               reason="" if fits else "weights do not fit one chip")
+    return out
+
+
+# --- the comparison ------------------------------------------------------------------------------------
+
+def _blank(acc: dict) -> dict:
+    out = {c: math.nan for c in COLUMNS}
+    out.update(accelerator=acc["accelerator"], family=acc["family"], chips=None, fits=False, reason="",
+               memory_per_chip_bytes=math.nan, max_batch=None, batch=None, meets_slo=None, replicas=None, tp=None,
+               meets_deadline=None, calibrated=False, peak_flops_per_s=math.nan)
+    return out
+
+
+def candidate_accelerators(s: Scenario) -> list[str]:
+    """The accelerators a scenario compares: the pinned ``cluster``; else ``candidates.accelerators``;
+    else every catalog chip with a published peak for the workload's compute precision."""
+    if s.cluster is not None:
+        return [catalog.resolve("accelerators", s.cluster.accelerator)]
+    if s.candidates.accelerators:
+        return [catalog.resolve("accelerators", a) for a in s.candidates.accelerators]
+    prec = "bf16" if s.workload.precision == "int4" else s.workload.precision
+    return usable_accelerators(prec)
+
+
+def compare(s: Scenario, scaling_model: bool = True) -> pd.DataFrame:
+    """One row per accelerator considered: chips, fits, reason, and the training or inference figures
+    with ``_low``/``_high`` bands (columns ``perf.COLUMNS``; the ``estimate --json`` option keys).
+
+    ``scaling_model=False`` uses the data-parallel fallback for multi-chip training even when
+    ``workbook.scaling`` is importable (a few milliseconds instead of a parallel-layout search per
+    chip: the widgets' fast path)."""
+    if s.workload.task == "inference":
+        rows = [estimate_inference(s, a) for a in candidate_accelerators(s)]
+    else:
+        rows = [estimate_training(s, a, scaling_model=scaling_model) for a in candidate_accelerators(s)]
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    for c in ("chips", "max_batch", "batch", "replicas", "tp"):
+        df[c] = pd.array(df[c].astype("Float64").round(), dtype="Int64") if len(df) else df[c]
+    for c in ("fits", "meets_slo", "meets_deadline", "calibrated"):
+        df[c] = df[c].astype("boolean") if len(df) else df[c]
+    return df
+
+
+# --- tables for the notebooks ------------------------------------------------------------------------
+
+def workload_summary(s: Scenario) -> pd.DataFrame:
+    """What the workload needs, one quantity per row with its unit and formula (notebook 01)."""
+    from .profile import attention_flops_per_token, decode_arithmetic_intensity, prefill_arithmetic_intensity
+
+    w = s.workload
+    p = workload_profile(w)
+    rows = [("parameters (total)", p.params_total, "weights", "every weight, embeddings included"),
+            ("parameters active per token", p.params_active, "weights", "MoE: routed experts used + shared"),
+            ("matmul weights per token (N)", p.params_matmul_active, "weights", "active minus the input embedding lookup")]
+    if p.generic:
+        rows += [("training FLOPs per sample", p.train_flops_per_sample, "FLOP", "given (generic workload)"),
+                 ("inference FLOPs per sample", p.infer_flops_per_sample, "FLOP", "given (generic workload)")]
+    elif w.task != "inference":
+        rows += [("training FLOPs per token", float(train_flops_per_token(p, w.seq_len)), "FLOP",
+                  f"6N + 12·L·H·Q·S at S = {w.seq_len} (PaLM App. B)"),
+                 ("attention share of training FLOPs", float(3 * attention_flops_per_token(p, w.seq_len, causal=False)
+                                                             / train_flops_per_token(p, w.seq_len)), "fraction", "12·L·H·Q·S / total"),
+                 ("total training FLOPs", float(train_flops_per_token(p, w.seq_len)) * _training_tokens(w), "FLOP",
+                  "per-token FLOPs x training tokens (6ND + attention)"),
+                 ("weights + gradients + optimizer", p.params_total * training_state_bytes_per_param("bf16", w.optimizer),
+                  "bytes", f"{training_state_bytes_per_param('bf16', w.optimizer):g} bytes per parameter (ZeRO §3.1, mixed-precision {w.optimizer})")]
+    else:
+        I, O = w.input_tokens, w.output_tokens
+        rows += [("prefill FLOPs per prompt token", float(prefill_flops_per_token(p, I)), "FLOP", f"2N + causal attention over {I} tokens"),
+                 ("decode FLOPs per output token", float(decode_flops_per_token(p, I + O / 2)), "FLOP",
+                  f"2N + 4·L·H·Q·context at context {I + O / 2:g}"),
+                 ("weights", weight_bytes(p, w.precision), "bytes", f"parameters x {bytes_per_value(w.precision):g} bytes ({w.precision})"),
+                 ("KV cache per token", kv_cache_bytes_per_token(p, w.kv_precision), "bytes",
+                  f"2·L·kv_heads·head_dim x {bytes_per_value(w.kv_precision):g} bytes ({w.kv_precision})"),
+                 ("KV cache per request", kv_cache_bytes_per_token(p, w.kv_precision) * (I + O), "bytes", f"per token x (I + O) = {I + O}"),
+                 ("prefill arithmetic intensity", float(prefill_arithmetic_intensity(p, I, 1, w.precision)), "FLOP/byte",
+                  "one prompt's FLOPs over one read of the weights"),
+                 ("decode intensity at batch 1", float(decode_arithmetic_intensity(p, 1, I + O / 2, w.precision, w.kv_precision)),
+                  "FLOP/byte", "FLOPs over weight + KV bytes read per step"),
+                 ("decode intensity at batch 64", float(decode_arithmetic_intensity(p, 64, I + O / 2, w.precision, w.kv_precision)),
+                  "FLOP/byte", "grows with the batch until the KV cache dominates")]
+    return pd.DataFrame(rows, columns=["quantity", "value", "unit", "formula"])
+
+
+def memory_breakdown(s: Scenario, batch: int | None = None) -> pd.DataFrame:
+    """Memory of one model copy by component (tidy: ``setting``, ``component``, ``bytes``).
+
+    Training: weights, gradients, optimizer states (mixed-precision Adam: 2 + 2 + 12 bytes per
+    parameter, ZeRO §3.1) and activations of ``batch`` sequences (default 1) for each recomputation
+    setting (Korthikanti et al. 2022). Inference: weights and the KV cache of ``batch`` requests
+    (default 1, 8, 64) at I + O tokens."""
+    from .profile import activation_bytes
+
+    w = s.workload
+    p = workload_profile(w)
+    rows = []
+    if w.task != "inference":
+        b = batch or 1
+        frac = w.trainable_fraction
+        opt = training_state_bytes_per_param("bf16", w.optimizer) - 4.0
+        for rc in ("none", "selective", "full"):
+            label = f"{b} x {w.seq_len} tokens, recompute {rc}"
+            rows += [(label, "weights", p.params_total * 2.0), (label, "gradients", p.params_total * 2.0 * frac),
+                     (label, "optimizer states", p.params_total * opt * frac)]
+            if not p.generic:
+                rows.append((label, "activations", float(activation_bytes(p, w.seq_len, b, rc))))
+    else:
+        per_req = kv_cache_bytes_per_token(p, w.kv_precision) * ((w.input_tokens or 0) + (w.output_tokens or 0))
+        for b in ([batch] if batch else [1, 8, 64]):
+            label = f"batch {b}"
+            rows += [(label, "weights", weight_bytes(p, w.precision)), (label, "KV cache", per_req * b)]
+    return pd.DataFrame(rows, columns=["setting", "component", "bytes"])
+
+
+def operating_points(s: Scenario, perf_df: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The workload's arithmetic intensity and the FLOP/s it attains on each candidate chip
+    (``roofline_time_s`` applied to one step): training step, prefill, decode at batch 1 and at the
+    estimated batch. Tidy: accelerator, point, intensity_flops_per_byte, attained_flops_per_s."""
+    from .profile import decode_arithmetic_intensity, prefill_arithmetic_intensity
+
+    w = s.workload
+    p = workload_profile(w)
+    if p.generic:
+        return pd.DataFrame(columns=["accelerator", "point", "intensity_flops_per_byte", "attained_flops_per_s"])
+    cprec = "bf16" if w.precision == "int4" else w.precision
+    rows = []
+    for a in candidate_accelerators(s):
+        acc = accelerator_record(a)
+        peak = _peak(acc, cprec)
+        if math.isnan(peak):
+            continue
+        bw = float(acc["memory_bytes_per_s"])
+        pts = []
+        if w.task != "inference":
+            # one micro-batch sequence: weights read once per forward/backward, 6N+attention FLOPs per token
+            ai = float(train_flops_per_token(p, w.seq_len)) * w.seq_len / (3.0 * weight_bytes(p, "bf16"))
+            pts.append(("training step (1 sequence)", ai))
+        else:
+            I, O = w.input_tokens, w.output_tokens
+            pts.append(("prefill (1 prompt)", float(prefill_arithmetic_intensity(p, I, 1, w.precision))))
+            pts.append(("decode, batch 1", float(decode_arithmetic_intensity(p, 1, I + O / 2, w.precision, w.kv_precision))))
+            if perf_df is not None and a in set(perf_df["accelerator"]):
+                b = perf_df.set_index("accelerator").loc[a, "batch"]
+                if b is not None and not pd.isna(b):
+                    pts.append((f"decode, estimated batch", float(decode_arithmetic_intensity(p, float(b), I + O / 2, w.precision, w.kv_precision))))
+        for name, ai in pts:
+            rows.append((a, name, ai, float(np.minimum(peak, ai * bw))))
+    return pd.DataFrame(rows, columns=["accelerator", "point", "intensity_flops_per_byte", "attained_flops_per_s"])
+
+
+def explain(s: Scenario, perf_df: pd.DataFrame | None = None) -> pd.DataFrame:
+    """How each number of the comparison is computed: one row per figure with its formula, the
+    inputs it takes for this scenario and where the parameters come from (notebook 02)."""
+    w = s.workload
+    p = workload_profile(w)
+    train = w.task != "inference"
+    rows = []
+    if train:
+        rows += [
+            ("tokens_per_s", "global_batch_tokens / step_time_s",
+             f"global batch {w.global_batch_tokens or 'one sequence per chip':} tokens", "scenario"),
+            ("step_time_s", "compute + exposed communication (+ bubbles, recomputation with workbook.scaling)",
+             "see compute and comm rows", "perf.estimate_training"),
+            ("compute", "6N+12LHQS FLOPs per token x tokens / (chips x peak x efficiency)",
+             f"N = {p.params_matmul_active:.3g}, S = {w.seq_len}, precision {w.precision}", "profile.train_flops_per_token"),
+            ("efficiency", "ceiling[family] x h/(h+h0) x MoE factor x FP8 speed-up / network loss",
+             "per family", "data/efficiency.csv (fitted on data/reference_runs.csv)"),
+            ("mfu", "model FLOPs x tokens/s / (chips x dense peak)", "PaLM definition", "Chowdhery et al. 2022 App. B"),
+            ("training_days", "tokens / tokens_per_s / 86400", f"{_training_tokens(w):.3g} tokens", "scenario"),
+            ("chip_hours", "chips x training_days x 24", "", ""),
+            ("_low / _high", "P10 / P90 of observed / predicted MFU over the calibration runs", "per family (>= 5 runs) or pooled",
+             "data/efficiency.csv band_p10_mfu, band_p90_mfu")]
+    else:
+        rows += [
+            ("ttft_ms", "prefill of one prompt: max(FLOPs / (tp x peak x eff), weights / (tp x HBM x mem_eff)) + TP all-reduces",
+             f"I = {w.input_tokens} tokens", "perf.prefill_s"),
+            ("tpot_ms", "decode step: max(weights + batch x context x KV bytes over tp x HBM x mem_eff, FLOPs incl. "
+                        "chunked prefill over tp x peak x eff) + 2L x (latency + bytes / link)",
+             f"context I + O/2 = {w.input_tokens + w.output_tokens / 2:g}", "perf.decode_step_s"),
+            ("output_tokens_per_s", "replicas x batch / TPOT", "batch = largest that fits and meets the targets", "perf.serving_point"),
+            ("max_batch", "(tp x memory x (1 - headroom) - weights) / KV bytes per request",
+             f"headroom {s.constraints.min_memory_headroom:g} (vLLM default 0.1)", "perf.max_batch_fit"),
+            ("replicas", "ceil(requests_per_s x O / per-replica tokens/s)", f"{w.requests_per_s} requests/s", "scenario"),
+            ("tp", "single-node tensor-parallel degree with the fewest chips for the load", "powers of 2 up to the node",
+             "perf.estimate_inference"),
+            ("mem_eff, eff, latency", "fitted per family", "", "data/efficiency.csv (fitted on data/reference_runs.csv)"),
+            ("_low / _high", "P10 / P90 of observed / predicted over the calibration runs",
+             "per family (>= 5 runs) or pooled", "data/efficiency.csv band_p10_*, band_p90_*")]
+    return pd.DataFrame(rows, columns=["figure", "formula", "inputs for this scenario", "source"])
