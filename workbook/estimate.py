@@ -60,6 +60,8 @@ def _option_costs(priced: pd.DataFrame | None, accelerator: str) -> dict:
     if priced is None or priced.empty:
         return {}
     rows = priced[priced["accelerator"] == accelerator]
+    if "excluded_reason" in rows:
+        rows = rows[rows["excluded_reason"].isna()]
     if rows.empty:
         return {}
     key = "cost_usd" if "cost_usd" in rows and rows["cost_usd"].notna().any() else "usd_per_million_tokens"

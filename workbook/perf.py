@@ -896,3 +896,10 @@ def explain(s: Scenario, perf_df: pd.DataFrame | None = None) -> pd.DataFrame:
             ("_low / _high", "P10 / P90 of observed / predicted over the calibration runs",
              "per family (>= 5 runs) or pooled", "data/efficiency.csv band_p10_*, band_p90_*")]
     return pd.DataFrame(rows, columns=["figure", "formula", "inputs for this scenario", "source"])
+
+
+def roofline_lines(s: Scenario) -> pd.DataFrame:
+    """``roofline_table`` of the scenario's candidate accelerators at its compute precision."""
+    prec = "bf16" if s.workload.precision == "int4" else s.workload.precision
+    accs = catalog.accelerators()
+    return roofline_table(accs[accs["accelerator"].isin(candidate_accelerators(s))], prec)

@@ -162,7 +162,7 @@ def _default_efficiency():
 def _peak(acc: pd.Series, precision: str) -> float:
     peak = catalog.peak_flops_per_s(acc, precision)
     if peak is None or pd.isna(peak):
-        raise InputError(f"data/accelerators.csv: {acc.name}: peak_{precision}_flops_per_s is blank: "
+        raise InputError(f"data/accelerators.csv: {_acc_name(acc)}: peak_{precision}_flops_per_s is blank: "
                          f"no {precision} peak to train with on this accelerator")
     return float(peak)
 
@@ -258,11 +258,9 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
     # base x micro-batch
     g = np.repeat(base, len(mbs), axis=0)
     mb = np.tile(mbs, len(base))
-    per_rank = np.ceil(B / g[:, 3])
-    keep = mb <= per_rank
-    if par.micro_batch is not None:
-        keep |= True
-    g, mb = g[keep], mb[keep]
+    if par.micro_batch is None:  # no micro-batch larger than a data-parallel rank's share of the batch
+        keep = mb <= np.ceil(B / g[:, 3])
+        g, mb = g[keep], mb[keep]
     m = np.ceil(B / (g[:, 3] * mb)).astype(np.int64)
     # x interleaving
     vs = np.array(INTERLEAVE, dtype=np.int64)
@@ -828,7 +826,8 @@ def summary(curves: pd.DataFrame) -> pd.DataFrame:
     for i in d.index[fits]:
         r = d.loc[i]
         dims = "·".join(f"{k.upper()}{int(r[k])}" for k in ("tp", "pp", "dp", "cp", "ep") if int(r[k]) > 1) or "1 chip"
-        days = f", {r['time_to_train_days']:,.1f} d" if pd.notna(r.get("time_to_train_days")) else ""
+        d_ = r.get("time_to_train_days")
+        days = "" if pd.isna(d_) else (f", {d_:,.1f} d" if d_ >= 1 else f", {d_ * 24:,.1f} h")
         cell[i] = f"{dims} Z{int(r['zero'])} · MFU {r['mfu']:.0%}{days}"
     cell[~fits] = "does not fit" if "reason" not in d else np.where(
         d.loc[~fits, "reason"].astype(str).str.contains("memory"), "does not fit", "not priced")

@@ -12,6 +12,124 @@ from __future__ import annotations
 import ipywidgets as W
 
 # --- section: profile & comparison (notebooks 01, 02) ---
+# ``profile_explorer(s)`` (notebook 01): model, sequence length or prompt/answer lengths, batch,
+# precision and recomputation; shows what the workload needs and its memory by component.
+# ``comparison_explorer(s)`` (notebook 02): precision, batch and the candidate set; re-runs
+# ``perf.compare`` (data-parallel fallback for multi-chip training, a few milliseconds) and redraws
+# the comparison with its P10/P90 bands.
+
+def _with(s, changes: dict):
+    """The scenario with dotted-key overrides, or the InputError's lines."""
+    from .errors import InputError
+    from .scenario import with_overrides
+
+    try:
+        return with_overrides(s, **changes), None
+    except InputError as e:
+        return None, e.problems
+
+
+def profile_explorer(s) -> W.VBox:
+    """Controls for notebook 01, starting at the scenario's values; the output is
+    ``perf.workload_summary`` and ``charts.perf.memory_breakdown`` for the changed workload."""
+    from IPython.display import Markdown, display
+
+    from . import catalog, perf
+    from .charts import perf as cp
+
+    w = s.workload
+    style = {"description_width": "150px"}
+    lay = W.Layout(width="440px")
+    controls = {}
+    if w.model is not None:
+        controls["workload.model"] = W.Dropdown(options=list(catalog.models()["model"]), value=w.model,
+                                                description="Model", style=style, layout=lay)
+    precisions = ["fp32", "bf16", "fp16", "fp8", "int8", "int4"] if w.task == "inference" else ["fp32", "bf16", "fp16", "fp8"]
+    controls["workload.precision"] = W.Dropdown(options=precisions, value=w.precision, description="Precision",
+                                                style=style, layout=lay)
+    if w.task == "inference":
+        controls["workload.input_tokens"] = W.IntSlider(value=w.input_tokens or 1024, min=16, max=131072, step=16,
+                                                        description="Prompt tokens", continuous_update=False, style=style, layout=lay)
+        controls["workload.output_tokens"] = W.IntSlider(value=w.output_tokens or 256, min=1, max=32768, step=1,
+                                                         description="Answer tokens", continuous_update=False, style=style, layout=lay)
+        batch = W.IntSlider(value=w.concurrency or 8, min=1, max=1024, description="Batch (requests)",
+                            continuous_update=False, style=style, layout=lay)
+    else:
+        controls["workload.seq_len"] = W.IntSlider(value=w.seq_len, min=128, max=131072, step=128, description="Sequence length",
+                                                   continuous_update=False, style=style, layout=lay)
+        controls["workload.recompute"] = W.Dropdown(options=["auto", "none", "selective", "full"], value=w.recompute,
+                                                    description="Recomputation", style=style, layout=lay)
+        batch = W.IntSlider(value=1, min=1, max=64, description="Micro-batch (sequences)", continuous_update=False,
+                            style=style, layout=lay)
+    for k, c in controls.items():
+        c.add_class(f"wb-profile-{k.split('.')[-1].replace('_', '-')}")
+    batch.add_class("wb-profile-batch")
+    keys = list(controls)
+
+    def show(batch, **values):
+        changes = {k: values[k.replace(".", "__")] for k in keys}
+        s2, problems = _with(s, changes)
+        if s2 is None:
+            display(Markdown("**Cannot use these values:** " + "; ".join(problems)))
+            return
+        display(perf.workload_summary(s2))
+        display(cp.memory_breakdown(perf.memory_breakdown(s2, batch=batch)))
+
+    out = W.interactive_output(show, {"batch": batch, **{k.replace(".", "__"): c for k, c in controls.items()}})
+    box = W.VBox([W.VBox(list(controls.values()) + [batch]), out])
+    box.add_class("wb-profile-explorer")
+    return box
+
+
+def comparison_explorer(s) -> W.VBox:
+    """Controls for notebook 02: precision, batch (global batch tokens for training, concurrency for
+    serving; 0 = the scenario's own choice) and the candidate set; the output is the comparison chart
+    with bands and the table of ``perf.compare`` (multi-chip training with the fast data-parallel
+    fallback, so the figures can differ from the report's scaling-model estimate)."""
+    from IPython.display import Markdown, display
+
+    from . import perf
+    from .charts import perf as cp
+
+    w = s.workload
+    style = {"description_width": "150px"}
+    lay = W.Layout(width="440px")
+    start = perf.candidate_accelerators(s)
+    every = sorted(set(perf._acc_records()) | set(start))
+    prec_w = W.Dropdown(options=["fp32", "bf16", "fp16", "fp8", "int8", "int4"] if w.task == "inference"
+                        else ["fp32", "bf16", "fp16", "fp8"], value=w.precision, description="Precision", style=style, layout=lay)
+    if w.task == "inference":
+        batch_w = W.IntSlider(value=w.concurrency or 0, min=0, max=4096, description="Concurrency (0 = auto)",
+                              continuous_update=False, style=style, layout=lay)
+        key = "workload.concurrency"
+    else:
+        batch_w = W.IntSlider(value=int(w.global_batch_tokens or 0), min=0, max=64_000_000, step=262_144,
+                              description="Global batch tokens (0 = auto)", continuous_update=False, style=style, layout=lay)
+        key = "workload.global_batch_tokens"
+    cand_w = W.SelectMultiple(options=every, value=tuple(start), rows=8, description="Candidates", style=style, layout=lay)
+    for c, cls in ((prec_w, "precision"), (batch_w, "batch"), (cand_w, "candidates")):
+        c.add_class(f"wb-compare-{cls}")
+    cols = (["accelerator", "chips", "fits", "training_days", "training_days_low", "training_days_high", "mfu", "reason"]
+            if w.task != "inference" else
+            ["accelerator", "chips", "fits", "tp", "replicas", "batch", "ttft_ms", "tpot_ms", "output_tokens_per_s",
+             "output_tokens_per_s_low", "output_tokens_per_s_high", "meets_slo", "reason"])
+
+    def show(precision, batch, candidates):
+        changes = {"workload.precision": precision, key: (batch or None), "candidates.accelerators": list(candidates) or None}
+        if w.task == "inference" and precision != w.precision:
+            changes["workload.kv_cache_precision"] = None
+        s2, problems = _with(s, changes)
+        if s2 is None:
+            display(Markdown("**Cannot use these values:** " + "; ".join(problems)))
+            return
+        df = perf.compare(s2, scaling_model=False)
+        display(cp.comparison(df))
+        display(df[cols])
+
+    out = W.interactive_output(show, {"precision": prec_w, "batch": batch_w, "candidates": cand_w})
+    box = W.VBox([W.VBox([prec_w, batch_w, cand_w]), out])
+    box.add_class("wb-compare-explorer")
+    return box
 # --- end: profile & comparison ---
 
 # --- section: scaling (notebook 03) ---
@@ -237,7 +355,7 @@ _APP_PRICING_LABELS = {"on_demand": "on demand", "spot": "spot", "commit_1y": "1
                        "commit_3y": "3-year commitment", "monthly": "monthly rental", "purchase": "purchase"}
 
 _APP_CSS = """<style>
-.wb-app { max-width: 1280px; font-size: 14px; }
+.wb-app { max-width: 1600px; font-size: 14px; }
 .wb-app .wb-title h2 { margin: 0 0 4px 0; }
 .wb-app .wb-sub { color: #555; margin: 0 0 8px 0; }
 .wb-app .wb-controls { border-right: 1px solid #ddd; padding-right: 12px; }
@@ -257,7 +375,8 @@ _APP_CSS = """<style>
 .wb-app .wb-status { color: #777; font-size: 12px; }
 .wb-app table.wb-table { border-collapse: collapse; font-size: 12.5px; margin: 4px 0 10px 0; }
 .wb-app table.wb-table th, .wb-app table.wb-table td { padding: 3px 8px; border-bottom: 1px solid #e5e5e5; text-align: right; white-space: nowrap; }
-.wb-app table.wb-table td.wb-text { text-align: left; white-space: normal; }
+.wb-app table.wb-table .wb-str, .wb-app table.wb-table th.wb-text { text-align: left; }
+.wb-app table.wb-table td.wb-text { text-align: left; white-space: normal; min-width: 180px; }
 .wb-app table.wb-table th { background: #f5f5f5; }
 .wb-app table.wb-table td:first-child, .wb-app table.wb-table th:first-child { text-align: left; }
 .wb-app table.wb-table tr.wb-best td { font-weight: 600; background: #f4fbf4; }
@@ -299,33 +418,35 @@ def _app_message(title: str, lines=(), kind: str = "error") -> str:
             + (f"<ul>{items}</ul>" if items else "") + "</div>")
 
 
-def _app_table(df, columns=None, highlight_first: bool = False, labels: dict | None = None) -> str:
-    """An HTML table of a DataFrame: escaped text, readable numbers, the first row optionally bold."""
+def _app_cell(v) -> str:
+    """One table cell's text: lists joined, blanks as a dash, numbers readable."""
     import pandas as pd
 
+    if isinstance(v, (list, tuple)):
+        return ", ".join(map(str, v))
+    if isinstance(v, str):
+        return v
+    if v is None or pd.isna(v):
+        return "–"
+    return _app_fmt(v.item() if hasattr(v, "item") else v)
+
+
+def _app_table(df, columns=None, highlight_first: bool = False, labels: dict | None = None) -> str:
+    """An HTML table of a DataFrame: escaped text, readable numbers (right-aligned), words
+    left-aligned (long ones wrap), the first row optionally highlighted."""
     if df is None or len(df) == 0:
         return "<p><i>No rows.</i></p>"
     cols = [c for c in (columns or list(df.columns)) if c in df.columns]
     labels = labels or {}
-    head = "".join(f"<th>{_app_esc(labels.get(c, c))}</th>" for c in cols)
+    words = {c: df[c].map(lambda v: isinstance(v, str)).mean() > 0.5 for c in cols}
+    long = {c: words[c] and df[c].map(lambda v: len(v) if isinstance(v, str) else 0).max() > 32 for c in cols}
+    kind = {c: ' class="wb-text"' if long[c] else (' class="wb-str"' if words[c] else "") for c in cols}
+    head = "".join(f"<th{kind[c]}>{_app_esc(labels.get(c, c))}</th>" for c in cols)
     rows = []
-    for i, (_, r) in enumerate(df[cols].iterrows()):
-        cells = []
-        for c in cols:
-            v = r[c]
-            if isinstance(v, (list, tuple)):
-                text = ", ".join(map(str, v))
-            elif v is None or (not isinstance(v, str) and pd.isna(v) if not isinstance(v, (list, dict)) else False):
-                text = "–"
-            elif isinstance(v, str):
-                text = v
-            else:
-                text = _app_fmt(v.item() if hasattr(v, "item") else v)
-            words = isinstance(v, str) and len(v) > 24
-            cls = ' class="wb-text"' if words else ""
-            cells.append(f"<td{cls}>{_app_esc(text)}</td>")
-        cls = ' class="wb-best"' if highlight_first and i == 0 else ""
-        rows.append(f"<tr{cls}>{''.join(cells)}</tr>")
+    for i, rec in enumerate(df[cols].to_dict("records")):
+        cells = "".join(f"<td{kind[c]}>{_app_esc(_app_cell(rec[c]))}</td>" for c in cols)
+        best = ' class="wb-best"' if highlight_first and i == 0 else ""
+        rows.append(f"<tr{best}>{cells}</tr>")
     return f'<table class="wb-table"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
@@ -646,11 +767,11 @@ def _app_key_figures(rec) -> list[tuple[str, str]]:
     f = getattr(rec, "figures", None) or {}
     out = []
     if "cost_usd" in f:
-        out.append((_app_usd(f["cost_usd"]), f"for the run (band {_app_usd(f.get('cost_usd_low'))}–"
+        out.append((_app_usd(f["cost_usd"]), f"for the run, point estimate (band {_app_usd(f.get('cost_usd_low'))}–"
                                              f"{_app_usd(f.get('cost_usd_high'))})"))
     if "usd_per_million_tokens" in f:
         out.append((_app_usd(f["usd_per_million_tokens"]),
-                    f"per million output tokens (band {_app_usd(f.get('usd_per_million_tokens_low'))}–"
+                    f"per million output tokens, point estimate (band {_app_usd(f.get('usd_per_million_tokens_low'))}–"
                     f"{_app_usd(f.get('usd_per_million_tokens_high'))})"))
     if "usd_per_month" in f:
         out.append((_app_usd(f["usd_per_month"]), "a month"))
@@ -697,8 +818,7 @@ def _app_recommendation_html(analysis) -> str:
 
 
 _APP_RANKING_LABELS = {
-    "rank": "#", "accelerator": "Accelerator", "pricing_model": "Pay with", "provider": "Provider",
-    "offering": "Offering", "cost_usd": "Cost of the run", "usd_per_million_tokens": "$ per M output tokens",
+    "rank": "#", "accelerator": "Accelerator", "pricing_model": "Pay with", "offering": "Offering", "cost_usd": "Cost of the run", "usd_per_million_tokens": "$ per M output tokens",
     "band": "band", "usd_per_month": "$ a month", "time_days": "Days", "tpot_ms": "ms per token",
     "p_cheapest": "P(cheapest)", "score": "Score",
 }
@@ -804,6 +924,9 @@ def _app_view_decision(s, analysis, memo: dict) -> str:
         out.append("<h4>Ranking</h4>" + _app_ranking(rec))
     excluded = rec.excluded
     if excluded is not None and len(excluded):
+        excluded = excluded.copy()
+        if "pricing_model" in excluded:
+            excluded["pricing_model"] = excluded["pricing_model"].map(_app_pricing_label)
         cols = [c for c in ("accelerator", "pricing_model", "offerings", "constraint") if c in excluded]
         out.append("<h4>Ruled out by a hard constraint</h4>"
                    + _app_table(excluded, cols, labels={"accelerator": "Accelerator", "pricing_model": "Pay with",
