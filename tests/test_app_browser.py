@@ -51,16 +51,35 @@ def browser():
         b.close()
 
 
-@pytest.fixture
-def app(app_url, browser, tmp_path):
-    """A fresh page (one Voila kernel) showing the app's first render; closed afterwards."""
+@pytest.fixture(scope="module")
+def shared_page(app_url, browser):
+    """One page (one Voila kernel) for the module's browser tests: a page load costs a kernel and
+    several seconds, a reset one update. Its guard records requests and console errors from the load on."""
     url = app_url[0]
     page, guard = bh.open_page(browser, url)
     page.goto(url)
     page.wait_for_selector(".wb-status[data-version]", timeout=60000)
+    state = {"fresh": True}
+    yield page, guard, state
+    page.context.close()
+
+
+@pytest.fixture
+def app(shared_page, tmp_path):
+    """The app as first rendered: the default scenario with the file's values (picker set back and
+    Reset pressed when an earlier test changed something). A screenshot is kept on the way out."""
+    page, guard, state = shared_page
+    if not state["fresh"]:
+        from workbook import load_scenario
+
+        show_tab(page, "Decision")
+        title = load_scenario(SCENARIO).title
+        if page.locator(".wb-scenario select").input_value() != title:   # ipywidgets: option value = label
+            act(page, lambda: page.select_option(".wb-scenario select", label=title))
+        act(page, lambda: page.locator("button.wb-reset").click())
+    state["fresh"] = False
     yield page, guard
     page.screenshot(path=str(tmp_path / "last.png"))
-    page.context.close()
 
 
 # --- reading the page -----------------------------------------------------------------------------
@@ -303,3 +322,18 @@ def test_jupyterlab_starts_and_opens_a_notebook(browser, tmp_path, root):
         page.context.close()
     finally:
         bh.stop_process(proc)
+
+
+def test_app_widget_more_load_needs_more_replicas_on_every_accelerator():
+    """Ten times the requests per second: no accelerator serves it with fewer replicas, some need more."""
+    from workbook import widgets
+
+    a = widgets._App(SCENARIO)
+    before = a.analysis["perf"].set_index("accelerator")["replicas"].dropna()
+    a.load.value = a.load.value * 10
+    assert "workload.requests_per_s" in a.status.value
+    after = a.analysis["perf"].set_index("accelerator")["replicas"].dropna()
+    common = before.index.intersection(after.index)
+    assert len(common) >= 3
+    assert (after[common] >= before[common]).all()
+    assert (after[common] > before[common]).any()

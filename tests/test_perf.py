@@ -2,7 +2,6 @@
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -200,3 +199,46 @@ def test_generic_workload_trains_from_flops_per_sample():
         "task": "training", "generic": {"params": 25e6, "train_flops_per_sample": 12e9}, "samples": 1.28e8}})
     r = perf.estimate_training(s, "H100-SXM5-80GB", chips=8, scaling_model=False)
     assert r["fits"] and r["training_days"] > 0
+
+
+def test_roofline_chart_puts_the_workload_points_on_each_chip():
+    from workbook.charts import perf as cp
+
+    s = wb.load_scenario("chat-70b-realtime")
+    options = perf.compare(s)
+    spec = cp.roofline(perf.roofline_lines(s), perf.operating_points(s, options)).to_dict()
+    assert len(spec["layer"]) == 2
+    assert spec["layer"][1]["encoding"]["shape"]["field"] == "point"
+
+
+def test_comparison_chart_has_an_error_bar_from_the_bands():
+    from workbook.charts import perf as cp
+
+    df = perf.compare(wb.load_scenario("llama-8b-finetune"), scaling_model=False)
+    spec = cp.comparison(df).to_dict()
+    marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in spec["layer"]]
+    assert "errorbar" in marks and spec["layer"][1]["encoding"]["x2"]["field"] == "training_days_high"
+
+
+def test_memory_breakdown_sums_to_sixteen_bytes_per_parameter_plus_activations():
+    s = wb.load_scenario("llama-70b-pretrain")
+    df = perf.memory_breakdown(s)
+    full = df[df["setting"].str.endswith("full")]
+    p = prof.workload_profile(s.workload)
+    states = full[full["component"] != "activations"]["bytes"].sum()
+    assert states == pytest.approx(16 * p.params_total)
+
+
+def test_explanation_table_names_a_source_for_every_figure():
+    for name in ("llama-70b-pretrain", "chat-70b-realtime"):
+        t = perf.explain(wb.load_scenario(name))
+        assert t["formula"].str.len().gt(5).all() and len(t) >= 6
+
+
+def test_widgets_build_from_the_scenario():
+    for name in ("llama-8b-finetune", "small-model-cheap"):
+        s = wb.load_scenario(name)
+        assert wb.widgets.profile_explorer(s).children
+        box = wb.widgets.comparison_explorer(s)
+        cands = [c for c in box.children[0].children if "wb-compare-candidates" in c._dom_classes][0]
+        assert list(cands.value) == perf.candidate_accelerators(s)

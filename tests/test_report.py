@@ -367,13 +367,17 @@ def test_headline_reads_a_training_recommendation():
     summary = {"scenario": "s", "title": "T", "report": {"generated_utc": "2026-01-01T00:00:00Z"},
                "recommendation": {"accelerator": "H100-SXM5-80GB", "provider": "AWS", "offering": "p5.48xlarge",
                                   "pricing_model": "commit_1y", "metric": "cost_usd",
+                                  "runner_up": {"accelerator": "MI300X", "score": 0.7012},
                                   "figures": {"cost_usd": 1.234e6, "cost_usd_low": 1.1e6, "cost_usd_high": 1.5e6,
-                                              "time_days": 3.0, "p_cheapest": 0.72}}}
+                                              "time_days": 3.0, "score": 0.74, "p_beats_runner_up": 0.51,
+                                              "p_cheapest": 0.32}}}
     h = report.headline(summary)
     assert h["recommendation"] == "H100-SXM5-80GB on a 1-year commitment (AWS, p5.48xlarge)"
     assert h["cost"] == "$1.23M per run ($1.10M to $1.50M)"
-    assert (h["time"], h["confidence"]) == ("3.0 days", "72% chance it is the cheapest (Monte Carlo)")
-    assert (h["cost_value"], h["time_days"], h["p_cheapest"]) == (1.234e6, 3.0, 0.72)
+    assert h["time"] == "3.0 days"
+    assert h["confidence"] == ("score 0.740 vs 0.701 for the runner-up; beats the runner-up in 51% of Monte Carlo "
+                               "draws; cheapest in 32% of Monte Carlo draws")
+    assert (h["cost_value"], h["time_days"], h["p_cheapest"]) == (1.234e6, 3.0, 0.32)
     assert report.headline({"scenario": "s", "estimate_error": "boom"})["recommendation"] is None
 
 
@@ -445,3 +449,16 @@ def test_source_cell_number_ignores_injected_and_banner_cells():
                 nbformat.v4.new_code_cell("boom")]
     # Papermill's index 3 counts the injected cell but not its banners: the 3rd cell of the source
     assert report._source_cell_number(nb, 3) == 3
+
+
+def test_recover_puts_back_a_report_a_killed_run_moved_aside(tmp_path):
+    dead = 4194305  # above Linux's largest pid: no such process
+    aside = tmp_path / f".old-small-model-cheap-{dead}-1a2b3c4d"
+    aside.mkdir()
+    (aside / "report.html").write_text("good")
+    (tmp_path / f".staging-small-model-cheap-{dead}-x_9k").mkdir()
+    (tmp_path / f".staging-other-{report.os.getpid()}-abc").mkdir()  # a live run's: left alone
+    done = report.recover(tmp_path)
+    assert (tmp_path / "small-model-cheap" / "report.html").read_text() == "good"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f".staging-other-{report.os.getpid()}-abc", "small-model-cheap"]
+    assert len(done) == 2

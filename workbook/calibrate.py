@@ -492,8 +492,6 @@ KIND_OF_METRIC = {"mfu": "training", "output_tokens_per_s_per_chip": "inference 
 def calibration_table(runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per used run: published figure, the same in the one definition (``value``), the model's
     ``predicted`` figure with data/efficiency.csv, and ``error`` = predicted / value − 1."""
-    from . import perf
-
     runs = reference_runs() if runs is None else runs
     pred = np.array([float(predict_run(r)) for _, r in runs.iterrows()])
     out = runs[["run", "kind", "family", "accelerator", "model", "chips", "precision", "published_value",
@@ -502,7 +500,6 @@ def calibration_table(runs: pd.DataFrame | None = None) -> pd.DataFrame:
     out["predicted"] = pred
     out["error"] = pred / out["value"] - 1.0
     out["kind"] = out["metric"].map(KIND_OF_METRIC)
-    del perf
     return out
 
 

@@ -7,25 +7,28 @@ CLI (``estimate``), the cost model and the notebooks build on.
 The efficiency model (parameters in ``data/efficiency.csv``, fitted by ``workbook.calibrate`` on the
 published runs in ``data/reference_runs.csv``; every parameter row names the runs that set it):
 
-- Matmul work reaches ``ceiling[family] · width · moe · fp8`` of the dense peak (``compute_efficiency``):
-  ``ceiling`` is what well-tuned published training runs of large dense models reach end to end on
-  that accelerator family (MFU, PaLM definition); ``width = h / (h + h0)`` is the small-width
-  penalty (per-token elementwise work, norms, softmax and kernel overheads grow like h while matmul
-  work grows like h², so their ratio goes like h0/h); ``moe = 1 / (1 + c · (N_total/N_active − 1))``
-  charges the per-weight work of a mixture of experts (weight traffic, gradient and optimizer work,
-  all-to-all dispatch scale with *all* experts while useful FLOPs scale with the active ones);
-  ``fp8`` applies Amdahl's law to the lower-precision speed-up: only the matmul part ``f`` of a
-  BF16 step runs at the FP8 rate (``1 / ((1 - f) + f · peak_bf16 / peak_fp8)``).
+- Matmul work reaches ``ceiling[family] · width · moe · fp8`` of the dense peak
+  (``compute_efficiency``). ``ceiling`` (``matmul_ceiling`` for training: end-to-end MFU of
+  well-tuned published runs of large dense models at one fast domain; ``inference_matmul_ceiling``
+  for prefill and compute-bound decode in serving engines); ``width = h / (h + h0)`` is the
+  small-width penalty (per-token elementwise work grows like h, matmul work like h²); ``moe`` (training
+  only) charges the gradient and optimizer traffic of the experts a token does not use against the
+  data-parallel bandwidth; ``fp8`` is Amdahl's law on the low-precision speed-up (only the matmul
+  share ``f`` of a BF16 step runs at the FP8 rate).
+- Multi-node training loses ``γ`` per doubling of chips beyond the fast domain (``network_scale``),
+  in the data-parallel fallback and the calibration; ``workbook.scaling`` models communication
+  explicitly instead.
 - Decode streams weights and KV cache from HBM at ``decode_memory_efficiency[family]`` of the
-  datasheet bandwidth; tensor parallelism adds two all-reduces per layer (Megatron-LM, Shoeybi et
-  al. 2019), each ``latency[family] + bytes / link bandwidth``.
+  datasheet bandwidth; tensor parallelism adds two all-reduces per layer (Megatron-LM, Shoeybi et al.
+  2019), each ``latency[family] + bytes / link bandwidth``; continuous batching lets chunked prefill
+  share the decode step's roofline (Agrawal et al. 2024, Sarathi-Serve).
 - Roofline (Williams et al. 2009; "How to Scale Your Model" ch. 1): a step takes the larger of its
   compute time and its memory time.
 
 Uncertainty: the ``_low``/``_high`` columns are P10/P90 of observed/predicted over the calibration
 runs (per family with at least 5 runs of that metric, pooled otherwise; for a family with no
-calibration data of its own, the spread of predicting each calibrated family from pooled
-parameters).
+calibrated parameters of its own, the spread of predicting the calibrated families from pooled
+parameters), widened to contain the estimate.
 """
 from __future__ import annotations
 
@@ -478,13 +481,33 @@ def choose_training_chips(p: Profile, acc: dict, s: Scenario) -> int | None:
     bound). Among those where the model fits in memory, take the fewest chips that finish by
     ``constraints.deadline_days``; with no deadline, the fewest chips that fit; when no count meets
     the deadline, the count with the shortest time. Evaluated with the data-parallel fallback (fast,
-    vectorised); ``estimate_training`` then refines with the scaling model when available."""
+    vectorised) on ~96 geometrically spaced node counts, then on every count between the last one
+    that misses and the first one that meets; ``estimate_training`` then refines with the scaling
+    model when available."""
     w = s.workload
     node = int(acc.get("chips_per_node") or 1)
     cap = s.constraints.max_chips or (int(acc["max_cluster_chips"]) if not pd.isna(acc.get("max_cluster_chips")) else 65536)
-    counts = np.arange(node, max(cap, node) + 1, node, dtype=float)
     if s.constraints.max_chips and s.constraints.max_chips < node:
-        counts = np.array([float(s.constraints.max_chips)])
+        return _first_feasible(p, acc, s, np.array([float(s.constraints.max_chips)]))
+    max_nodes = max(cap // node, 1)
+    # coarse geometric grid of node counts, then every count between the last miss and the first hit
+    coarse = np.unique(np.round(np.geomspace(1, max_nodes, min(max_nodes, 96)))) * node
+    pick = _first_feasible(p, acc, s, coarse, return_index=True)
+    if pick is None:
+        return None
+    i, best = pick
+    if i > 0 and best is not None:
+        lo, hi = int(coarse[i - 1]) // node, int(coarse[i]) // node
+        fine = np.unique(np.round(np.linspace(lo + 1, hi, min(hi - lo, 512)))) * node
+        refined = _first_feasible(p, acc, s, fine)
+        best = refined if refined is not None else best
+    return best
+
+
+def _first_feasible(p: Profile, acc: dict, s: Scenario, counts: np.ndarray, return_index: bool = False):
+    """The fewest of ``counts`` chips that fit and meet the deadline (no deadline: that fit); when
+    none meets the deadline, the count with the shortest time. None when nothing fits."""
+    w = s.workload
     r = data_parallel_fallback(p, acc, counts, w, s.constraints.min_memory_headroom, w.global_batch_tokens)
     ok = r["fits"]
     if not ok.any():
@@ -492,13 +515,12 @@ def choose_training_chips(p: Profile, acc: dict, s: Scenario) -> int | None:
     with np.errstate(divide="ignore", invalid="ignore"):
         days = _training_tokens(w) / (_tokens_per_step(w, counts) / r["step_time_s"]) / 86400.0
     dl = s.constraints.deadline_days
-    if dl is None:
-        return int(counts[ok][0])
-    meet = ok & (days <= dl)
-    if meet.any():
-        return int(counts[meet][0])
-    d = np.where(ok, days, np.inf)
-    return int(counts[int(np.argmin(d))])
+    good = ok & (days <= dl) if dl is not None else ok
+    if good.any():
+        i = int(np.flatnonzero(good)[0])
+        return (i, int(counts[i])) if return_index else int(counts[i])
+    i = int(np.argmin(np.where(ok, days, np.inf)))
+    return (0, int(counts[i])) if return_index else int(counts[i])
 
 
 def _tokens_per_step(w, chips):
@@ -540,13 +562,22 @@ def estimate_training(s: Scenario, accelerator: str, chips: int | None = None, s
         par = s.cluster.parallelism if (s.cluster and s.cluster.accelerator == acc["accelerator"]) else None
         node = int(acc.get("chips_per_node") or 1)
         cap = s.constraints.max_chips or 65536
+        cfg, last = None, None
         for _ in range(4):
-            cfg = scaling.best_config(p, pd.Series(acc), int(n), w, parallelism=par, efficiency=None)
+            try:
+                cfg = scaling.best_config(p, pd.Series(acc), int(n), w, parallelism=par, efficiency=None)
+            except InputError as e:  # e.g. no network figure to join more than one fast domain
+                if last is None:
+                    out.update(chips=int(n), fits=False, reason="; ".join(e.problems))
+                    return out
+                n, cfg = last
+                break
             if cfg is None or pinned or s.constraints.deadline_days is None:
                 break
             days = _training_tokens(w) / (float(_tokens_per_step(w, n)) / float(cfg["step_time_s"])) / 86400.0
             if days <= s.constraints.deadline_days or n >= cap:
                 break
+            last = (n, cfg)
             n = int(min(cap, math.ceil(n * days / s.constraints.deadline_days / node) * node))
         if cfg is None:
             out.update(chips=int(n), fits=False, reason=f"no parallel layout fits memory on {n} chips")
@@ -635,7 +666,7 @@ def estimate_inference(s: Scenario, accelerator: str, chips: int | None = None) 
             continue
         grid = _BATCH_GRID[_BATCH_GRID <= mb]
         if grid[-1] != mb:
-            grid = np.r_[grid, mb]
+            grid = np.append(grid, mb)
         if w.concurrency is not None:
             grid = grid[grid <= w.concurrency] if (grid <= w.concurrency).any() else grid[:1]
         pt = serving_point(p, acc, grid, I, O, tp, cprec, wprec, kvprec)

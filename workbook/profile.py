@@ -88,7 +88,10 @@ def profile_from_architecture(arch: Architecture, name: str = "custom") -> Profi
     routed MLPs of width ``moe_ffn_hidden`` plus ``shared_experts`` always-on MLPs and a router
     (h·E); a token uses ``experts_per_token`` routed experts. ``dense_layers`` leading layers are
     dense MLPs of width ``ffn_hidden`` (DeepSeek-V3's first 3). Multi-head latent attention is
-    counted as ordinary attention (overcounts DeepSeek-V3 by about 2.5% of its 671B)."""
+    counted as ordinary attention: DeepSeek-V3's total comes out 2.5% above its 671B, but its
+    *active* weights 54.8B instead of the published 37B (the low-rank projections are much smaller
+    than 4·h·H·Q per layer), so its FLOPs per token are overstated by about 45% (``kv_cache_dim``
+    does use the MLA latent for the KV cache)."""
     h, L = arch.hidden, arch.layers
     hd = arch.head_dim or h // arch.heads
     attn = attention_params(h, arch.heads, arch.kv_heads, hd)

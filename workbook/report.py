@@ -671,6 +671,8 @@ def headline(summary: dict) -> dict:
     value, low, high = (_num(fig.get(metric)), _num(fig.get(f"{metric}_low")), _num(fig.get(f"{metric}_high")))
     per_month, days, p = _num(fig.get("usd_per_month")), _num(fig.get("time_days")), _num(fig.get("p_cheapest"))
     ttft, tpot = _num(option.get("ttft_ms")), _num(option.get("tpot_ms"))
+    p_ru, score = _num(fig.get("p_beats_runner_up")), _num(fig.get("score"))
+    ru_score = _num((rec.get("runner_up") or {}).get("score"))
     cost = None
     if value is not None:
         unit = {"cost_usd": " per run", "usd_per_million_tokens": " per million output tokens"}.get(metric, "")
@@ -688,14 +690,18 @@ def headline(summary: dict) -> dict:
         "recommendation": _recommendation_text(rec) if rec else None,
         "cost": cost,
         "time": time_text,
-        "confidence": f"{p:.0%} chance it is the cheapest (Monte Carlo)" if p is not None else None,
+        "confidence": "; ".join(x for x in (
+            f"score {score:.3f} vs {ru_score:.3f} for the runner-up" if score is not None and ru_score is not None else "",
+            f"beats the runner-up in {p_ru:.0%} of Monte Carlo draws" if p_ru is not None else "",
+            f"cheapest in {p:.0%} of Monte Carlo draws" if p is not None else "") if x) or None,
         "estimate_error": summary.get("estimate_error"),
         "generated_utc": _pick(summary, "report.generated_utc"),
         # plain values for index.csv
         "accelerator": rec.get("accelerator"), "pricing_model": rec.get("pricing_model"),
         "provider": rec.get("provider"), "offering": rec.get("offering"), "cost_metric": metric,
         "cost_value": value, "cost_low": low, "cost_high": high, "usd_per_month": per_month,
-        "time_days": days, "ttft_ms": ttft, "tpot_ms": tpot, "p_cheapest": p,
+        "time_days": days, "ttft_ms": ttft, "tpot_ms": tpot, "score": score, "runner_up_score": ru_score,
+        "p_beats_runner_up": p_ru, "p_cheapest": p,
     }
 
 
@@ -750,7 +756,7 @@ def install(result: Result, out: str | Path) -> Path:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     dest = out / result.scenario
-    staging = Path(tempfile.mkdtemp(prefix=f".staging-{result.scenario}-", dir=out))
+    staging = Path(tempfile.mkdtemp(prefix=f".staging-{result.scenario}-{os.getpid()}-", dir=out))
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(staging, 0o777 & ~umask)  # mkdtemp makes it private; a report folder is not
@@ -759,7 +765,7 @@ def install(result: Result, out: str | Path) -> Path:
             (staging / name).write_bytes(data)
         old = None
         if dest.exists():
-            old = out / f".old-{result.scenario}-{uuid.uuid4().hex[:8]}"
+            old = out / f".old-{result.scenario}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
             os.rename(dest, old)
         try:
             os.rename(staging, dest)
@@ -774,6 +780,41 @@ def install(result: Result, out: str | Path) -> Path:
             shutil.rmtree(staging, ignore_errors=True)
     shutil.rmtree(out / "_failed" / result.scenario, ignore_errors=True)
     return dest / "report.html"
+
+
+_LEFTOVER = re.compile(r"^\.(staging|old)-(.+)-(\d+)-[A-Za-z0-9_]+$")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def recover(out: str | Path) -> list[str]:
+    """Finish what a killed run left in ``out``: put back a previous report that was moved aside
+    (``.old-*``) when no report replaced it, and delete staging folders. Only folders of processes
+    that no longer run are touched. Returns what was done."""
+    done = []
+    out = Path(out)
+    if not out.is_dir():
+        return done
+    for p in sorted(out.iterdir()):
+        m = _LEFTOVER.match(p.name)
+        if not (m and p.is_dir()) or _alive(int(m.group(3))):
+            continue
+        kind, name = m.group(1), m.group(2)
+        if kind == "old" and not (out / name).exists():
+            os.rename(p, out / name)
+            done.append(f"restored {name}/ (a killed run had moved it aside)")
+        else:
+            shutil.rmtree(p, ignore_errors=True)
+            done.append(f"removed {p.name}/ (left by a killed run)")
+    return done
 
 
 def record_failure(result: Result, out: str | Path) -> Path:
@@ -795,7 +836,8 @@ INDEX_COLUMNS = [("scenario", "Scenario"), ("title", "Title"), ("recommendation"
                  ("generated_utc", "Generated (UTC)")]
 CSV_COLUMNS = ["scenario", "title", "recommendation", "accelerator", "pricing_model", "provider", "offering",
                "cost_metric", "cost_value", "cost_low", "cost_high", "usd_per_month", "time_days", "ttft_ms",
-               "tpot_ms", "p_cheapest", "status", "generated_utc", "report"]
+               "tpot_ms", "score", "runner_up_score", "p_beats_runner_up", "p_cheapest", "status", "generated_utc",
+               "report"]
 
 
 def index_rows(out: str | Path) -> list[dict]:
@@ -860,11 +902,12 @@ def _default_jobs() -> int:
 def _process_pool(workers: int) -> cf.Executor:
     import multiprocessing as mp
 
-    # forkserver: workers fork from a clean single-threaded server that imported this module once.
+    # forkserver: workers fork from a clean single-threaded server that imported the heavy modules
+    # once (papermill and nbconvert take seconds to import), rather than importing them each.
     method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
     ctx = mp.get_context(method)
     if method == "forkserver":
-        ctx.set_forkserver_preload(["workbook.report"])
+        ctx.set_forkserver_preload(["workbook.report", "papermill", "nbconvert", "jupyter_client", "workbook.estimate"])
     return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
 
 
@@ -882,7 +925,9 @@ def run_batch(jobs: list[Job], out: str | Path, workers: int = 1, executor: cf.E
         size = shutil.get_terminal_size((80, 24))  # a pty of size 0x0 (CI, `script`) would hide the bar
         bar = tqdm(total=len(jobs), unit="report", desc="report", file=sys.stderr,
                    ncols=min(size.columns, 100) if size.columns > 0 else 80, nrows=size.lines if size.lines > 1 else 24)
-    say = echo or (bar.write if bar is not None else (lambda m: print(m, file=sys.stderr, flush=True)))
+    say = echo or (bar.write if bar is not None else _say)
+    for line in recover(out):
+        say(f"note: {line}")
 
     def stream():
         if executor is None and (workers <= 1 or len(jobs) <= 1):
@@ -935,11 +980,21 @@ def _safe_render(job: Job) -> Result:
                       error_detail={"ename": e.__class__.__name__, "evalue": str(e)})
 
 
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return n
+
+
 def add_arguments(parser) -> None:
     parser.add_argument("scenarios", nargs="*", metavar="SCENARIO",
                         help="scenario names (data/scenarios/<name>.yaml) or YAML paths; default: every shipped scenario")
     parser.add_argument("--out", default="reports", help="output folder (default: reports)")
-    parser.add_argument("--jobs", "-j", type=int, default=None,
+    parser.add_argument("--jobs", "-j", type=_positive_int, default=None,
                         help="scenarios rendered in parallel (default: the number of CPUs)")
     parser.add_argument("--skip-unchanged", action="store_true",
                         help="skip scenarios whose inputs (scenario, catalogs, notebooks, package) are unchanged "
@@ -953,6 +1008,22 @@ def add_arguments(parser) -> None:
     parser.add_argument("--notebooks", default=str(NOTEBOOK_DIR), help=argparse.SUPPRESS)
 
 
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _dask_client(address: str):
+    """A client of the Dask scheduler at ``address``, or InputError saying why there is none."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise InputError("--scheduler: needs the 'distributed' package (pip install 'dask[distributed]')") from None
+    try:
+        return Client(address, timeout="20s")
+    except (OSError, TimeoutError, ValueError) as e:
+        raise InputError(f"--scheduler {address}: cannot connect to a Dask scheduler ({e})") from None
+
+
 def run(args) -> int:
     t0 = time.perf_counter()
     out = Path(args.out)
@@ -960,7 +1031,7 @@ def run(args) -> int:
     if not names:
         raise InputError(f"{catalog._rel(SCENARIO_DIR)}: no scenario files found")
     jobs, problems, skipped = plan(names, out, args.notebooks, args.skip_unchanged, args.timeout)
-    say = lambda m: print(m, file=sys.stderr, flush=True)  # noqa: E731
+    say = _say
     for line in problems:
         say(f"invalid {line}")
     present, missing = available_sections(args.notebooks)
@@ -971,9 +1042,7 @@ def run(args) -> int:
     workers = max(1, args.jobs or _default_jobs())
     executor, client = None, None
     if args.scheduler and jobs:
-        from distributed import Client
-
-        client = Client(args.scheduler)
+        client = _dask_client(args.scheduler)
         executor = client.get_executor(pure=False)
         where = f"Dask scheduler {args.scheduler}"
     else:
@@ -989,9 +1058,9 @@ def run(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     index = write_index(out)
     failed = [r for r in results if not r.ok]
+    invalid = len({p.split(": ")[0] for p in problems})  # problems are "file: field: message" lines
     say(f"report: {len(results) - len(failed)} written, {len(failed)} failed, {len(skipped)} unchanged, "
-        f"{len(problems) and len({p.split(':')[0] for p in problems})} invalid, in {time.perf_counter() - t0:.1f} s; "
-        f"index: {catalog._rel(index)}")
+        f"{invalid} invalid, in {time.perf_counter() - t0:.1f} s; index: {catalog._rel(index)}")
     if problems:
         return 2
     return 1 if failed else 0

@@ -163,7 +163,7 @@ def _peak(acc: pd.Series, precision: str) -> float:
     peak = catalog.peak_flops_per_s(acc, precision)
     if peak is None or pd.isna(peak):
         raise InputError(f"data/accelerators.csv: {_acc_name(acc)}: peak_{precision}_flops_per_s is blank: "
-                         f"no {precision} peak to train with on this accelerator")
+                         f"no dense {precision} peak published for this accelerator (workload.precision)")
     return float(peak)
 
 
@@ -214,13 +214,13 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
     B = _global_batch_seqs(w)
     s = w.seq_len
     tp_opts = [t for t in _divisors(chips) if p.heads % t == 0 and (max_tp is None or t <= max_tp)]
-    cp_opts = [c for c in _divisors(chips) if c <= MAX_CP and c & (c - 1) == 0 and s % (2 * c) == 0]
+    cp_opts = [1] + [c for c in _divisors(chips) if 1 < c <= MAX_CP and c & (c - 1) == 0 and s % (2 * c) == 0]
     if par.tp is not None:
         if par.tp not in tp_opts:
             _pin_error("tp", par.tp, f"it must divide {chips} chips and the {p.heads} attention heads")
         tp_opts = [par.tp]
     if par.cp is not None:
-        if par.cp not in cp_opts and par.cp != 1:
+        if par.cp not in cp_opts:
             _pin_error("cp", par.cp, f"it must be a power of two dividing {chips} chips with seq_len "
                        f"{s} divisible by 2·cp")
         cp_opts = [par.cp]

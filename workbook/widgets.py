@@ -406,6 +406,9 @@ def _app_fmt(v) -> str:
         return "–"
     if x == 0:
         return "0"
+    for size, word in ((1e12, "trillion"), (1e9, "billion"), (1e6, "million")):
+        if abs(x) >= size:
+            return f"{x / size:.3g} {word}"
     if abs(x) >= 1000:
         return f"{x:,.0f}"
     return f"{x:.3g}"
@@ -879,7 +882,23 @@ def _app_mc_args(s, analysis):
     return (cost.mc_histogram(s, analysis["priced"]),)
 
 
+def _app_roofline_args(s, analysis):
+    from . import perf
+
+    return (perf.roofline_lines(s), perf.operating_points(s, analysis["perf"] if analysis else None))
+
+
+def _app_memory_args(s, analysis):
+    from . import perf
+
+    return (perf.memory_breakdown(s),)
+
+
 _APP_CHARTS: dict[str, list[tuple]] = {
+    "Workload": [("charts.perf", "memory_breakdown", "Memory of one model copy by component", _app_memory_args)],
+    "Comparison": [("charts.perf", "comparison", "Each candidate side by side, with its band",
+                    lambda s, a: (a["perf"],) if a else None),
+                   ("charts.perf", "roofline", "Roofline: where the workload sits on each chip", _app_roofline_args)],
     "Decision": [("charts.cost", "pareto_chart", "Cost against time of every ranked option",
                   lambda s, a: (_app_rec(a).ranking,) if _app_rec(a) is not None else None)],
     "Cost": [("charts.cost", "pricing_models", "Ways to pay, cheapest offering of each accelerator",
@@ -935,8 +954,6 @@ def _app_view_decision(s, analysis, memo: dict) -> str:
 
 
 def _app_view_workload(s, analysis, memo: dict) -> str:
-    from .profile import workload_profile
-
     w = s.workload
     rows = [("Task", w.task), ("Model", w.model or ("custom architecture" if w.architecture else "generic model")),
             ("Precision", w.precision)]
@@ -953,16 +970,19 @@ def _app_view_workload(s, analysis, memo: dict) -> str:
              ("Utilisation", f"{s.pricing.utilization:.0%}"), ("Horizon (months)", s.pricing.horizon_months),
              ("Pricing models", ", ".join(_app_pricing_label(m) for m in s.pricing.models)),
              ("Candidates", ", ".join(s.candidates.accelerators or ["every accelerator in the catalog"]))]
-    p = workload_profile(w)
-    prof = [("Parameters (total)", p.params_total), ("Parameters active per token", p.params_active)]
-    if not p.generic:
-        from .profile import kv_cache_bytes_per_token
-        prof += [("Layers", p.layers), ("Hidden size", p.hidden),
-                 ("KV cache per token (bytes)", kv_cache_bytes_per_token(p, w.kv_precision))]
     import pandas as pd
-    t1 = pd.DataFrame([(k, v) for k, v in rows if v is not None], columns=["Input", "Value"])
-    t2 = pd.DataFrame(prof, columns=["Model", "Value"])
-    return f"<h4>{_app_esc(s.title)}</h4>" + _app_table(t1) + "<h4>Model profile</h4>" + _app_table(t2)
+
+    inputs = pd.DataFrame([(k, v) for k, v in rows if v is not None], columns=["Input", "Value"])
+    out = [f"<h4>{_app_esc(s.title)}</h4>", _app_table(inputs)]
+    perf, missing = _app_module("perf")
+    if perf is None:
+        out.append(_app_message("The size of the work needs workbook.perf:", [missing], "note"))
+    else:
+        out.append("<h4>Size of the work</h4>" + _app_table(perf.workload_summary(s), ["quantity", "value", "unit", "formula"],
+                                                            labels={"quantity": "Quantity", "value": "Value",
+                                                                    "unit": "Unit", "formula": "How"}))
+    out.append(_app_charts(s, analysis, "Workload", memo))
+    return "".join(out)
 
 
 _APP_PERF_LABELS = {

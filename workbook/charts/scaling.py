@@ -80,16 +80,18 @@ def step_breakdown(curves: pd.DataFrame, accelerator: str | None = None) -> alt.
     tidy["share"] = tidy["seconds"] / tidy.groupby(["accelerator", "x"])["seconds"].transform("sum")
     order = [c for c in COMPONENT_ORDER if c in set(tidy["component"])]
     title = "Where the step goes" if x_name == "chips" else "Where an output token's time goes"
-    return alt.Chart(tidy).mark_bar().encode(
+    per_facet = int(tidy.groupby("accelerator")["x"].nunique().max())
+    bars = alt.Chart().mark_bar().encode(
         x=alt.X("x:O", title="Chips" if x_name == "chips" else "Tensor-parallel size"),
         y=alt.Y("share:Q", stack="normalize", axis=alt.Axis(format="%"), title="Share of time"),
         color=alt.Color("component:N", sort=order, scale=alt.Scale(domain=order), title=None),
         order=alt.Order("component_rank:Q"),
-        column=alt.Column("accelerator:N", title=None),
         tooltip=["accelerator", "x", "component", alt.Tooltip("seconds:Q", format=".4g"),
                  alt.Tooltip("share:Q", format=".0%")],
     ).transform_calculate(component_rank=f"indexof({order!r}, datum.component)").properties(
-        title=title, width=max(120, 28 * tidy["x"].nunique()), height=220)
+        width=max(100, 22 * per_facet), height=180)
+    return alt.FacetChart(data=tidy, spec=bars, facet=alt.Facet("accelerator:N", title=None), columns=4).resolve_scale(
+        x="independent").properties(title=title)
 
 
 def configurations_breakdown(table: pd.DataFrame, top: int = 8) -> alt.Chart:
@@ -107,7 +109,7 @@ def configurations_breakdown(table: pd.DataFrame, top: int = 8) -> alt.Chart:
                                         var_name="component", value_name="seconds")
     order = list(names.values())
     return alt.Chart(long).mark_bar().encode(
-        y=alt.Y("configuration:N", sort=list(d["configuration"]), title=None),
+        y=alt.Y("configuration:N", sort=list(d["configuration"]), title=None, axis=alt.Axis(labelLimit=400)),
         x=alt.X("seconds:Q", title="Seconds per step"),
         color=alt.Color("component:N", sort=order, scale=alt.Scale(domain=order), title=None),
         order=alt.Order("component_rank:Q"),
@@ -123,13 +125,22 @@ def tp_curves(df: pd.DataFrame) -> alt.Chart:
     if d.empty:
         return _empty("The model does not fit at any tensor-parallel size.")
     d["tpot_ms"] = d["tpot_s"] * 1e3
-    base = alt.Chart(d).encode(
-        x=alt.X("tp:O", title="Tensor-parallel size"), color=alt.Color("accelerator:N", title="Accelerator"),
-        tooltip=["accelerator", "tp", "batch", alt.Tooltip("output_tokens_per_s_per_chip:Q", format=",.0f"),
-                 alt.Tooltip("tpot_ms:Q", format=".1f")])
+    d["batch_kind"] = "chosen batch"
+    one = df[(df["batch"] == 1) & df["fits"]].copy()
+    one["tpot_ms"] = one["tpot_s"] * 1e3
+    one["batch_kind"] = "batch 1"
+    tips = ["accelerator", "tp", "batch", alt.Tooltip("output_tokens_per_s_per_chip:Q", format=",.0f"),
+            alt.Tooltip("tpot_ms:Q", format=".1f")]
+    x = alt.X("tp:O", title="Tensor-parallel size")
+    color = alt.Color("accelerator:N", title="Accelerator")
+    base = alt.Chart(d).encode(x=x, color=color, tooltip=tips)
     thr = (base.mark_line() + base.mark_point(filled=True)).encode(
         y=alt.Y("output_tokens_per_s_per_chip:Q", title="Output tokens/s per chip")).properties(
-        title="Throughput per chip", width=300, height=240)
-    lat = (base.mark_line() + base.mark_point(filled=True)).encode(
-        y=alt.Y("tpot_ms:Q", title="ms per output token")).properties(title="Latency", width=300, height=240)
+        title="Throughput per chip at the chosen batch", width=300, height=240)
+    lat_base = alt.Chart(pd.concat([d, one], ignore_index=True)).encode(
+        x=x, color=color, tooltip=tips,
+        strokeDash=alt.StrokeDash("batch_kind:N", title="Batch", sort=["chosen batch", "batch 1"]))
+    lat = (lat_base.mark_line() + lat_base.mark_point(filled=True)).encode(
+        y=alt.Y("tpot_ms:Q", title="ms per output token")).properties(
+        title="Latency: at the chosen batch and at batch 1", width=300, height=240)
     return alt.hconcat(thr, lat)
