@@ -3,8 +3,9 @@
 1. One report on one core: the first shipped scenario, ``--jobs 1``, the process pinned to one CPU.
 2. Every shipped scenario on two cores: ``--jobs 2``, pinned to two CPUs.
 
-Each run writes into a fresh temporary folder (nothing skipped) and prints the total wall time and
-each report's time as the runner logged it. Targets (issue 6): a report in under 10 s on one core;
+Each run writes into a fresh temporary folder (nothing skipped) and prints the total wall time, the
+CPU time of the whole process tree (comparable on a shared, loaded machine where wall time is not),
+the load average, and each report's time as the runner logged it. Targets (issue 6): a report in under 10 s on one core;
 the shipped scenarios in under 40 s on two cores. Exit status 1 when a run fails (not when slow).
 
 Usage: ``python benchmarks/bench_report.py [--scenarios a b ...]``
@@ -34,16 +35,26 @@ def cpus(n: int) -> set[int] | None:
     return set(mine[:n]) if len(mine) >= n else None
 
 
+def _children_cpu_s() -> float:
+    """CPU seconds of finished child processes (the runner, its workers and their kernels)."""
+    import resource
+
+    u = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return u.ru_utime + u.ru_stime
+
+
 def run(label: str, scenarios: list[str], jobs: int, n_cpus: int) -> tuple[bool, float]:
     pin = cpus(n_cpus)
     with tempfile.TemporaryDirectory(prefix="bench-report-") as out:
         cmd = [sys.executable, "-m", "workbook", "report", *scenarios, "--out", out, "--jobs", str(jobs)]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _children_cpu_s()
         r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
                            preexec_fn=(lambda: os.sched_setaffinity(0, pin)) if pin else None)
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, _children_cpu_s() - c0
     where = f"{len(pin)} CPU(s) pinned" if pin else "affinity not set"
-    print(f"{label}: {len(scenarios)} report(s), --jobs {jobs}, {where}: {wall:.1f} s wall, exit {r.returncode}")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"{label}: {len(scenarios)} report(s), --jobs {jobs}, {where}: {wall:.1f} s wall, {cpu:.1f} s CPU "
+          f"(user+sys of the process tree), load average {load:.1f}, exit {r.returncode}")
     for line in r.stderr.splitlines():
         m = LINE.match(line)
         if m:

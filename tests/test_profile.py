@@ -24,6 +24,24 @@ def test_mixtral_total_and_active_parameters_match_mistral():
     assert p.is_moe
 
 
+def test_deepseek_v3_counts_multi_head_latent_attention_671b_total_37b_active():
+    """DeepSeek-AI 2024, 'DeepSeek-V3 Technical Report' (arXiv:2412.19437) §1/§4.2: 671B total
+    parameters, 37B activated per token. With MLA counted as low-rank projections (DeepSeek-V2
+    §2.1; config.json: q_lora_rank 1536, kv_lora_rank 512, qk_nope 128, qk_rope 64, v_head 128,
+    128 heads) attention is 187.1M weights per layer, not 4·h·H·Q = 469.8M."""
+    p = prof.model_profile("deepseek-v3")
+    assert p.params_total == pytest.approx(671e9, rel=0.01)
+    assert p.params_active == pytest.approx(37.5e9, rel=0.01)
+    assert prof.attention_params(7168, 128, 128, 128, 1536, 512, 64, 128) == pytest.approx(187.1e6, rel=1e-3)
+    assert p.kv_cache_dim == 512 + 64  # the latent and the shared rotary key (DeepSeek-V2 §2.1.2)
+
+
+def test_mla_attention_flops_use_query_key_and_value_widths():
+    """QKᵀ over d_nope + d_rope = 192 and AV over d_v = 128 per head: 2·L·H·(192 + 128)·context."""
+    p = prof.model_profile("deepseek-v3")
+    assert prof.attention_flops_per_token(p, 1000, causal=False) == pytest.approx(2 * 61 * 128 * (192 + 128) * 1000)
+
+
 def test_training_flops_follow_the_6nd_rule_when_attention_vanishes():
     """Kaplan et al. 2020: C ≈ 6·N·D for N matmul weights and D tokens (attention term → 0 as S → 0)."""
     p = prof.model_profile("llama-2-7b")

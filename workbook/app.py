@@ -67,14 +67,18 @@ def voila_config(cull_idle_min: float = 0) -> "Config":
     """Options that the command line cannot express: an empty file allowlist, so that
     ``/voila/files/...`` serves no file at all (Voila's default serves images of the folder); no
     ``voila.json``/``voila.py`` read from the cwd or the Jupyter config folders, so that no stray
-    config file can point the server at another notebook or folder; optional culling of kernels
-    idle for ``cull_idle_min`` minutes (each visitor gets one kernel)."""
+    config file can point the server at another notebook or folder; only the widget manager among
+    the front-end extensions; optional culling of kernels idle for ``cull_idle_min`` minutes (each
+    visitor gets one kernel)."""
     from traitlets.config import Config
 
     c = Config()
     c.Voila.config_file_paths = []
     c.VoilaConfiguration.file_allowlist = []
     c.VoilaConfiguration.file_denylist = [".*"]
+    # the page needs one front-end extension, the widget manager; the others (anywidget, the
+    # JupyterLab preview button, pygments' theme) would only add JavaScript to download
+    c.VoilaConfiguration.extension_allowlist = ["@jupyter-widgets/jupyterlab-manager", "@voila-dashboards/widgets-manager8"]
     if cull_idle_min > 0:
         c.MappingKernelManager.cull_idle_timeout = int(cull_idle_min * 60)
         c.MappingKernelManager.cull_interval = 60

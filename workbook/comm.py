@@ -36,6 +36,7 @@ Sources
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -165,6 +166,9 @@ def topology_options(acc: pd.Series) -> pd.DataFrame:
     return t[t["accelerator"] == name].reset_index(drop=True)
 
 
+_ACC_FIELDS = ("intra_node_bytes_per_s", "inter_node_bytes_per_s", "torus_dims", "fast_domain_chips", "chips_per_node")
+
+
 def topology(acc: pd.Series, chips: int | None = None, domain: str | None = None, *,
              domain_chips: int | None = None, intra_node_bytes_per_s: float | None = None,
              inter_node_bytes_per_s: float | None = None) -> Topology:
@@ -175,8 +179,18 @@ def topology(acc: pd.Series, chips: int | None = None, domain: str | None = None
     ``default``); keyword overrides replace catalog figures for what-if questions (a 72-GPU NVLink
     domain, a 3.2 Tb/s network). Without a topology row the fabric is a torus when the catalog gives
     ``torus_dims`` and a switch otherwise, the domain is ``fast_domain_chips`` (or
-    ``chips_per_node``), and latencies are zero (none published)."""
+    ``chips_per_node``), and latencies are zero (none published). Cached per process on the
+    accelerator's interconnect fields and the arguments (the catalogs are read once)."""
     name = acc.name if isinstance(acc.name, str) else acc.get("accelerator")
+    fields = tuple(None if np.isnan(v) else v for v in (_num(acc.get(f)) for f in _ACC_FIELDS))  # NaN never hits a cache
+    return _topology(str(name), fields, None if chips is None else int(chips), domain, domain_chips,
+                     intra_node_bytes_per_s, inter_node_bytes_per_s)
+
+
+@functools.lru_cache(maxsize=4096)
+def _topology(name: str, fields: tuple, chips, domain, domain_chips, intra_node_bytes_per_s,
+              inter_node_bytes_per_s) -> Topology:
+    acc = pd.Series({k: (np.nan if v is None else v) for k, v in zip(_ACC_FIELDS, fields)}, name=name)
     rows = topology_options(acc)
     row = None
     if domain is not None:

@@ -12,6 +12,9 @@ Sources
   Models" §4 (sbh·(34 + 5as/h) bytes per layer; selective recompute drops the 5as/h term; full
   recompute keeps only the 2sbh layer input).
 - KV cache: 2 · layers · kv_heads · head_dim · bytes per token (scaling-book ch. 7 "Inference").
+- Multi-head latent attention (MLA): DeepSeek-AI 2024 "DeepSeek-V2" (arXiv:2405.04434) §2.1.2-2.1.3
+  (low-rank key-value joint compression, low-rank query compression, decoupled rotary keys);
+  shapes of DeepSeek-V3 from its config.json (deepseek-ai/DeepSeek-V3).
 """
 from __future__ import annotations
 
@@ -55,6 +58,8 @@ class Profile:
     kv_cache_dim: int  # cached elements per token per layer (2·kv_heads·head_dim, or MLA's latent)
     moe_ffn_hidden: int
     generic: bool = False
+    qk_head_dim: int | None = None  # query/key size per head (MLA: nope + rope); None = head_dim
+    v_head_dim: int | None = None  # value size per head (MLA: v_head_dim); None = head_dim
     train_flops_per_sample: float | None = None
     infer_flops_per_sample: float | None = None
     bytes_per_sample: float | None = None
@@ -65,7 +70,11 @@ class Profile:
 
     @property
     def attn_dim(self) -> int:
-        return self.heads * self.head_dim
+        """H·Q: the mean of the query/key and value widths over all heads (H·(qk + v)/2), which is the
+        H·Q of the ``4·L·H·Q·context`` attention FLOPs (equal to heads·head_dim without MLA)."""
+        qk = self.qk_head_dim or self.head_dim
+        v = self.v_head_dim or self.head_dim
+        return self.heads * (qk + v) / 2.0
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -76,9 +85,23 @@ def mlp_params(hidden, ffn_hidden, gated_mlp: bool):
     return (3 if gated_mlp else 2) * hidden * ffn_hidden
 
 
-def attention_params(hidden, heads, kv_heads, head_dim):
-    """Q and O projections h·H·Q each, K and V h·K·Q each (GQA/MQA: K < H). scaling-book ch. 4."""
-    return 2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim
+def attention_params(hidden, heads, kv_heads, head_dim, q_lora_rank=None, kv_lora_rank=None,
+                     qk_rope_head_dim=None, v_head_dim=None):
+    """Q and O projections h·H·Q each, K and V h·K·Q each (GQA/MQA: K < H). scaling-book ch. 4.
+
+    Multi-head latent attention (``kv_lora_rank`` given; DeepSeek-V2 §2.1.2-2.1.3, eqs. 9-18):
+    queries h·r_q (down) + r_q·H·(d_nope + d_rope) (up), or h·H·(d_nope + d_rope) without query
+    compression; keys and values h·(r_kv + d_rope) (the joint latent and the shared rotary key) +
+    r_kv·H·(d_nope + d_v) (up); output H·d_v·h. ``head_dim`` is d_nope. DeepSeek-V3 (h 7168, H 128,
+    r_q 1536, r_kv 512, d_nope 128, d_rope 64, d_v 128): 187.1M per layer instead of 4·h·H·Q = 469.8M."""
+    if kv_lora_rank is None:
+        return 2 * hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim
+    rope = qk_rope_head_dim or 0
+    v = v_head_dim or head_dim
+    qk = head_dim + rope
+    q = hidden * q_lora_rank + q_lora_rank * heads * qk if q_lora_rank else hidden * heads * qk
+    kv = hidden * (kv_lora_rank + rope) + kv_lora_rank * heads * (head_dim + v)
+    return q + kv + heads * v * hidden
 
 
 def profile_from_architecture(arch: Architecture, name: str = "custom") -> Profile:
@@ -87,14 +110,15 @@ def profile_from_architecture(arch: Architecture, name: str = "custom") -> Profi
     Mixture-of-experts (Shazeer et al. 2017; Mixtral, DeepSeek-V3): each MoE layer holds ``experts``
     routed MLPs of width ``moe_ffn_hidden`` plus ``shared_experts`` always-on MLPs and a router
     (h·E); a token uses ``experts_per_token`` routed experts. ``dense_layers`` leading layers are
-    dense MLPs of width ``ffn_hidden`` (DeepSeek-V3's first 3). Multi-head latent attention is
-    counted as ordinary attention: DeepSeek-V3's total comes out 2.5% above its 671B, but its
-    *active* weights 54.8B instead of the published 37B (the low-rank projections are much smaller
-    than 4·h·H·Q per layer), so its FLOPs per token are overstated by about 45% (``kv_cache_dim``
-    does use the MLA latent for the KV cache)."""
+    dense MLPs of width ``ffn_hidden`` (DeepSeek-V3's first 3). Multi-head latent attention
+    (``kv_lora_rank`` given) counts its low-rank projections (``attention_params``) and caches the
+    latent plus the rotary key, ``kv_lora_rank + qk_rope_head_dim`` values per token per layer
+    (DeepSeek-V2 §2.1.2), unless ``kv_cache_dim`` says otherwise."""
     h, L = arch.hidden, arch.layers
     hd = arch.head_dim or h // arch.heads
-    attn = attention_params(h, arch.heads, arch.kv_heads, hd)
+    mla = arch.kv_lora_rank is not None
+    attn = attention_params(h, arch.heads, arch.kv_heads, hd, arch.q_lora_rank, arch.kv_lora_rank,
+                            arch.qk_rope_head_dim, arch.v_head_dim)
     moe = arch.experts > 1
     f_exp = arch.moe_ffn_hidden or arch.ffn_hidden
     dense_L = arch.dense_layers if moe else L
@@ -109,7 +133,7 @@ def profile_from_architecture(arch: Architecture, name: str = "custom") -> Profi
     body_common = L * attn + dense_L * dense_mlp + shared
     total = embed + head + body_common + routed_total
     active = embed + head + body_common + routed_active
-    kv_dim = arch.kv_cache_dim or 2 * arch.kv_heads * hd
+    kv_dim = arch.kv_cache_dim or (arch.kv_lora_rank + (arch.qk_rope_head_dim or 0) if mla else 2 * arch.kv_heads * hd)
     return Profile(
         name=name, layers=L, hidden=h, heads=arch.heads, kv_heads=arch.kv_heads, head_dim=hd,
         ffn_hidden=arch.ffn_hidden, vocab=arch.vocab, experts=arch.experts,
@@ -117,6 +141,8 @@ def profile_from_architecture(arch: Architecture, name: str = "custom") -> Profi
         params_total=float(total), params_active=float(active), params_embedding=float(embed),
         params_matmul_active=float(active - embed + (embed if arch.tied_embeddings else 0)),
         params_expert=float(routed_total), kv_cache_dim=int(kv_dim), moe_ffn_hidden=int(f_exp),
+        qk_head_dim=(hd + (arch.qk_rope_head_dim or 0)) if mla else None,
+        v_head_dim=(arch.v_head_dim or hd) if mla else None,
     )
 
 
@@ -156,7 +182,10 @@ def workload_profile(w: Workload) -> Profile:
 # --- FLOPs -------------------------------------------------------------------------------------
 
 def attention_flops_per_token(p: Profile, context, causal: bool = True):
-    """Forward FLOPs of QKᵀ and AV for one token attending to ``context`` tokens: 4·L·H·Q·context.
+    """Forward FLOPs of QKᵀ and AV for one token attending to ``context`` tokens: 4·L·H·Q·context,
+    i.e. 2·L·H·(d_qk + d_v)·context: QKᵀ over the query/key width, AV over the value width (MLA:
+    d_qk = d_nope + d_rope = 192 and d_v = 128 for DeepSeek-V3, the non-absorbed form used in
+    training and prefill; DeepSeek-V2 §2.1).
 
     For a full causal sequence of length S the mean context is S/2 (``causal=True`` halves it);
     PaLM's MFU convention counts the full S (``causal=False``)."""

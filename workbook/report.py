@@ -41,7 +41,7 @@ import tempfile
 import threading
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__, catalog
@@ -62,8 +62,6 @@ REMOVE_CELL_TAGS = ("widgets", "parameters", "injected-parameters", "papermill-e
 DROP_MIMETYPES = ("application/vnd.jupyter.widget-view+json", "application/javascript",
                   "application/vnd.jupyter.widget-state+json")
 ENGINE = "workbook-shared-kernel"
-
-log = logging.getLogger("workbook.report")
 
 
 @dataclass(frozen=True)
@@ -505,21 +503,20 @@ def _chart_alt(svg) -> str:
     return f"Chart: {html.unescape(m.group(1)).strip()}" if m else "Chart"
 
 
-_EXPORTER = None
+_LOCAL = threading.local()  # one exporter per thread: from_notebook_node re-registers filters
 
 
 def _exporter():
     """nbconvert's HTMLExporter with the ``report_cells`` template: cells only, no code, no prompts."""
-    global _EXPORTER
-    if _EXPORTER is None:
+    if getattr(_LOCAL, "exporter", None) is None:
         from nbconvert import HTMLExporter
         from nbconvert.preprocessors import TagRemovePreprocessor
 
         ex = HTMLExporter(template_name="report_cells", extra_template_basedirs=[str(TEMPLATE_DIR)],
                           exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
         ex.register_preprocessor(TagRemovePreprocessor(remove_cell_tags=set(REMOVE_CELL_TAGS)), enabled=True)
-        _EXPORTER = ex
-    return _EXPORTER
+        _LOCAL.exporter = ex
+    return _LOCAL.exporter
 
 
 def notebook_html(nb, name: str = "notebook") -> str:

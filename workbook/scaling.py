@@ -203,12 +203,18 @@ def _pin_error(field: str, value, why: str):
 # --- the grid -----------------------------------------------------------------------------------
 
 def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism | None = None, *,
-                   max_tp: int | None = None, max_pp: int | None = None) -> dict:
+                   max_tp: int | None = None, max_pp: int | None = None, micro_batches=None, interleave=None,
+                   vpp: int | None = None, min_cp_tokens: int | None = None) -> dict:
     """Every candidate configuration for ``chips`` chips as numpy arrays of one length (the grid
     the search prices). Structural rules: tp divides the attention heads (Megatron); cp divides
     the sequence into 2·cp chunks (Megatron-Core load balancing); pp ≤ layers (stages may hold
     unequal layer counts); ep divides the experts and the data-parallel size; each data-parallel
-    rank gets at least one sequence; interleaving needs m a multiple of pp (Megatron-LM)."""
+    rank gets at least one sequence; interleaving needs m a multiple of pp (Megatron-LM).
+
+    Limits (``practical_limits`` gives the ones ``estimate`` and the calibration use): ``max_tp``,
+    ``max_pp``; ``micro_batches`` and ``interleave`` replace ``MICRO_BATCHES`` and ``INTERLEAVE``;
+    ``vpp`` pins the interleaving (a published layout); ``min_cp_tokens``: context parallelism only
+    when each rank keeps at least that many tokens of a sequence (a pinned ``cp`` is kept)."""
     _check_transformer(p)
     par = parallelism or Parallelism()
     B = _global_batch_seqs(w)
@@ -216,7 +222,7 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
     tp_opts = [t for t in _divisors(chips) if p.heads % t == 0 and (max_tp is None or t <= max_tp)]
     cp_opts = [1] + [c for c in _divisors(chips) if 1 < c <= MAX_CP and c & (c - 1) == 0 and s % (2 * c) == 0]
     if par.tp is not None:
-        if par.tp not in tp_opts:
+        if par.tp not in [t for t in _divisors(chips) if p.heads % t == 0]:
             _pin_error("tp", par.tp, f"it must divide {chips} chips and the {p.heads} attention heads")
         tp_opts = [par.tp]
     if par.cp is not None:
@@ -224,6 +230,8 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
             _pin_error("cp", par.cp, f"it must be a power of two dividing {chips} chips with seq_len "
                        f"{s} divisible by 2·cp")
         cp_opts = [par.cp]
+    elif min_cp_tokens is not None:
+        cp_opts = [c for c in cp_opts if c == 1 or s / c >= min_cp_tokens]
     rows = []
     for tp in tp_opts:
         for cp in cp_opts:
@@ -231,7 +239,7 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
                 continue
             rest = chips // (tp * cp)
             for pp in _divisors(rest):
-                if pp > p.layers or (max_pp is not None and pp > max_pp):
+                if pp > p.layers or (max_pp is not None and pp > max_pp and par.pp is None):
                     continue
                 if par.pp is not None and pp != par.pp:
                     continue
@@ -245,16 +253,18 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
                     eps = [e for e in eps if e == par.ep]
                 for ep in eps:
                     rows.append((tp, cp, pp, dp, ep))
+    empty = {k: np.zeros(0, dtype=int) for k in ("tp", "cp", "pp", "dp", "ep", "micro_batch", "vpp", "zero")} | {
+        "recompute": np.zeros(0, dtype=object), "microbatches": np.zeros(0, dtype=int)}
     if not rows:
         pins = {k: v for k, v in par.model_dump(exclude_none=True).items() if k in ("tp", "pp", "dp", "cp", "ep")}
         if pins:
             raise InputError(f"cluster.parallelism: {pins} cannot be laid out on {chips} chips "
                              f"(tp·pp·dp·cp must equal the chip count, dp ≤ {B} sequences per batch"
                              + (f", ep must divide dp and the {p.experts} experts" if p.is_moe else "") + ")")
-        return {k: np.zeros(0, dtype=int) for k in ("tp", "cp", "pp", "dp", "ep", "micro_batch", "vpp", "zero")} | {
-            "recompute": np.zeros(0, dtype=object), "microbatches": np.zeros(0, dtype=int)}
+        return empty
     base = np.array(rows, dtype=np.int64)
-    mbs = np.array([par.micro_batch] if par.micro_batch is not None else MICRO_BATCHES, dtype=np.int64)
+    mb_grid = MICRO_BATCHES if micro_batches is None else tuple(micro_batches)
+    mbs = np.array([par.micro_batch] if par.micro_batch is not None else mb_grid, dtype=np.int64)
     # base x micro-batch
     g = np.repeat(base, len(mbs), axis=0)
     mb = np.tile(mbs, len(base))
@@ -263,7 +273,7 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
         g, mb = g[keep], mb[keep]
     m = np.ceil(B / (g[:, 3] * mb)).astype(np.int64)
     # x interleaving
-    vs = np.array(INTERLEAVE, dtype=np.int64)
+    vs = np.array([vpp] if vpp is not None else (INTERLEAVE if interleave is None else tuple(interleave)), dtype=np.int64)
     g = np.repeat(g, len(vs), axis=0)
     mb = np.repeat(mb, len(vs))
     m = np.repeat(m, len(vs))
@@ -287,6 +297,31 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
             "microbatches": m, "vpp": v, "recompute": rc, "zero": z}
 
 
+# Limits of the practical search (``practical_limits``): what ``perf.estimate_training`` and the
+# calibration search, so that the calibrated efficiency and the estimates see the same layouts.
+PRACTICAL_MICRO_BATCHES = (1, 2, 4, 8)
+# Tensor parallelism on a TPU torus: up to 16 chips along ICI, the largest degree in the published
+# MaxText configurations (v5e/v5p 128B-1024B scripts: ici_tensor_parallelism=16).
+TORUS_MAX_TP = 16
+# Context parallelism only when every rank keeps >= 4,096 tokens of a sequence: Megatron-Core uses it
+# for long sequences (NeMo/Megatron-Bridge Llama 3.1 405B: CP2 at 8,192 tokens); shorter chunks make
+# the ring-attention blocks too small to hide the KV exchange (Liu et al. 2023 §3).
+PRACTICAL_MIN_CP_TOKENS = 4096
+
+
+def practical_limits(acc: pd.Series, topology: comm.Topology | None = None) -> dict:
+    """Keyword limits for ``configurations`` that keep the search to layouts people run (and fast
+    enough for ``perf.compare`` over the whole catalog): tensor parallelism inside one node of a
+    switched or meshed fabric (``chips_per_node``: Megatron-LM keeps TP within an NVLink server,
+    Narayanan et al. 2021 §3.3) or up to ``TORUS_MAX_TP`` chips on a TPU torus; micro-batches of
+    1, 2, 4 or 8 sequences; context parallelism only for sequences of at least 2 x
+    ``PRACTICAL_MIN_CP_TOKENS`` tokens."""
+    node = int(_num(acc.get("chips_per_node"), 1))
+    torus = (topology.fabric == "torus") if topology is not None else int(_num(acc.get("torus_dims"), 0)) >= 1
+    return {"max_tp": max(node, TORUS_MAX_TP) if torus else node, "micro_batches": PRACTICAL_MICRO_BATCHES,
+            "min_cp_tokens": PRACTICAL_MIN_CP_TOKENS}
+
+
 # --- pricing the grid ---------------------------------------------------------------------------
 
 def evaluate(profile: Profile, acc: pd.Series, chips: int, workload: Workload, grid: dict, efficiency=None, *,
@@ -294,6 +329,14 @@ def evaluate(profile: Profile, acc: pd.Series, chips: int, workload: Workload, g
              memory_headroom: float | None = None) -> pd.DataFrame:
     """Memory per chip, communication, step time, MFU and throughput of every configuration in
     ``grid`` (from ``configurations``), feasible or not. See the module docstring for the terms."""
+    return pd.DataFrame(_price(profile, acc, chips, workload, grid, efficiency, topology=topology, overlap=overlap,
+                               memory_headroom=memory_headroom))
+
+
+def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, grid: dict, efficiency=None, *,
+           topology: comm.Topology | None = None, overlap: Overlap = DEFAULT_OVERLAP,
+           memory_headroom: float | None = None) -> dict:
+    """``evaluate`` as a dict of numpy arrays (the search's fast path)."""
     p, w = profile, workload
     _check_transformer(p)
     eff_fn = efficiency or _default_efficiency()
@@ -415,7 +458,8 @@ def evaluate(profile: Profile, acc: pd.Series, chips: int, workload: Workload, g
 
     tokens = B * s
     model_flops = float(prof.train_flops_per_token(p, s, causal=False)) * tokens
-    out = pd.DataFrame({
+    n = len(tp)
+    out = {
         "tp": grid["tp"], "pp": grid["pp"], "dp": grid["dp"], "ep": grid["ep"], "cp": grid["cp"],
         "vpp": grid["vpp"], "zero": grid["zero"], "recompute": rc.astype(str), "micro_batch": grid["micro_batch"],
         "microbatches": grid["microbatches"],
@@ -425,14 +469,14 @@ def evaluate(profile: Profile, acc: pd.Series, chips: int, workload: Workload, g
         "tp_comm_s": m * tp_mb, "cp_comm_s": m * cp_mb, "ep_comm_s": m * ep_mb, "pp_comm_s": m * pp_mb,
         "dp_comm_s": dp_total, "memory_per_chip_bytes": memory, "fits": memory <= mem_cap,
         "mfu": model_flops / (step * chips * peak), "tokens_per_s": tokens / step,
-        "tokens_per_s_per_chip": tokens / step / chips, "efficiency": eff, "global_batch_seqs": B,
-    })
+        "tokens_per_s_per_chip": tokens / step / chips, "efficiency": eff, "global_batch_seqs": np.full(n, B),
+    }
     return out
 
 
 def search(profile: Profile, acc: pd.Series, chips: int, workload: Workload, parallelism: Parallelism | None = None,
            efficiency=None, *, topology: comm.Topology | None = None, overlap: Overlap = DEFAULT_OVERLAP,
-           memory_headroom: float | None = None, max_tp: int | None = None, max_pp: int | None = None) -> pd.DataFrame:
+           memory_headroom: float | None = None, **limits) -> pd.DataFrame:
     """Every feasible configuration for ``chips`` chips, fastest first.
 
     ``profile`` is a ``workbook.profile.Profile``; ``acc`` a row of ``catalog.accelerators()``;
@@ -442,14 +486,15 @@ def search(profile: Profile, acc: pd.Series, chips: int, workload: Workload, par
     peak the matmuls reach (default ``workbook.perf.compute_efficiency``). ``topology`` replaces the
     catalog's interconnect (``comm.topology(acc, chips, ...)``), ``overlap`` the overlap fractions,
     ``memory_headroom`` the share of memory kept free (default: the scenario default
-    ``constraints.min_memory_headroom``); ``max_tp``/``max_pp`` cap the search.
+    ``constraints.min_memory_headroom``); ``limits`` (``max_tp``, ``max_pp``, ``micro_batches``,
+    ``interleave``, ``vpp``, ``min_cp_tokens``) restrict the grid (``configurations``).
 
     Columns: tp, pp, dp, ep, cp, vpp, zero, recompute, micro_batch, microbatches, step_time_s,
     compute_s, exposed_comm_s, bubble_s, recompute_s, optimizer_s, comm_s (all communication before
     overlap) and its parts tp_comm_s, cp_comm_s, ep_comm_s, pp_comm_s, dp_comm_s,
     memory_per_chip_bytes, fits (always True: configurations that do not fit are dropped), mfu
     (PaLM model FLOPs), tokens_per_s, tokens_per_s_per_chip, efficiency, global_batch_seqs."""
-    grid = configurations(profile, chips, workload, parallelism, max_tp=max_tp, max_pp=max_pp)
+    grid = configurations(profile, chips, workload, parallelism, **limits)
     if len(grid["tp"]) == 0:
         return pd.DataFrame(columns=RESULT_COLUMNS)
     df = evaluate(profile, acc, chips, workload, grid, efficiency, topology=topology, overlap=overlap,
@@ -464,13 +509,24 @@ def _py(v):
 
 
 def best_config(profile: Profile, acc: pd.Series, chips: int, workload: Workload, parallelism: Parallelism | None = None,
-                efficiency=None, **kwargs) -> dict | None:
-    """The fastest feasible configuration (first row of ``search``) as a dict of Python scalars with
-    ``chips`` and ``accelerator`` added, or None when nothing fits in memory."""
-    df = search(profile, acc, chips, workload, parallelism, efficiency, **kwargs)
-    if df.empty:
+                efficiency=None, *, topology: comm.Topology | None = None, overlap: Overlap = DEFAULT_OVERLAP,
+                memory_headroom: float | None = None, **limits) -> dict | None:
+    """The fastest feasible configuration (the first row ``search`` would return, without building
+    the table) as a dict of Python scalars with ``chips`` and ``accelerator`` added, or None when
+    nothing fits in memory."""
+    grid = configurations(profile, chips, workload, parallelism, **limits)
+    if len(grid["tp"]) == 0:
         return None
-    out = {k: _py(v) for k, v in df.iloc[0].to_dict().items()}
+    r = _price(profile, acc, chips, workload, grid, efficiency, topology=topology, overlap=overlap,
+               memory_headroom=memory_headroom)
+    ok = np.flatnonzero(np.asarray(r["fits"]) & np.isfinite(r["step_time_s"]))
+    if len(ok) == 0:
+        return None
+    order = np.lexsort((r["pp"][ok], r["tp"][ok], r["memory_per_chip_bytes"][ok], r["step_time_s"][ok]))
+    i = ok[order[0]]
+    out = {k: _py(r[k][i]) for k in RESULT_COLUMNS}
+    out["recompute"] = str(out["recompute"])
+    out["fits"] = bool(out["fits"])
     out.update(chips=int(chips), accelerator=_acc_name(acc))
     return out
 

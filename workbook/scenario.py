@@ -47,6 +47,12 @@ class Architecture(_Strict):
     gated_mlp: bool = True
     tied_embeddings: bool = False
     kv_cache_dim: PosInt | None = None
+    # multi-head latent attention (DeepSeek-V2 §2.1): low-rank query and key-value projections; head_dim
+    # is then the non-rotary query/key head size (qk_nope_head_dim)
+    q_lora_rank: PosInt | None = None
+    kv_lora_rank: PosInt | None = None
+    qk_rope_head_dim: PosInt | None = None
+    v_head_dim: PosInt | None = None
 
     @model_validator(mode="after")
     def _check(self):
