@@ -3,7 +3,15 @@
 The package computes; notebooks narrate. Public entry points are re-exported here so that a
 notebook cell is one line: ``s = wb.load_scenario("llama2-7b-pretrain")``.
 """
-from . import catalog
+import sys as _sys
+
+# jsonschema (imported by altair and nbformat) imports rfc3987_syntax, when installed, only to check
+# the "iri"/"iri-reference" string formats; building that package's grammar costs about 2.5 s of CPU
+# in every process (CLI, kernel, report worker). Nothing in the workbook validates those formats, so
+# the optional import is declined here (jsonschema then skips the two format checks).
+_sys.modules.setdefault("rfc3987_syntax", None)
+
+from . import catalog  # noqa: E402
 from .errors import InputError
 from .scenario import Scenario, load_scenario, parse_scenario, scenario_names, with_overrides
 
