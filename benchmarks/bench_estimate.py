@@ -1,12 +1,13 @@
 """How long ``perf.compare`` takes for one scenario across the whole accelerator catalog.
 
 For every shipped scenario, with its candidate list and pinned cluster removed (so every catalog chip
-with a peak for the precision is estimated), prints the number of accelerators and the median time
-of ``perf.compare`` on the fast path (``scaling_model=False``: the data-parallel fallback for
-multi-chip training; what the widgets use) and with the parallel-layout search of
-``workbook.scaling`` (what ``estimate`` uses for training), plus the first (cold) call of the
-process. Target (issue 3): the fast path well under 100 ms, so a widget feels instant. Exit status 1
-when the target is missed.
+with a peak for the precision is estimated), prints the number of accelerators, the time of the first
+``perf.compare`` call for that scenario in this process (cold: every multi-chip layout search runs)
+and the median of repeated calls (warm: the searches come from ``perf.training_config``'s cache, as
+when a widget redraws), plus how many layout searches the cold call ran. Training uses the same
+multi-chip search (``workbook.scaling`` over ``scaling.practical_limits``) as ``estimate``.
+Target (issue 3): well under 100 ms of model time per scenario, so a widget feels instant; the exit
+status is 1 when a cold call misses 3 x the target or a warm call misses it.
 Usage: ``python benchmarks/bench_estimate.py [--repeat 5]``.
 """
 from __future__ import annotations
@@ -41,25 +42,26 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args(argv)
     names = scenario_names()
-    first = with_overrides(load_scenario(names[0]), **{"candidates.accelerators": None, "cluster": None})
+    # load catalogs and data/efficiency.csv once, on a scenario that needs no layout search
     t = time.perf_counter()
-    perf.compare(first, scaling_model=False)
-    cold = time.perf_counter() - t
-    print(f"first call in this process (loads catalogs and data/efficiency.csv): {cold * 1e3:.0f} ms")
-    print(f"{'scenario':24s} {'task':10s} {'chips':>5s} {'fast ms':>8s} {'scaling ms':>10s}")
+    perf.compare(with_overrides(load_scenario("chat-70b-realtime"), **{"candidates.accelerators": None, "cluster": None}))
+    print(f"first call in this process (loads catalogs and data/efficiency.csv): {(time.perf_counter() - t) * 1e3:.0f} ms")
+    print(f"{'scenario':24s} {'task':11s} {'chips':>5s} {'cold ms':>8s} {'searches':>8s} {'warm ms':>8s}")
     missed = 0
+    total_cold = 0.0
     for name in names:
         s = with_overrides(load_scenario(name), **{"candidates.accelerators": None, "cluster": None})
-        t_fast, df = _median_time(lambda: perf.compare(s, scaling_model=False), args.repeat)
-        if s.workload.task == "inference":
-            t_full = t_fast
-        else:
-            t_full, _ = _median_time(lambda: perf.compare(s, scaling_model=True), max(1, args.repeat // 2))
-        print(f"{name:24s} {s.workload.task:10s} {len(df):5d} {t_fast * 1e3:8.1f} {t_full * 1e3:10.1f}")
-        missed += t_fast > TARGET_S
-    print(f"target: fast path < {TARGET_S * 1e3:.0f} ms per scenario over the whole catalog; "
-          f"{'all met' if not missed else f'{missed} scenario(s) missed'} (the scaling column is informational: "
-          f"training with workbook.scaling's layout search{'' if perf.scaling is not None else ', not importable here'})")
+        before = perf._training_config.cache_info().misses
+        t = time.perf_counter()
+        df = perf.compare(s)
+        cold = time.perf_counter() - t
+        searches = perf._training_config.cache_info().misses - before
+        warm, _ = _median_time(lambda: perf.compare(s), args.repeat)
+        total_cold += cold
+        print(f"{name:24s} {s.workload.task:11s} {len(df):5d} {cold * 1e3:8.1f} {searches:8d} {warm * 1e3:8.1f}")
+        missed += (cold > 3 * TARGET_S) + (warm > TARGET_S)
+    print(f"target: < {TARGET_S * 1e3:.0f} ms per scenario over the whole catalog (warm; cold within 3x); "
+          f"{'all met' if not missed else f'{missed} miss(es)'}; cold total {total_cold * 1e3:.0f} ms")
     return 1 if missed else 0
 
 

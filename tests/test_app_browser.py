@@ -140,6 +140,14 @@ def test_launcher_serves_only_the_app_notebook_on_loopback():
     assert env["PYTHONPATH"].split(":")[0] == str(launcher.ROOT)
 
 
+def test_launcher_token_options():
+    from workbook import app as launcher
+
+    assert "--Voila.token=abc" in launcher.voila_argv(token="abc")
+    assert "--Voila.auto_token=True" in launcher.voila_argv(auto_token=True)
+    assert "--Voila.base_url=/workbook/" in launcher.voila_argv(base_url="/workbook/")
+
+
 def test_launcher_rejects_a_bad_port(capsys):
     from workbook import app as launcher
 
@@ -176,6 +184,43 @@ def test_app_widget_unticking_every_candidate_asks_for_one():
     for c in a.checks.values():
         c.value = False
     assert "Tick at least one candidate accelerator" in a.rec.value
+
+
+def test_app_widget_more_load_needs_more_replicas_on_every_accelerator():
+    """Ten times the requests per second: no accelerator serves it with fewer replicas, some need more."""
+    from workbook import widgets
+
+    a = widgets._App(SCENARIO)
+    before = a.analysis["perf"].set_index("accelerator")["replicas"].dropna()
+    a.load.value = a.load.value * 10
+    assert "workload.requests_per_s" in a.status.value
+    after = a.analysis["perf"].set_index("accelerator")["replicas"].dropna()
+    common = before.index.intersection(after.index)
+    assert len(common) >= 3
+    assert (after[common] >= before[common]).all()
+    assert (after[common] > before[common]).any()
+
+
+
+def test_app_widget_lower_utilisation_makes_commitments_dearer_not_on_demand():
+    """Committed capacity is paid for every hour; at lower utilisation each useful hour costs more
+    (cost.py's billing rules), while pay-as-you-go prices do not move."""
+    from workbook import widgets
+
+    a = widgets._App(SCENARIO)
+    key = ["accelerator", "offering", "pricing_model"]
+    metric = "usd_per_million_tokens"
+    before = a.analysis["priced"].set_index(key)[metric]
+    a.utilization.value = round(a.utilization.value - 0.3, 2)
+    assert "pricing.utilization" in a.status.value
+    after = a.analysis["priced"].set_index(key)[metric]
+    both = before.dropna().index.intersection(after.dropna().index)
+    models = both.get_level_values("pricing_model")
+    committed = both[models.isin(["commit_1y", "commit_3y"])]
+    on_demand = both[models == "on_demand"]
+    assert len(committed) and len(on_demand)
+    assert (after[committed] > before[committed]).all()
+    assert (after[on_demand] - before[on_demand]).abs().max() < 1e-9 * before[on_demand].abs().max()
 
 
 # --- the server ---------------------------------------------------------------------------------
@@ -218,14 +263,19 @@ def test_app_shows_a_recommendation_offline(app, tmp_path):
     page, guard = app
     rec = recommendation(page)
     page.screenshot(path=str(tmp_path / "first-render.png"))
-    assert rec["accelerator"], f"no recommendation on the page: {rec['text']!r}"
     from workbook import load_scenario
+
+    assert rec["accelerator"], f"no recommendation on the page: {rec['text']!r}"
     assert rec["accelerator"] in load_scenario(SCENARIO).candidates.accelerators
-    assert rec["text"].startswith("RECOMMENDATION") or "Recommendation" in rec["text"]
-    assert len(page.locator(".wb-reasons li").all()) >= 1, "the recommendation gives no reasons"
+    headline = page.inner_text(".wb-rec-headline")
+    assert headline.startswith(rec["accelerator"]) and rec["offering"], headline
+    assert page.locator(".wb-figure").count() >= 3, "no key figures"
+    assert page.locator(".wb-reasons li").count() >= 2, "the recommendation gives no reasons"
+    assert "Runner-up" in rec["text"]
     assert page.locator(".wb-pane-decision table.wb-table").count() >= 1, "no ranking table"
-    assert len(chart_sources(page)) >= 1, "no chart on the decision tab"
-    assert "Traceback" not in page.inner_text("body")
+    assert len(chart_sources(page)) >= 1 and all(s.startswith("data:image/svg+xml") for s in chart_sources(page))
+    body = page.inner_text("body")
+    assert "Traceback" not in body and "import workbook" not in body, "code or a traceback is shown"
     assert_offline_and_clean(guard)
 
 
@@ -257,14 +307,34 @@ def test_pricing_model_control_sets_how_the_recommendation_pays(app, tmp_path):
 @browser_test
 def test_utilisation_slider_redraws_the_cost_chart(app, tmp_path):
     page, guard = app
+    from workbook import load_scenario
+
     before = chart_sources(page)
     page.locator(".wb-utilization .noUi-handle").focus()
-    act(page, lambda: page.keyboard.press("ArrowLeft"))
+    act(page, lambda: page.keyboard.press("ArrowLeft"))    # one step (0.05) down
     after = chart_sources(page)
     page.screenshot(path=str(tmp_path / "utilisation.png"))
     assert "pricing.utilization" in page.inner_text(".wb-status")
-    assert page.locator(".wb-utilization .widget-readout").inner_text().strip() == "65%"
+    expected = f"{load_scenario(SCENARIO).pricing.utilization - 0.05:.0%}"
+    assert page.locator(".wb-utilization .widget-readout").inner_text().strip() == expected
     assert after and after != before, "the charts did not change with utilisation"
+    assert_offline_and_clean(guard)
+
+
+@browser_test
+def test_an_invalid_setting_shows_a_sentence_not_a_traceback(app, tmp_path):
+    """Every weight at zero is not a valid scenario: the page names the field and what it expects."""
+    page, guard = app
+    for k in ("cost", "time", "ecosystem", "portability", "supply_risk"):
+        readout = page.locator(f".wb-weight-{k} .widget-readout").inner_text().strip()
+        if float(readout) > 0:
+            page.locator(f".wb-weight-{k} .noUi-handle").focus()
+            act(page, lambda: page.keyboard.press("Home"))      # the slider's minimum, 0
+    message = page.inner_text(".wb-recommendation")
+    page.screenshot(path=str(tmp_path / "invalid-weights.png"))
+    assert "weights" in message and "expected at least one positive weight" in message, message
+    assert page.locator(".wb-status").get_attribute("data-state") == "error"
+    assert "Traceback" not in page.inner_text("body")
     assert_offline_and_clean(guard)
 
 
@@ -323,17 +393,3 @@ def test_jupyterlab_starts_and_opens_a_notebook(browser, tmp_path, root):
     finally:
         bh.stop_process(proc)
 
-
-def test_app_widget_more_load_needs_more_replicas_on_every_accelerator():
-    """Ten times the requests per second: no accelerator serves it with fewer replicas, some need more."""
-    from workbook import widgets
-
-    a = widgets._App(SCENARIO)
-    before = a.analysis["perf"].set_index("accelerator")["replicas"].dropna()
-    a.load.value = a.load.value * 10
-    assert "workload.requests_per_s" in a.status.value
-    after = a.analysis["perf"].set_index("accelerator")["replicas"].dropna()
-    common = before.index.intersection(after.index)
-    assert len(common) >= 3
-    assert (after[common] >= before[common]).all()
-    assert (after[common] > before[common]).any()

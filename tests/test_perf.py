@@ -52,7 +52,8 @@ def test_compute_efficiency_is_vectorised_over_tp_and_tokens():
 
 
 def test_fp8_runs_faster_than_bf16_but_not_twice_as_fast():
-    """Amdahl: only the matmul share of a step speeds up at FP8 (fitted fraction < 1)."""
+    """Amdahl: only the matmul share of a step speeds up at FP8 (the element-wise share grows with
+    the ridge point, which FP8 doubles)."""
     acc = perf.accelerator_record("H100-SXM5-80GB")
     p = prof.model_profile("llama-3.1-70b")
     bf16 = perf.compute_efficiency(acc, "bf16", "train", p) * acc["peak_bf16_flops_per_s"]
@@ -122,7 +123,7 @@ def test_a_chip_without_the_precision_is_kept_with_a_reason():
 def test_every_shipped_scenario_gets_an_answer_with_ordered_bands():
     for name in wb.scenario_names():
         s = wb.load_scenario(name)
-        df = perf.compare(s, scaling_model=False)
+        df = perf.compare(s)
         ok = df[df["fits"].fillna(False).astype(bool)]
         assert len(ok) > 0, name
         keys = perf.INFERENCE_KEYS if s.workload.task == "inference" else perf.TRAINING_KEYS
@@ -133,16 +134,76 @@ def test_every_shipped_scenario_gets_an_answer_with_ordered_bands():
 
 def test_pinned_cluster_is_estimated_on_exactly_that_setup():
     s = wb.load_scenario("llama2-7b-pretrain")  # A100 x 2048, Meta's run
-    df = perf.compare(s, scaling_model=False)
+    df = perf.compare(s)
     assert list(df["accelerator"]) == ["A100-SXM4-80GB"] and int(df["chips"].iloc[0]) == 2048
 
 
 def test_training_chip_count_meets_the_deadline_with_whole_nodes():
     s = wb.load_scenario("llama-70b-pretrain")
-    r = perf.estimate_training(s, "H100-SXM5-80GB", scaling_model=False)
+    r = perf.estimate_training(s, "H100-SXM5-80GB")
     assert r["fits"] and r["chips"] % 8 == 0 and r["training_days"] <= s.constraints.deadline_days
-    fewer = perf.estimate_training(s, "H100-SXM5-80GB", chips=r["chips"] - 8, scaling_model=False)
+    fewer = perf.estimate_training(s, "H100-SXM5-80GB", chips=r["chips"] - 8)
     assert fewer["training_days"] > s.constraints.deadline_days
+
+
+def test_training_options_report_the_parallel_layout_of_the_best_configuration():
+    """Issue 4 item 6: each training option carries tp, pp, dp, ep, cp, zero, recompute and
+    micro_batch of the layout its step time comes from; the layout uses every chip."""
+    df = perf.compare(wb.load_scenario("llama-70b-pretrain"))
+    ok = df[df["fits"].fillna(False).astype(bool)]
+    assert len(ok) >= 5
+    for c in perf.CONFIG_KEYS:
+        assert ok[c].notna().all(), c
+    assert (ok["tp"] * ok["pp"] * ok["dp"] * ok["cp"] == ok["chips"]).all()
+    assert set(ok["recompute"]) <= {"none", "selective", "full"}
+
+
+def test_the_estimate_is_the_scaling_models_best_configuration():
+    """No second, simpler path: the step time of an option is workbook.scaling's best layout for
+    that chip count with the calibrated efficiency (perf.training_config)."""
+    s = wb.load_scenario("llama-70b-pretrain")
+    r = perf.estimate_training(s, "H100-SXM5-80GB")
+    p = prof.workload_profile(s.workload)
+    cfg = perf.training_config(p, perf.accelerator_record("H100-SXM5-80GB"), r["chips"], s.workload)
+    assert r["step_time_s"] == pytest.approx(cfg["step_time_s"])
+    assert (r["tp"], r["pp"], r["dp"], r["zero"]) == (cfg["tp"], cfg["pp"], cfg["dp"], cfg["zero"])
+
+
+def test_cluster_parallelism_pins_tensor_and_pipeline_parallelism():
+    """`cluster.parallelism: {tp: 8, pp: 16}` fixes those two dimensions; the search chooses the rest
+    (1,024 H100s: data parallel 1024 / (8 x 16) = 8)."""
+    s = wb.with_overrides(wb.load_scenario("llama-70b-pretrain"),
+                          **{"cluster": {"accelerator": "H100-SXM5-80GB", "chips": 1024, "parallelism": {"tp": 8, "pp": 16}}})
+    r = perf.compare(s).iloc[0]
+    assert (int(r["tp"]), int(r["pp"]), int(r["dp"]), int(r["chips"])) == (8, 16, 8, 1024)
+    free = perf.estimate_training(wb.with_overrides(s, **{"cluster.parallelism": None}), "H100-SXM5-80GB")
+    assert free["step_time_s"] <= r["step_time_s"] * (1 + 1e-9)  # the free search can only do as well or better
+
+
+def test_a_pinned_layout_that_cannot_be_laid_out_says_which_field():
+    s = wb.with_overrides(wb.load_scenario("llama-70b-pretrain"),
+                          **{"cluster": {"accelerator": "H100-SXM5-80GB", "chips": 1024, "parallelism": {"tp": 3}}})
+    r = perf.compare(s).iloc[0]
+    assert not r["fits"] and "cluster.parallelism.tp" in r["reason"]
+
+
+def test_a_repeated_comparison_reuses_the_layout_searches():
+    """The widgets redraw on every change: a second compare of the same scenario runs no new search."""
+    s = wb.load_scenario("llama-70b-pretrain")
+    perf.compare(s)
+    before = perf._training_config.cache_info().misses
+    perf.compare(s)
+    assert perf._training_config.cache_info().misses == before
+
+
+def test_small_models_lose_more_on_a_chip_with_a_higher_ridge_point():
+    """The width term h / (h + kappa x peak / bandwidth): the same small model reaches a smaller
+    fraction of peak on H100 (ridge 295 FLOP/byte in BF16) than on A100 (153), and in FP8 than in
+    BF16 (the ridge doubles) - llm-foundry's MPT table: same code, A100 MFU 50-64%, H100 36-46%."""
+    p = prof.model_profile("mpt-7b")
+    a100, h100 = perf.accelerator_record("A100-SXM4-80GB"), perf.accelerator_record("H100-SXM5-80GB")
+    assert perf.width_factor(p.hidden, perf.width_scale(h100, "bf16")) < perf.width_factor(p.hidden, perf.width_scale(a100, "bf16"))
+    assert perf.width_factor(p.hidden, perf.width_scale(h100, "fp8")) < perf.width_factor(p.hidden, perf.width_scale(h100, "bf16"))
 
 
 def test_inference_without_targets_or_concurrency_runs_at_the_largest_batch_that_fits():
@@ -197,7 +258,7 @@ def test_bands_are_wider_for_an_uncalibrated_family():
 def test_generic_workload_trains_from_flops_per_sample():
     s = wb.parse_scenario({"name": "cnn", "title": "a CNN", "workload": {
         "task": "training", "generic": {"params": 25e6, "train_flops_per_sample": 12e9}, "samples": 1.28e8}})
-    r = perf.estimate_training(s, "H100-SXM5-80GB", chips=8, scaling_model=False)
+    r = perf.estimate_training(s, "H100-SXM5-80GB", chips=8)
     assert r["fits"] and r["training_days"] > 0
 
 
@@ -214,7 +275,7 @@ def test_roofline_chart_puts_the_workload_points_on_each_chip():
 def test_comparison_chart_has_an_error_bar_from_the_bands():
     from workbook.charts import perf as cp
 
-    df = perf.compare(wb.load_scenario("llama-8b-finetune"), scaling_model=False)
+    df = perf.compare(wb.load_scenario("llama-8b-finetune"))
     spec = cp.comparison(df).to_dict()
     marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in spec["layer"]]
     assert "errorbar" in marks and spec["layer"][1]["encoding"]["x2"]["field"] == "training_days_high"

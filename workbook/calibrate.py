@@ -14,10 +14,16 @@ One definition per metric (what ``value`` holds in ``reference_runs.csv``):
 - inference ``output_tokens_per_s_per_chip`` (generated tokens per second over all chips of the run),
   ``tpot_ms`` (time per output token), ``ttft_ms`` (time to first token).
 
-The fit (``fit``) is deliberately small: a matmul ceiling per accelerator family, a width penalty,
-an FP8 speed-up fraction and a mixture-of-experts overhead for training; an HBM-bandwidth efficiency
-and a per-collective latency per family for inference. Family values are medians (L1 in log
-space), pooled values come from a grid search: see ``perf`` for the formulas.
+The fit (``fit``) is deliberately small: for training a matmul ceiling per accelerator family, one
+pooled width constant κ (the element-wise penalty h / (h + κ · ridge point), which also sets how
+much FP8 gains) and a mixture-of-experts constant per platform; for inference an HBM-bandwidth
+efficiency, a matmul ceiling and a per-collective latency per family. Training predictions are the
+multi-chip model's (``workbook.scaling`` through ``perf.training_config``, as in ``estimate``), so
+the training parameters are fitted at a fixed point where that model reproduces the published MFU
+(``fit_training``). Family values are medians (L1 in log space), pooled values come from a grid
+search: see ``perf`` for the formulas. There is no per-doubling network loss any more: the
+communication model prices the network, and the runs leave no residual trend with chip count that
+one would fit except on TPU v5e multi-slice runs (see the README).
 """
 from __future__ import annotations
 
@@ -26,10 +32,10 @@ import functools
 import numpy as np
 import pandas as pd
 
-from . import catalog
+from . import catalog, comm
 from .errors import InputError
 from .profile import Profile, model_profile, profile_from_architecture, train_flops_per_token
-from .scenario import Architecture
+from .scenario import Architecture, Parallelism, Workload
 
 RUNS_FILE = "reference_runs"
 
@@ -154,24 +160,87 @@ def _n(x, default=None):
     return default if x is None or (isinstance(x, float) and np.isnan(x)) or x is pd.NA else x
 
 
+def parse_parallelism(text, where: str = "parallelism") -> tuple[Parallelism | None, dict]:
+    """A published layout ``"tp=8;pp=4;vpp=20;micro_batch=1;recompute=full"``: the pins of
+    ``cluster.parallelism`` (tp, pp, dp, ep, cp, zero, micro_batch, recompute) and the grid limits
+    that are not scenario keys (``vpp``: interleaved stages per chip)."""
+    if not isinstance(text, str) or not text.strip():
+        return None, {}
+    pins, limits = {}, {}
+    for part in text.split(";"):
+        part = part.strip()
+        if not part:
+            continue
+        if "=" not in part:
+            raise InputError(f"{where}: expected key=value pairs separated by ';', got {part!r}")
+        k, v = (x.strip() for x in part.split("=", 1))
+        if k == "vpp":
+            limits["vpp"] = int(v)
+        elif k in Parallelism.model_fields:
+            pins[k] = v if k == "recompute" else int(v)
+        else:
+            raise InputError(f"{where}: unknown key {k!r}{catalog._suggest(k, list(Parallelism.model_fields) + ['vpp'])}")
+    try:
+        return (Parallelism.model_validate(pins) if pins else None), limits
+    except Exception as e:  # pydantic ValidationError -> one line
+        raise InputError(f"{where}: {e}".splitlines()[0]) from None
+
+
+def run_chips(row) -> int:
+    """Chips of a training run; when unpublished (Llama 2 model card), one sequence of the published
+    global batch per chip (1,024 A100s for Llama 2's 4M-token batches of 4,096-token sequences):
+    the package's default layout, an assumption stated in data/README.md."""
+    chips = _n(row.get("chips"))
+    if chips is None:
+        chips = _n(row.get("global_batch_seqs"))
+    if chips is None:
+        raise InputError(f"reference_runs.csv: run {row.get('run')!r}: chips: expected the chip count or "
+                         f"global_batch_seqs of a training run")
+    return int(chips)
+
+
+def run_workload(row) -> Workload:
+    """The training workload of a reference run: its model or inline shape, precision, sequence
+    length and global batch (``global_batch_seqs``; unpublished: one sequence per chip)."""
+    seqs = int(_n(row.get("global_batch_seqs"), run_chips(row)))
+    seq = int(row["seq_len"])
+    shape = {"model": row["model"]} if isinstance(row.get("model"), str) and row["model"] else {
+        "architecture": parse_architecture(row["architecture"], f"reference_runs.csv: run {row.get('run')}: architecture")}
+    return Workload(task="training", precision=row["precision"], seq_len=seq, global_batch_tokens=float(seqs * seq),
+                    tokens=1e12, **shape)
+
+
+def training_prediction(row) -> dict:
+    """The multi-chip model's best configuration for a training run (``perf.training_config``, the
+    code path of ``estimate``), with the run's published layout pinned (``parallelism``) and the
+    rest searched. Raises InputError when no layout fits (the run should then be excluded)."""
+    from . import perf
+
+    acc = perf.accelerator_record(row["accelerator"])
+    par, limits = parse_parallelism(row.get("parallelism"), f"reference_runs.csv: run {row.get('run')}: parallelism")
+    cfg = perf.training_config(run_profile(row), acc, run_chips(row), run_workload(row), par, CALIBRATION_HEADROOM,
+                               **limits)
+    if cfg is None:
+        raise InputError(f"reference_runs.csv: run {row.get('run')!r}: no parallel layout fits memory")
+    return cfg
+
+
 def predict_run(row, acc: dict | None = None, mem_eff=None, latency_s=None, ceiling=None):
     """The model's figure for one run, in the run's ``metric`` (array when ``mem_eff``/``latency_s`` are
     arrays: the fit evaluates a grid at once).
 
-    Training: ``perf.compute_efficiency(acc, precision, "train", profile, tp)`` times
-    ``perf.network_scale(acc, chips)`` is the predicted MFU (no network term when chips are unknown).
-    Inference: ``perf.serving_point`` at the run's batch per replica (or, for saturated runs, the
-    largest batch that fits memory with vLLM's default 10% headroom, capped by the engine's
-    ``max_batch``), divided per chip."""
+    Training: the MFU of the best configuration of ``workbook.scaling`` (``training_prediction``:
+    compute at ``perf.compute_efficiency`` plus communication, bubbles, recomputation and optimizer
+    time), the same code as ``estimate``. Inference: ``perf.serving_point`` at the run's batch per
+    replica (or, for saturated runs, the largest batch that fits memory with vLLM's default 10%
+    headroom, capped by the engine's ``max_batch``), divided per chip."""
     from . import perf
 
+    if row["kind"] == "training":
+        return training_prediction(row)["mfu"]
     p = run_profile(row)
     acc = perf.accelerator_record(row["accelerator"]) if acc is None else acc
     tp = int(_n(row.get("tp"), 1))
-    if row["kind"] == "training":
-        chips = _n(row.get("chips"))
-        scale = perf.network_scale(acc, chips, perf.parameter("network_loss_per_doubling", acc["family"])) if chips else 1.0
-        return perf.compute_efficiency(acc, row["precision"], "train", p, tp=tp) * scale
     chips = int(_n(row.get("chips"), tp))
     replicas = max(chips // tp, 1)
     wprec = _n(row.get("weight_precision"), row["precision"])
@@ -198,120 +267,146 @@ def predict_run(row, acc: dict | None = None, mem_eff=None, latency_s=None, ceil
 
 # --- the fit ---------------------------------------------------------------------------------------
 
-H0_GRID = np.arange(0.0, 2001.0, 25.0)
-BETA_GRID = np.array([0.0, 0.5, 1.0])
-F_GRID = np.arange(0.0, 1.0001, 0.02)
-GAMMA_GRID = np.arange(0.0, 0.1001, 0.005)
-GAMMA_MIN_SCALES = 3
+KAPPA_GRID = np.arange(0.0, 12.0001, 0.25)
 MEM_GRID = np.arange(0.10, 1.0001, 0.02)
 LAT_GRID = np.arange(0.0, 300e-6 + 1e-12, 10e-6)
 CEIL_GRID = np.arange(0.05, 1.0001, 0.025)
+# the fixed point of the training fit: start values (any reasonable values reach the same point) and
+# the stopping rule
+FIT_START = {("width_hidden_per_ridge", "pooled"): 4.0, ("matmul_ceiling", "pooled"): 0.6,
+             ("moe_bytes_per_flop", "pooled"): 0.0}
+FIT_PASSES = 6
+FIT_TOLERANCE = 0.005
+# the synchronisation loss per doubling of fast domains (``perf.network_loss``): fitted only for a
+# family with a controlled series, one model and framework at >= GAMMA_MIN_SCALES chip counts beyond
+# one fast domain
+GAMMA_GRID = np.arange(0.0, 0.1001, 0.0025)
+GAMMA_MIN_SCALES = 3
 
 
-def _training_features(df: pd.DataFrame) -> pd.DataFrame:
+def _training_features(df: pd.DataFrame, table: dict) -> pd.DataFrame:
+    """Per training run, under the parameters ``table``: the best configuration's MFU and the matmul
+    efficiency it ran at; ``share`` = MFU / efficiency is the fraction of the step the scaling model
+    gives to matmul work at that efficiency (compute over step, in model FLOPs)."""
     from . import perf
 
     rows = []
-    for _, r in df.iterrows():
-        p = run_profile(r)
-        acc = perf.accelerator_record(r["accelerator"])
-        bf16 = perf._peak(acc, "bf16")
-        chips = _n(r.get("chips"))
-        rows.append({"run": r["run"], "family": acc["family"], "platform": acc["platform"], "hidden": p.hidden,
-                     "tp": float(_n(r.get("tp"), 1)), "ratio": perf._peak(acc, r["precision"]) / bf16,
-                     "peak_bf16": bf16, "dp_bw": perf.dp_bytes_per_s(acc),
-                     "doublings": float(np.log2(max(float(chips) / float(acc["fast_domain_chips"] or 1), 1.0)))
-                     if chips is not None else 0.0,
-                     "moe_x": (p.params_total / p.params_active - 1.0) if p.is_moe else 0.0,
-                     "obs": float(r["value"]), "split": r["split"]})
+    with perf.using_parameters(table):
+        for _, r in df.iterrows():
+            p = run_profile(r)
+            acc = perf.accelerator_record(r["accelerator"])
+            cfg = training_prediction(r)
+            peak = perf._peak(acc, r["precision"])
+            chips = run_chips(r)
+            domain = comm.topology(pd.Series(acc), chips).domain_chips
+            core = cfg["step_time_s"] - cfg["sync_s"]  # the step without the synchronisation term
+            rows.append({"run": r["run"], "family": acc["family"], "platform": acc["platform"], "hidden": p.hidden,
+                         "ridge": peak / float(acc["memory_bytes_per_s"]), "peak": peak, "dp_bw": perf.dp_bytes_per_s(acc),
+                         "moe_x": (p.params_total / p.params_active - 1.0) if p.is_moe else 0.0,
+                         "chips": chips, "doublings": float(np.log2(max(chips / max(domain, 1), 1.0))),
+                         "series": f"{_n(r.get('model'), '')}|{_n(r.get('architecture'), '')}|{_n(r.get('framework'), '')}",
+                         "mfu": cfg["mfu"], "share": cfg["mfu"] * cfg["step_time_s"] / core / cfg["efficiency"],
+                         "obs": float(r["value"]), "split": r["split"]})
     return pd.DataFrame(rows)
 
 
-def fit_training(runs: pd.DataFrame) -> tuple[dict, dict]:
-    """Fit the training efficiency on the ``split == "fit"`` training runs.
+def _has_series(f: pd.DataFrame) -> bool:
+    """Whether runs ``f`` (one family) hold one model and framework at >= GAMMA_MIN_SCALES chip
+    counts beyond one fast domain: the only evidence that separates a loss per doubling of domains
+    from differences between models and codes."""
+    beyond = f[f["doublings"] > 0]
+    return bool(len(beyond)) and int(beyond.groupby("series")["chips"].nunique().max()) >= GAMMA_MIN_SCALES
 
-    Grid search over the pooled parameters (width scale h0, TP exponent β, FP8 matmul fraction f,
-    network loss per doubling γ); for each point the family ceilings are the medians of observed /
-    (other factors) over the family's dense runs (the L1 optimum in log space), and the point with the
-    smallest sum of |log(observed/predicted)| wins. Then each MoE run is solved exactly for the MoE
-    bytes-per-FLOP constant and the platform takes the median (pooled median where a platform has no
-    MoE run). Returns (parameters, provenance: parameter key -> run ids)."""
+
+def _fit_on_shares(f: pd.DataFrame) -> tuple[dict, dict]:
+    """One refit of the training parameters on ``target = observed MFU / share`` (the matmul
+    efficiency each run needs under the scaling model, its synchronisation term left out): κ by grid
+    search (L1 of log error over every dense run) and, for a family with a controlled series
+    (``_has_series``), its γ by the same grid search; each family's ceiling the median of
+    target · (1 + γ·doublings) / width over its dense runs (the L1 optimum in log space), the pooled
+    ceiling the median over families; each MoE run solved exactly for the MoE constant c, the
+    platform taking the median (pooled: median of all)."""
     from . import perf
 
-    tr = _training_features(runs[(runs["kind"] == "training") & (runs["split"] == "fit")])
-    dense = tr[tr["moe_x"] == 0]
-    logobs = np.log(dense["obs"].to_numpy())
+    target = f["obs"] / f["share"]
+    dense = f[f["moe_x"] == 0]
+    td = np.log(target[dense.index].to_numpy())
     fam = dense["family"].to_numpy()
     fams = sorted(set(fam))
-    ratio = dense["ratio"].to_numpy()
     dbl = dense["doublings"].to_numpy()
-    chips_seen = runs[(runs["kind"] == "training") & (runs["split"] == "fit")].assign(family=tr["family"].to_numpy())
-    # a family gets its own network loss only when its runs span at least GAMMA_MIN_SCALES chip counts
-    own_gamma = {fm: chips_seen.loc[chips_seen["family"] == fm, "chips"].dropna().nunique() >= GAMMA_MIN_SCALES
-                 for fm in fams}
-    log1p_g = np.log1p(GAMMA_GRID[:, None] * dbl[None, :])  # (G, runs)
+    own_gamma = {fm: _has_series(dense[fam == fm]) for fm in fams}
+    log1p_g = np.log1p(GAMMA_GRID[:, None] * dbl[None, :])  # (gamma, runs)
     best = None
-    for beta in BETA_GRID:
-        h_eff = dense["hidden"].to_numpy() / dense["tp"].to_numpy() ** beta
-        w = np.log(perf.width_factor(h_eff[None, :], H0_GRID[:, None]))  # (H, runs)
-        for f in F_GRID:
-            lp = np.log(perf.low_precision_speedup(ratio, f) / ratio)
-            base0 = logobs[None, :] - w - lp[None, :]  # (H, runs)
-            loss = np.zeros(len(H0_GRID))
-            choice = {}
-            for fm in fams:
-                m = fam == fm
-                gi = np.arange(len(GAMMA_GRID)) if own_gamma[fm] else np.array([0])
-                b = base0[:, m][None, :, :] + log1p_g[gi][:, None, :][:, :, m]  # (g, H, n)
-                med = np.median(b, axis=2, keepdims=True)
-                l_f = np.abs(b - med).sum(axis=2)  # (g, H)
-                k = np.argmin(l_f, axis=0)  # best gamma per h0
-                loss += l_f[k, np.arange(len(H0_GRID))]
-                choice[fm] = gi[k]
-            i = int(np.argmin(loss))
-            if best is None or loss[i] < best[0] - 1e-9:
-                best = (loss[i], H0_GRID[i], beta, f, {fm: float(GAMMA_GRID[choice[fm][i]]) for fm in fams})
-    _, h0, beta, f, gammas = best
-    # families without a scaling series take the pooled network loss (median of the fitted families)
-    own = [gammas[fm] for fm in fams if own_gamma[fm]]
-    g = float(np.median(own)) if own else 0.0
+    for k in KAPPA_GRID:
+        lw = np.log(perf.width_factor(dense["hidden"].to_numpy(), k * dense["ridge"].to_numpy()))
+        loss, gammas = 0.0, {}
+        for fm in fams:
+            m = fam == fm
+            gi = np.arange(len(GAMMA_GRID)) if own_gamma[fm] else np.array([0])
+            x = td[m][None, :] - lw[m][None, :] + log1p_g[gi][:, m]  # (gamma, runs)
+            l1 = np.abs(x - np.median(x, axis=1, keepdims=True)).sum(axis=1)
+            j = int(np.argmin(l1))
+            loss += float(l1[j])
+            gammas[fm] = float(GAMMA_GRID[gi[j]])
+        if best is None or loss < best[0] - 1e-9:
+            best = (loss, float(k), gammas)
+    _, kappa, gammas = best
     runs_dense = list(dense["run"])
-    params = {("width_scale_hidden", "pooled"): float(h0), ("width_tp_exponent", "pooled"): float(beta),
-              ("fp8_matmul_time_fraction", "pooled"): float(f), ("network_loss_per_doubling", "pooled"): g}
-    prov = {k: runs_dense for k in params}
-    prov[("network_loss_per_doubling", "pooled")] = list(dense.loc[dense["family"].map(own_gamma), "run"])
-    w = perf.width_factor(dense["hidden"].to_numpy() / dense["tp"].to_numpy() ** beta, h0)
-    lp = perf.low_precision_speedup(ratio, f) / ratio
+    params = {("width_hidden_per_ridge", "pooled"): kappa}
+    prov = {("width_hidden_per_ridge", "pooled"): runs_dense}
+    w = perf.width_factor(dense["hidden"].to_numpy(), kappa * dense["ridge"].to_numpy())
     ceilings = {}
     for fm in fams:
         m = fam == fm
-        gf = gammas[fm] if own_gamma[fm] else g
-        ceilings[fm] = float(np.exp(np.median(logobs[m] - np.log(w[m] * lp[m]) + np.log1p(gf * dbl[m]))))
+        ceilings[fm] = float(np.exp(np.median(td[m] - np.log(w[m]) + np.log1p(gammas[fm] * dbl[m]))))
         params[("matmul_ceiling", fm)] = ceilings[fm]
         prov[("matmul_ceiling", fm)] = list(dense.loc[m, "run"])
         if own_gamma[fm]:
             params[("network_loss_per_doubling", fm)] = gammas[fm]
-            prov[("network_loss_per_doubling", fm)] = prov[("matmul_ceiling", fm)]
+            prov[("network_loss_per_doubling", fm)] = list(dense.loc[m, "run"])
     params[("matmul_ceiling", "pooled")] = float(np.median(list(ceilings.values())))
     prov[("matmul_ceiling", "pooled")] = runs_dense
-    gam = {fm: params.get(("network_loss_per_doubling", fm), g) for fm in fams}
-    # mixture of experts: obs = dense / (1 + c·x·rate/bw)  =>  c = (dense/obs − 1)·bw / (x·rate)
+    # mixture of experts: target = dense / (1 + c·x·peak·dense/bw)  =>  c = (dense/target − 1)·bw / (x·peak·dense)
     cs = {}
-    for _, r in tr[tr["moe_x"] > 0].iterrows():
+    for i, r in f[f["moe_x"] > 0].iterrows():
         ceil = params.get(("matmul_ceiling", r["family"]), params[("matmul_ceiling", "pooled")])
-        sp = perf.low_precision_speedup(r["ratio"], f)
-        eff = ceil * perf.width_factor(r["hidden"] / r["tp"] ** beta, h0)
-        dense_pred = eff * sp / r["ratio"] / (1.0 + gam.get(r["family"], g) * r["doublings"])
-        rate = r["peak_bf16"] * sp * eff
-        c = max((dense_pred / r["obs"] - 1.0) * r["dp_bw"] / (r["moe_x"] * rate), 0.0)
+        g = params.get(("network_loss_per_doubling", r["family"]), 0.0)
+        dense_eff = ceil * float(perf.width_factor(r["hidden"], kappa * r["ridge"])) / (1.0 + g * r["doublings"])
+        c = max((dense_eff / target[i] - 1.0) * r["dp_bw"] / (r["moe_x"] * r["peak"] * dense_eff), 0.0)
         cs.setdefault(r["platform"], []).append((c, r["run"]))
     allc = [c for v in cs.values() for c in v]
-    if allc:
-        params[("moe_bytes_per_flop", "pooled")] = float(np.median([c for c, _ in allc]))
-        prov[("moe_bytes_per_flop", "pooled")] = [r for _, r in allc]
-        for plat, v in cs.items():
-            params[("moe_bytes_per_flop", plat)] = float(np.median([c for c, _ in v]))
-            prov[("moe_bytes_per_flop", plat)] = [r for _, r in v]
+    params[("moe_bytes_per_flop", "pooled")] = float(np.median([c for c, _ in allc])) if allc else 0.0
+    prov[("moe_bytes_per_flop", "pooled")] = [r for _, r in allc]
+    for plat, v in cs.items():
+        params[("moe_bytes_per_flop", plat)] = float(np.median([c for c, _ in v]))
+        prov[("moe_bytes_per_flop", plat)] = [r for _, r in v]
+    return params, prov
+
+
+def _close(a: dict, b: dict, tol: float) -> bool:
+    return set(a) == set(b) and all(abs(a[k] - b[k]) <= tol * max(abs(a[k]), abs(b[k]), 1e-12) for k in a)
+
+
+def fit_training(runs: pd.DataFrame) -> tuple[dict, dict]:
+    """Fit the training efficiency on the ``split == "fit"`` training runs, with the multi-chip
+    model switched on.
+
+    Published MFU is end to end: it already contains the run's communication, pipeline bubbles,
+    recomputation and optimizer time. The scaling model adds those explicitly, so the efficiency is
+    fitted to observed MFU / share, where share (``_training_features``) is the fraction of the
+    run's best configuration (its published layout pinned, ``parallelism``) that is matmul work.
+    The share depends on the efficiency (faster matmuls expose more communication), so the fit
+    iterates to a fixed point: from ``FIT_START``, price every run, refit (``_fit_on_shares``), and
+    repeat until no parameter moves more than ``FIT_TOLERANCE`` (relative; at most ``FIT_PASSES``
+    passes). Returns (parameters, provenance: parameter key -> run ids)."""
+    tr = runs[(runs["kind"] == "training") & (runs["split"] == "fit")]
+    table = dict(FIT_START)
+    params, prov = table, {}
+    for _ in range(FIT_PASSES):
+        params, prov = _fit_on_shares(_training_features(tr, table))
+        if _close(params, table, FIT_TOLERANCE):
+            break
+        table = params
     return params, prov
 
 
@@ -430,18 +525,20 @@ def fit(runs: pd.DataFrame | None = None) -> tuple[dict, dict]:
 # --- parameters file -------------------------------------------------------------------------------
 
 PARAM_DOCS = {
-    "matmul_ceiling": ("fraction of dense BF16 peak", "median over the family's dense training runs of MFU / "
-                       "(width · low-precision · network factors); pooled = median over families"),
-    "inference_matmul_ceiling": ("fraction of dense BF16 peak", "grid search on the family's inference runs "
-                                 "(prefill and compute-bound decode); pooled = median of families that constrain it"),
-    "width_scale_hidden": ("hidden units", "grid search (L1 of log error) over all dense training runs"),
-    "width_tp_exponent": ("exponent", "grid search (L1 of log error) over all dense training runs"),
-    "fp8_matmul_time_fraction": ("fraction of a BF16 step", "grid search over all dense training runs (the FP8 runs "
-                                 "identify it)"),
-    "network_loss_per_doubling": ("per doubling of chips beyond the fast domain", "grid search per family whose runs "
-                                  f"span >= {GAMMA_MIN_SCALES} chip counts; pooled = median of those families"),
-    "moe_bytes_per_flop": ("bytes per FLOP", "each MoE training run solved exactly, median per platform; pooled = "
-                           "median of all"),
+    "matmul_ceiling": ("fraction of the dense peak of the compute precision",
+                       "fixed point with the multi-chip model: median over the family's dense training runs of "
+                       "(MFU / scaling-model compute share) / width; pooled = median over families"),
+    "inference_matmul_ceiling": ("fraction of the dense peak of the compute precision",
+                                 "grid search on the family's inference runs (prefill and compute-bound decode); "
+                                 "pooled = median of families that constrain it"),
+    "width_hidden_per_ridge": ("hidden units per FLOP/byte of ridge point",
+                               "grid search (L1 of log error) over all dense training runs, at the fixed point"),
+    "moe_bytes_per_flop": ("bytes per FLOP", "each MoE training run solved exactly at the fixed point, median per "
+                           "platform; pooled = median of all"),
+    "network_loss_per_doubling": ("per doubling of fast domains (step-time fraction)",
+                                  f"grid search at the fixed point, only for a family whose fit runs hold one model "
+                                  f"and framework at >= {GAMMA_MIN_SCALES} chip counts beyond one fast domain; none "
+                                  f"(0) for every other family"),
     "decode_memory_efficiency": ("fraction of HBM bandwidth", "grid search on the family's inference runs; pooled = "
                                  "median of families that constrain it"),
     "tp_collective_latency_s": ("s per all-reduce", "grid search on the family's tensor-parallel inference runs; "

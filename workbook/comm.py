@@ -166,6 +166,13 @@ def topology_options(acc: pd.Series) -> pd.DataFrame:
     return t[t["accelerator"] == name].reset_index(drop=True)
 
 
+@functools.lru_cache(maxsize=None)
+def _topology_rows(name: str) -> tuple:
+    """data/topology.csv rows of one accelerator as dicts (read once per process)."""
+    t = catalog.load("topology")
+    return tuple(t[t["accelerator"] == name].to_dict("records"))
+
+
 _ACC_FIELDS = ("intra_node_bytes_per_s", "inter_node_bytes_per_s", "torus_dims", "fast_domain_chips", "chips_per_node")
 
 
@@ -190,19 +197,19 @@ def topology(acc: pd.Series, chips: int | None = None, domain: str | None = None
 @functools.lru_cache(maxsize=4096)
 def _topology(name: str, fields: tuple, chips, domain, domain_chips, intra_node_bytes_per_s,
               inter_node_bytes_per_s) -> Topology:
-    acc = pd.Series({k: (np.nan if v is None else v) for k, v in zip(_ACC_FIELDS, fields)}, name=name)
-    rows = topology_options(acc)
+    acc = dict(zip(_ACC_FIELDS, (np.nan if v is None else v for v in fields)))
+    rows = _topology_rows(name)
     row = None
     if domain is not None:
-        hit = rows[rows["domain"] == domain]
-        if hit.empty:
+        hit = [r for r in rows if r["domain"] == domain]
+        if not hit:
             raise InputError(f"topology: accelerator {name}: unknown domain {domain!r}"
-                             f"{catalog._suggest(domain, list(rows['domain']))}"
-                             + ("" if len(rows) else " (data/topology.csv has no rows for it)"))
-        row = hit.iloc[0]
-    elif len(rows):
-        default = rows[rows["default"].astype(bool)]
-        row = (default if len(default) else rows).iloc[0]
+                             f"{catalog._suggest(domain, [r['domain'] for r in rows])}"
+                             + ("" if rows else " (data/topology.csv has no rows for it)"))
+        row = hit[0]
+    elif rows:
+        default = [r for r in rows if bool(r["default"])]
+        row = (default or rows)[0]
     intra = _num(intra_node_bytes_per_s if intra_node_bytes_per_s is not None else acc.get("intra_node_bytes_per_s"))
     inter = _num(inter_node_bytes_per_s if inter_node_bytes_per_s is not None else acc.get("inter_node_bytes_per_s"))
     dims = int(_num(acc.get("torus_dims"), 0))

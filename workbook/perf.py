@@ -7,23 +7,32 @@ CLI (``estimate``), the cost model and the notebooks build on.
 The efficiency model (parameters in ``data/efficiency.csv``, fitted by ``workbook.calibrate`` on the
 published runs in ``data/reference_runs.csv``; every parameter row names the runs that set it):
 
-- Matmul work reaches ``ceiling[family] · width · moe · fp8`` of the dense peak
-  (``compute_efficiency``). ``ceiling`` (``matmul_ceiling`` for training: end-to-end MFU of
-  well-tuned published runs of large dense models at one fast domain; ``inference_matmul_ceiling``
-  for prefill and compute-bound decode in serving engines); ``width = h / (h + h0)`` is the
-  small-width penalty (per-token elementwise work grows like h, matmul work like h²); ``moe`` (training
-  only) charges the gradient and optimizer traffic of the experts a token does not use against the
-  data-parallel bandwidth; ``fp8`` is Amdahl's law on the low-precision speed-up (only the matmul
-  share ``f`` of a BF16 step runs at the FP8 rate).
-- Multi-node training loses ``γ`` per doubling of chips beyond the fast domain (``network_scale``),
-  in the data-parallel fallback and the calibration; ``workbook.scaling`` models communication
-  explicitly instead.
+- Matmul work reaches ``ceiling[family] · width · moe`` of the dense peak of its precision
+  (``compute_efficiency``). ``ceiling``: the fraction of peak that a transformer's matrix
+  multiplications reach inside a training step (``matmul_ceiling``; fitted so that the multi-chip
+  model of ``workbook.scaling``, with its communication, pipeline bubbles, recomputation and
+  optimizer time, reproduces the published end-to-end MFU) or in an inference engine
+  (``inference_matmul_ceiling``). ``width = h / (h + κ · peak / HBM bandwidth)``: per token, the
+  element-wise work of a layer (norms, activations, residuals, rotary embeddings, softmax
+  statistics) moves O(h) bytes through HBM while its matmuls do O(h²) FLOPs, so their time ratio is
+  proportional to the chip's ridge point (peak FLOP/s over HBM bytes/s, Williams et al. 2009) over
+  h; κ is one pooled constant. The same term gives FP8 its Amdahl's-law ceiling: the FP8 peak doubles
+  the ridge point, so small models gain little from FP8 (only the matmul time shrinks). ``moe``
+  (training only): mixture-of-experts overhead per platform (see ``moe_factor``).
 - Decode streams weights and KV cache from HBM at ``decode_memory_efficiency[family]`` of the
   datasheet bandwidth; tensor parallelism adds two all-reduces per layer (Megatron-LM, Shoeybi et al.
   2019), each ``latency[family] + bytes / link bandwidth``; continuous batching lets chunked prefill
   share the decode step's roofline (Agrawal et al. 2024, Sarathi-Serve).
 - Roofline (Williams et al. 2009; "How to Scale Your Model" ch. 1): a step takes the larger of its
   compute time and its memory time.
+- Multi-chip training time is ``workbook.scaling``'s best configuration (tensor, pipeline, data,
+  expert and context parallelism, ZeRO, recomputation, micro-batch) over a practical grid
+  (``scaling.practical_limits``), the same search the calibration runs, so that the efficiency is
+  not charged twice for communication and bubbles. Generic (non-transformer) workloads use the
+  sharded data-parallel model ``data_parallel_fallback``.
+
+Calibrated range: training runs of 125M to 1T parameters (hidden size 768 to 20,480) at 8 to 8,192
+chips; models below about 1B parameters rest on three runs (MPT-125M, -350M, -760M), see the README.
 
 Uncertainty: the ``_low``/``_high`` columns are P10/P90 of observed/predicted over the calibration
 runs (per family with at least 5 runs of that metric, pooled otherwise; for a family with no
@@ -44,9 +53,9 @@ from .errors import InputError
 from .profile import (Profile, bytes_per_value, decode_flops_per_token, decode_weight_bytes_read,
                       kv_cache_bytes_per_token, prefill_flops_per_token, train_flops_per_token,
                       training_state_bytes_per_param, weight_bytes, workload_profile)
-from .scenario import Scenario
+from .scenario import Parallelism, Scenario
 
-try:  # the multi-chip training model (issue 4); the simple data-parallel fallback below works without it
+try:  # the multi-chip training model (issue 4); the data-parallel fallback below works without it
     from . import scaling
 except ImportError:  # pragma: no cover - depends on what is checked out
     scaling = None
@@ -55,10 +64,13 @@ PRECISION_PEAK_COL = {"fp32": "peak_fp32_flops_per_s", "bf16": "peak_bf16_flops_
                       "fp8": "peak_fp8_flops_per_s", "int8": "peak_int8_flops_per_s", "int4": "peak_bf16_flops_per_s"}
 TRAINING_KEYS = ["step_time_s", "tokens_per_s", "mfu", "training_days", "chip_hours"]
 INFERENCE_KEYS = ["ttft_ms", "tpot_ms", "output_tokens_per_s"]
+# the parallel layout of a training option (workbook.scaling's best configuration)
+CONFIG_KEYS = ["tp", "pp", "dp", "ep", "cp", "zero", "recompute", "micro_batch"]
 COLUMNS = (["accelerator", "family", "chips", "fits", "reason", "peak_flops_per_s", "memory_per_chip_bytes"]
            + [k + s for k in TRAINING_KEYS for s in ("", "_low", "_high")]
            + [k + s for k in INFERENCE_KEYS for s in ("", "_low", "_high")]
-           + ["max_batch", "batch", "meets_slo", "replicas", "tp", "meets_deadline", "calibrated"])
+           + ["max_batch", "batch", "meets_slo", "replicas"] + CONFIG_KEYS + ["meets_deadline", "calibrated"])
+_INT_COLUMNS = ("chips", "max_batch", "batch", "replicas", "tp", "pp", "dp", "ep", "cp", "zero", "micro_batch")
 
 
 # --- parameters ------------------------------------------------------------------------------------
@@ -104,6 +116,15 @@ def is_calibrated(name: str, family: str) -> bool:
     return (name, family) in _param_table()
 
 
+# parameters that change the training efficiency (the key of the cached multi-chip search)
+TRAINING_PARAMETERS = ("matmul_ceiling", "width_hidden_per_ridge", "moe_bytes_per_flop", "network_loss_per_doubling")
+
+
+def _training_fingerprint() -> tuple:
+    t = _param_table()
+    return tuple(sorted((k, v) for k, v in t.items() if k[0] in TRAINING_PARAMETERS))
+
+
 def _family(acc) -> str:
     return str(acc["family"])
 
@@ -115,17 +136,21 @@ def _platform(acc) -> str:
 # --- efficiency --------------------------------------------------------------------------------------
 
 def width_factor(hidden, h0):
-    """Small-width penalty ``h / (h + h0)``: elementwise work per token grows like h, matmul work like
-    h², so the matmul share of a layer's time is h/(h + h0). ``h0`` fitted (data/efficiency.csv)."""
+    """Share of a layer's time spent in matmuls, ``h / (h + h0)``: element-wise work per token grows
+    like h, matmul work like h² (``width_scale`` gives h0)."""
     h = np.asarray(hidden, dtype=float)
     return h / (h + h0)
 
 
-def low_precision_speedup(rate_ratio, matmul_fraction):
-    """Amdahl's law for FP8/INT8 matmuls: only the matmul fraction ``f`` of a BF16 step runs
-    ``rate_ratio`` = peak_low / peak_bf16 times faster: speed-up 1 / ((1 - f) + f / rate_ratio)."""
-    r = np.asarray(rate_ratio, dtype=float)
-    return 1.0 / ((1.0 - matmul_fraction) + matmul_fraction / r)
+def width_scale(acc, precision: str) -> float:
+    """h0 of ``width_factor`` on this chip at this precision: κ · peak / HBM bandwidth.
+
+    Per token and layer, matmuls do c·h² FLOPs (at the peak) and element-wise operations move b·h
+    bytes (at the HBM bandwidth), so element-wise time / matmul time = (b/c)·(peak/bandwidth)/h: the
+    ridge point (Williams et al. 2009) scales the penalty; κ = ``width_hidden_per_ridge`` is fitted
+    once for all chips (data/efficiency.csv). H100 (ridge 295 FLOP/byte in BF16) pays twice A100's
+    (153) at the same width, FP8 twice BF16."""
+    return parameter("width_hidden_per_ridge") * _peak(acc, precision) / float(acc["memory_bytes_per_s"])
 
 
 def dp_bytes_per_s(acc) -> float:
@@ -143,27 +168,29 @@ def dp_bytes_per_s(acc) -> float:
 
 
 def moe_factor(p: Profile, acc, bytes_per_flop, compute_rate):
-    """Mixture-of-experts training penalty 1 / (1 + c · x · rate / bw).
+    """Mixture-of-experts training overhead 1 / (1 + c · x · rate / bw) that the multi-chip model
+    does not explain (router, token permutation, grouped expert matmuls, load imbalance).
 
-    x = N_total/N_active − 1 counts the weights a token does not use; their gradients and optimizer
-    updates still cross the data-parallel path at ``dp_bytes_per_s`` while only the active weights do
-    useful FLOPs at ``compute_rate`` (peak × efficiency); c (bytes per FLOP, fitted per platform) sets
-    the scale. The same form explains H100 and B200 Megatron-Bridge runs (same 400 Gb/s per GPU
-    network, 2.3x the FLOP/s, 2.2x the relative overhead). 1 for dense models."""
+    x = N_total/N_active − 1 counts the weights a token does not use, ``rate`` = peak × efficiency
+    the chip's matmul rate and ``bw`` its data-parallel bandwidth (``dp_bytes_per_s``); c (bytes per
+    FLOP, fitted per platform, data/efficiency.csv) sets the scale. The form is that of the gradient
+    and optimizer traffic of the unused experts, the one that explains the H100 and B200
+    Megatron-Bridge runs of the same model on the same 400 Gb/s network with one constant; the
+    explicit expert-parallel communication of ``workbook.scaling`` comes on top. 1 for dense models."""
     if not p.is_moe or p.generic:
         return 1.0
     x = p.params_total / p.params_active - 1.0
     return 1.0 / (1.0 + bytes_per_flop * x * np.asarray(compute_rate, dtype=float) / dp_bytes_per_s(acc))
 
 
-def network_scale(acc, chips, gamma):
-    """Efficiency kept at ``chips`` relative to one fast domain (node or pod): 1 / (1 + γ·log2(chips /
-    fast_domain_chips)) beyond the fast domain (network synchronisation, stragglers and imperfect
-    overlap grow with every doubling of the data-parallel group). γ is fitted (data/efficiency.csv);
-    the explicit communication model of ``workbook.scaling`` replaces it when available."""
-    n = np.asarray(chips, dtype=float)
-    d = np.log2(np.maximum(n / float(acc.get("fast_domain_chips") or 1), 1.0))
-    return 1.0 / (1.0 + gamma * d)
+def network_loss(acc) -> float:
+    """γ of ``workbook.scaling``'s synchronisation term (``sync_s`` = γ · log2(chips / fast-domain
+    chips) of the step) for the accelerator's family: fitted only where the published runs of one
+    model and code at three or more chip counts beyond one domain leave a loss that the
+    communication model does not explain (data/efficiency.csv ``network_loss_per_doubling``; 0 for
+    every other family)."""
+    t = _param_table()
+    return float(t.get(("network_loss_per_doubling", _family(acc)), t.get(("network_loss_per_doubling", "pooled"), 0.0)))
 
 
 def _peak(acc, precision: str) -> float:
@@ -177,37 +204,31 @@ def compute_efficiency(acc, precision: str, work: str, profile: Profile, tp=1, t
     """Fraction of the dense peak of ``precision`` that matmul work reaches (scalar or numpy array,
     broadcast over ``tp`` and ``tokens``).
 
-    ``work``: ``"train"`` (a whole training step, forward + backward + optimizer, MFU-style: the
-    family's ``matmul_ceiling``), ``"prefill"`` or ``"decode"`` (forward passes in an inference
-    engine: the family's ``inference_matmul_ceiling``). Efficiency = ceiling · width(h / tp^β) · moe
-    (training only) · low-precision speed-up · peak_bf16 / peak_precision (see the module docstring;
-    parameters in data/efficiency.csv; ``ceiling`` overrides the table). Chip count does not enter:
-    see ``network_scale``. ``tokens`` (rows of each matmul per chip: micro-batch × sequence, or the
-    decode batch) caps the result at the weight-streaming roofline 2·tokens·(HBM bandwidth ·
-    decode_memory_efficiency) / (bytes per weight · peak): a matmul over few tokens cannot run
-    faster than its weights arrive ("How to Scale Your Model" ch. 1)."""
+    ``work``: ``"train"`` (the matmuls of a training step: forward, backward; the family's
+    ``matmul_ceiling``), ``"prefill"`` or ``"decode"`` (forward passes in an inference engine: the
+    family's ``inference_matmul_ceiling``). Efficiency = ceiling · width_factor(h, width_scale) ·
+    moe_factor (training only); ``ceiling`` overrides the table. Tensor parallelism does not change
+    it (with sequence parallelism both the matmuls and the element-wise work are split tp ways), and
+    chip count does not enter: communication, bubbles and recomputation are ``workbook.scaling``'s.
+    ``tokens`` (rows of each matmul per chip: micro-batch × sequence, or the decode batch) caps the
+    result at the weight-streaming roofline 2·tokens·bandwidth / (bytes per weight · peak): a matmul
+    over few tokens cannot run faster than its weights arrive ("How to Scale Your Model" ch. 1);
+    inference streams at ``decode_memory_efficiency`` of the datasheet bandwidth, training at the
+    datasheet bandwidth (a bound that rarely binds)."""
     if work not in ("train", "prefill", "decode"):
         raise InputError(f"work: expected train, prefill or decode, got {work!r}")
     fam = _family(acc)
     peak = _peak(acc, precision)
-    peak_bf16 = _peak(acc, "bf16")
-    if math.isnan(peak_bf16):  # chips with only an FP16 figure (V100, T4)
-        peak_bf16 = _peak(acc, "fp16")
-    ratio = peak / peak_bf16 if peak_bf16 > 0 else 1.0
-    speedup = low_precision_speedup(ratio, parameter("fp8_matmul_time_fraction"))
     if ceiling is None:
         ceiling = parameter("matmul_ceiling" if work == "train" else "inference_matmul_ceiling", fam)
     eff = np.asarray(ceiling, dtype=float)
     if not profile.generic:
-        h = profile.hidden / np.power(np.asarray(tp, dtype=float), parameter("width_tp_exponent"))
-        eff = eff * width_factor(h, parameter("width_scale_hidden"))
+        eff = eff * width_factor(profile.hidden, width_scale(acc, precision))
         if work == "train":
-            eff = eff * moe_factor(profile, acc, parameter("moe_bytes_per_flop", _platform(acc)),
-                                   peak_bf16 * speedup * eff)
-    eff = eff * speedup / ratio
+            eff = eff * moe_factor(profile, acc, parameter("moe_bytes_per_flop", _platform(acc)), peak * eff)
     eff = eff * np.ones_like(np.asarray(tp, dtype=float))
     if tokens is not None:
-        bw = float(acc["memory_bytes_per_s"]) * parameter("decode_memory_efficiency", fam)
+        bw = float(acc["memory_bytes_per_s"]) * (1.0 if work == "train" else parameter("decode_memory_efficiency", fam))
         roof = 2.0 * np.asarray(tokens, dtype=float) * bw / (bytes_per_value(precision) * peak)
         eff = np.minimum(eff, roof)
     return eff if np.ndim(eff) else float(eff)
@@ -399,9 +420,11 @@ def _train_flops_per_token(p: Profile, w) -> float:
 
 
 def data_parallel_fallback(p: Profile, acc: dict, chips, w, headroom: float, tokens_per_step=None):
-    """Simple multi-chip training model, used when ``workbook.scaling`` is not importable.
+    """Sharded data parallelism, vectorised over ``chips``: the multi-chip model of generic
+    (non-transformer) workloads, which ``workbook.scaling`` cannot split into layers, and the first
+    guess of a chip count (``choose_training_chips``) that the scaling search then refines.
 
-    Sharded data parallelism, the better of two layouts that fit memory (vectorised over ``chips``):
+    The better of two layouts that fit memory:
     - ZeRO-3 / FSDP over all chips (Rajbhandari et al. 2020): weights, gradients and optimizer states
       split n ways; per step each chip moves 3·2·N·(n−1)/n bytes (all-gather forward and backward,
       reduce-scatter gradients: ZeRO §7);
@@ -411,10 +434,9 @@ def data_parallel_fallback(p: Profile, acc: dict, chips, w, headroom: float, tok
     Each chip holds one sequence's activations (the cheapest recomputation that fits) and two layers
     of gathered weights. Traffic inside the fast domain uses ``intra_node_bytes_per_s``, across it the
     per-chip ``inter_node_bytes_per_s``; communication overlaps with compute and only the excess is
-    exposed ('How to Scale Your Model' ch. 5). Compute runs at ``compute_efficiency`` times the
-    calibrated ``network_scale`` (the synchronisation loss that published multi-node runs show even
-    when bandwidth is ample). Returns arrays: step_time_s, compute_s, exposed_comm_s,
-    memory_per_chip_bytes, fits, recompute (index into none/selective/full, −1 if nothing fits)."""
+    exposed ('How to Scale Your Model' ch. 5); compute runs at ``compute_efficiency``. Returns
+    arrays: step_time_s, compute_s, exposed_comm_s, memory_per_chip_bytes, fits, recompute (index
+    into none/selective/full, −1 if nothing fits)."""
     from .profile import activation_bytes
 
     n = np.asarray(chips, dtype=float)
@@ -437,8 +459,7 @@ def data_parallel_fallback(p: Profile, acc: dict, chips, w, headroom: float, tok
     layouts = [(p.params_total * bpp / n + gathered, np.where(np.isnan(comm_fsdp), np.inf, comm_fsdp)),
                (p.params_total * bpp / k + gathered, np.where(np.isnan(comm_hsdp), np.inf, comm_hsdp))]
     peak = _peak(acc, w.precision)
-    eff = compute_efficiency(acc, w.precision, "train", p) * network_scale(
-        acc, n, parameter("network_loss_per_doubling", _family(acc)))
+    eff = compute_efficiency(acc, w.precision, "train", p)
     flops = _train_flops_per_token(p, w) * tokens if not p.generic else p.train_flops_per_sample * tokens
     compute = flops / (n * peak * eff)
     best = {"step_time_s": np.full(n.shape, np.inf), "compute_s": compute * np.ones(n.shape),
@@ -474,19 +495,18 @@ def _training_tokens(w) -> float:
 
 
 def choose_training_chips(p: Profile, acc: dict, s: Scenario) -> int | None:
-    """Chip count for training when the scenario pins none.
+    """First guess of the chip count for training when the scenario pins none (``estimate_training``
+    refines it with the scaling search).
 
     Rule: candidates are whole nodes (multiples of ``chips_per_node``) up to
     ``constraints.max_chips`` (else the accelerator's ``max_cluster_chips``, else 65,536 as a search
     bound). Among those where the model fits in memory, take the fewest chips that finish by
     ``constraints.deadline_days``; with no deadline, the fewest chips that fit; when no count meets
-    the deadline, the count with the shortest time. Evaluated with the data-parallel fallback (fast,
+    the deadline, the count with the shortest time. Evaluated with ``data_parallel_fallback`` (fast,
     vectorised) on ~96 geometrically spaced node counts, then on every count between the last one
-    that misses and the first one that meets; ``estimate_training`` then refines with the scaling
-    model when available."""
-    w = s.workload
+    that misses and the first one that meets."""
     node = int(acc.get("chips_per_node") or 1)
-    cap = s.constraints.max_chips or (int(acc["max_cluster_chips"]) if not pd.isna(acc.get("max_cluster_chips")) else 65536)
+    cap = _chip_cap(acc, s)
     if s.constraints.max_chips and s.constraints.max_chips < node:
         return _first_feasible(p, acc, s, np.array([float(s.constraints.max_chips)]))
     max_nodes = max(cap // node, 1)
@@ -502,6 +522,12 @@ def choose_training_chips(p: Profile, acc: dict, s: Scenario) -> int | None:
         refined = _first_feasible(p, acc, s, fine)
         best = refined if refined is not None else best
     return best
+
+
+def _chip_cap(acc: dict, s: Scenario) -> int:
+    if s.constraints.max_chips:
+        return int(s.constraints.max_chips)
+    return int(acc["max_cluster_chips"]) if not pd.isna(acc.get("max_cluster_chips")) else 65536
 
 
 def _first_feasible(p: Profile, acc: dict, s: Scenario, counts: np.ndarray, return_index: bool = False):
@@ -527,13 +553,182 @@ def _tokens_per_step(w, chips):
     return float(w.global_batch_tokens) if w.global_batch_tokens else w.seq_len * np.asarray(chips, dtype=float)
 
 
-def estimate_training(s: Scenario, accelerator: str, chips: int | None = None, scaling_model: bool = True) -> dict:
+@functools.lru_cache(maxsize=256)
+def _acc_series(acc_key: tuple) -> pd.Series:
+    return pd.Series(dict(acc_key))
+
+
+@functools.lru_cache(maxsize=8192)
+def _training_config(p: Profile, acc_key: tuple, chips: int, workload_json: str, par_json: str, headroom: float,
+                     limits: tuple, fingerprint: tuple):
+    from .scenario import Workload
+
+    acc = _acc_series(acc_key)
+    w = Workload.model_validate_json(workload_json)
+    par = Parallelism.model_validate_json(par_json) if par_json else None
+    lim = scaling.practical_limits(acc) | dict(limits)
+    try:
+        return scaling.best_config(p, acc, chips, w, par, compute_efficiency, memory_headroom=headroom,
+                                   sync_loss=network_loss(acc), **lim)
+    except InputError as e:  # cached too: a count that cannot be priced stays so
+        return e
+
+
+def training_config(p: Profile, acc, chips: int, w, parallelism: Parallelism | None = None, headroom: float = 0.1,
+                    **limits) -> dict | None:
+    """The fastest parallel layout of ``chips`` chips (``workbook.scaling.best_config`` over
+    ``scaling.practical_limits`` with the calibrated ``compute_efficiency``; ``parallelism`` pins
+    dimensions like ``cluster.parallelism``; ``limits`` add grid limits such as a published ``vpp``),
+    or None when nothing fits in memory. A step is ``global_batch_tokens`` (default: one sequence per
+    chip). The one multi-chip path of ``estimate_training`` and the calibration; cached per process
+    on the profile, accelerator, chip count, workload, pins and the training parameters in use."""
+    if w.global_batch_tokens is None:
+        w = w.model_copy(update={"global_batch_tokens": float(w.seq_len) * int(chips)})
+    cfg = _training_config(p, _acc_key(acc), int(chips), w.model_dump_json(),
+                           parallelism.model_dump_json() if parallelism is not None else "", float(headroom),
+                           tuple(sorted(limits.items())), _training_fingerprint())
+    if isinstance(cfg, InputError):
+        raise cfg
+    return None if cfg is None else dict(cfg)
+
+
+def _acc_key(acc) -> tuple:
+    """A hashable key of an accelerator record (NaN as None, so equal records give equal keys)."""
+    return tuple((k, None if isinstance(v, float) and v != v else v) for k, v in dict(acc).items())
+
+
+def _pinned_unit(acc: dict, par: Parallelism | None) -> tuple[int, int | None]:
+    """Chip counts a pinned layout allows: multiples of the node and of tp·pp·cp, or exactly
+    tp·pp·cp·dp when dp is pinned too."""
+    node = int(acc.get("chips_per_node") or 1)
+    if par is None:
+        return node, None
+    inner = (par.tp or 1) * (par.pp or 1) * (par.cp or 1)
+    if par.dp is not None:
+        return inner, inner * par.dp
+    return math.lcm(node, inner), None
+
+
+def _plan_training(p: Profile, acc: dict, s: Scenario, pinned: int | None, par: Parallelism | None):
+    """(chips, configuration) for a transformer: the pinned count, else the fewest whole nodes whose
+    best layout (``training_config``) meets ``constraints.deadline_days`` (no deadline: the fewest
+    that fit), starting from ``choose_training_chips`` and refined by proportional steps and a
+    bisection; (count, None) when nothing fits. At most ~16 searches, each cached."""
+    w = s.workload
+    headroom = s.constraints.min_memory_headroom
+    dl = s.constraints.deadline_days
+    unit, exact = _pinned_unit(acc, par)
+    cap = _chip_cap(acc, s)
+
+    def cfg_at(n):
+        try:
+            return training_config(p, acc, n, w, par, headroom)
+        except InputError as e:
+            if pinned or not str(e).startswith("cluster.parallelism"):
+                raise  # the catalog cannot price this accelerator (no network figure, ...)
+            return None  # a pinned layout that does not divide this count
+
+    def days(n, cfg):
+        return _training_tokens(w) / (float(_tokens_per_step(w, n)) / float(cfg["step_time_s"])) / 86400.0
+
+    if pinned or exact:
+        n = int(pinned or exact)
+        return n, cfg_at(n)
+    top = max(unit, (cap // unit) * unit)
+    guess = choose_training_chips(p, acc, s)
+    if guess is None:  # the sharded data-parallel model fits nowhere: start where the states fit half the memory
+        state = p.params_total * training_state_bytes_per_param("fp32" if w.precision == "fp32" else "bf16", w.optimizer)
+        guess = state / (0.5 * float(acc["memory_bytes"]) * (1.0 - headroom))
+        if dl is not None:  # and no fewer chips than the matmuls alone need to finish in time
+            flops = _train_flops_per_token(p, w) * _training_tokens(w)
+            guess = max(guess, flops / (dl * 86400.0 * _peak(acc, w.precision) * compute_efficiency(acc, w.precision, "train", p)))
+    n = min(top, max(unit, int(math.ceil(guess / unit)) * unit))
+    cfg = cfg_at(n)
+    for _ in range(6):  # grow until a layout fits
+        if cfg is not None or n >= top:
+            break
+        n = min(top, 2 * n)
+        cfg = cfg_at(n)
+    if cfg is None:
+        return n, None
+    if dl is None:
+        return n, cfg
+    lo, hi = None, None  # the largest count known to miss the deadline, the smallest known to meet it
+    for _ in range(8):  # steps up towards the deadline, by the square of the shortfall (throughput per
+        d = days(n, cfg)  # chip falls as chips grow, so a proportional step lands just short)
+        if d <= dl:
+            hi = (n, cfg)
+            break
+        lo = n
+        if n >= top:
+            return n, cfg  # the shortest time within the cap still misses: report it
+        n = min(top, max(n + unit, int(math.ceil(n * (d / dl) ** 2 / unit)) * unit))
+        cfg = cfg_at(n) or cfg
+    if hi is None:
+        return n, cfg
+    for _ in range(3):  # the first count met the deadline: probe downwards for a count that misses
+        if lo is not None or hi[0] <= unit:
+            break
+        d = days(*hi)
+        m = min(hi[0] - unit, max(unit, int(hi[0] * d / dl) // unit * unit))
+        c = cfg_at(m)
+        if c is not None and days(m, c) <= dl:
+            hi = (m, c)
+        else:
+            lo = m
+    if lo is None:
+        return hi
+    for _ in range(8):  # bisection on whole units between a miss and a hit
+        if hi[0] - lo <= unit:
+            break
+        mid = (lo + hi[0]) // 2 // unit * unit
+        if mid <= lo:
+            break
+        c = cfg_at(mid)
+        if c is not None and days(mid, c) <= dl:
+            hi = (mid, c)
+        else:
+            lo = mid
+    return hi
+
+
+@functools.lru_cache(maxsize=4096)
+def _plan_cached(p: Profile, accelerator: str, workload_json: str, constraints_json: str, pinned, par_json: str,
+                 fingerprint: tuple):
+    from types import SimpleNamespace
+
+    from .scenario import Constraints, Workload
+
+    s = SimpleNamespace(workload=Workload.model_validate_json(workload_json),
+                        constraints=Constraints.model_validate_json(constraints_json))
+    par = Parallelism.model_validate_json(par_json) if par_json else None
+    try:
+        return _plan_training(p, accelerator_record(accelerator), s, pinned, par)
+    except InputError as e:
+        return e
+
+
+def plan_training(p: Profile, accelerator: str, s: Scenario, pinned: int | None, par: Parallelism | None):
+    """``_plan_training`` cached per process on the profile, accelerator, workload, constraints, pins
+    and training parameters (a widget redraw re-plans only what changed)."""
+    out = _plan_cached(p, accelerator, s.workload.model_dump_json(), s.constraints.model_dump_json(),
+                       None if pinned is None else int(pinned), par.model_dump_json() if par is not None else "",
+                       _training_fingerprint())
+    if isinstance(out, InputError):
+        raise out
+    n, cfg = out
+    return n, (None if cfg is None else dict(cfg))
+
+
+def estimate_training(s: Scenario, accelerator: str, chips: int | None = None) -> dict:
     """Training (or fine-tuning) time on one accelerator type: step time, tokens/s, MFU, days and
-    chip-hours with P10/P90 bands; ``chips`` pinned, else the scenario's ``cluster``, else
-    ``choose_training_chips``. Multi-chip layouts come from ``workbook.scaling.best_config`` when it
-    is importable (and ``scaling_model``), else ``data_parallel_fallback``. When the scaling model
-    finds the chosen count slower than the deadline allows, the count grows in proportion (whole
-    nodes, at most three times). One step = ``global_batch_tokens`` (default: one sequence per chip)."""
+    chip-hours with P10/P90 bands, and the parallel layout (``CONFIG_KEYS``: tp, pp, dp, ep, cp,
+    zero, recompute, micro_batch) of ``workbook.scaling``'s best configuration.
+
+    ``chips`` pinned, else the scenario's ``cluster`` (whose ``parallelism`` pins dimensions), else
+    the fewest whole nodes that meet ``constraints.deadline_days`` (``_plan_training``). One step =
+    ``global_batch_tokens`` (default: one sequence per chip). Generic (non-transformer) workloads use
+    ``data_parallel_fallback`` and report no layout."""
     w = s.workload
     p = workload_profile(w)
     acc = accelerator_record(accelerator)
@@ -546,56 +741,37 @@ def estimate_training(s: Scenario, accelerator: str, chips: int | None = None, s
     if p.generic and p.train_flops_per_sample is None:
         out["reason"] = "workload.generic.train_flops_per_sample is needed for a training estimate"
         return out
-    pinned = chips or (s.cluster.chips if s.cluster and s.cluster.accelerator == acc["accelerator"] else None)
-    n = pinned or choose_training_chips(p, acc, s)
-    if n is None:
-        fb = data_parallel_fallback(p, acc, float(s.constraints.max_chips or 65536), w, s.constraints.min_memory_headroom)
-        out.update(fits=False, reason=f"does not fit in memory on up to {s.constraints.max_chips or 65536} chips "
-                                      f"({float(fb['memory_per_chip_bytes']) / 1e9:.0f} GB per chip needed)")
-        return out
+    on_cluster = s.cluster is not None and catalog.resolve("accelerators", s.cluster.accelerator) == acc["accelerator"]
+    pinned = chips or (s.cluster.chips if on_cluster else None)
+    par = s.cluster.parallelism if on_cluster else None
     headroom = s.constraints.min_memory_headroom
-    tokens_step = float(_tokens_per_step(w, n))
     flops_token = _train_flops_per_token(p, w) if not p.generic else p.train_flops_per_sample
-    step = None
-    use_scaling = scaling_model and scaling is not None and hasattr(scaling, "best_config")
-    if use_scaling and n > 1:
-        par = s.cluster.parallelism if (s.cluster and s.cluster.accelerator == acc["accelerator"]) else None
-        node = int(acc.get("chips_per_node") or 1)
-        cap = s.constraints.max_chips or 65536
-        cfg, last = None, None
-        for _ in range(4):
-            try:
-                cfg = scaling.best_config(p, pd.Series(acc), int(n), w, parallelism=par, efficiency=None)
-            except InputError as e:  # e.g. no network figure to join more than one fast domain
-                if last is None:
-                    out.update(chips=int(n), fits=False, reason="; ".join(e.problems))
-                    return out
-                n, cfg = last
-                break
-            if cfg is None or pinned or s.constraints.deadline_days is None:
-                break
-            days = _training_tokens(w) / (float(_tokens_per_step(w, n)) / float(cfg["step_time_s"])) / 86400.0
-            if days <= s.constraints.deadline_days or n >= cap:
-                break
-            last = (n, cfg)
-            n = int(min(cap, math.ceil(n * days / s.constraints.deadline_days / node) * node))
+    if not p.generic:
+        try:
+            n, cfg = plan_training(p, acc["accelerator"], s, pinned, par)
+        except InputError as e:  # a pinned layout that cannot be laid out, no network figure, ...
+            out.update(chips=pinned, fits=False, reason="; ".join(e.problems))
+            return out
         if cfg is None:
             out.update(chips=int(n), fits=False, reason=f"no parallel layout fits memory on {n} chips")
             return out
-        tokens_step = float(_tokens_per_step(w, n))
-        step = float(cfg["step_time_s"])
-        mem = float(cfg.get("memory_per_chip_bytes", math.nan))
-        out["tp"] = cfg.get("tp")
-    if step is None:
+        step, mem = float(cfg["step_time_s"]), float(cfg["memory_per_chip_bytes"])
+        out.update({k: cfg[k] for k in CONFIG_KEYS})
+    else:
+        n = pinned or choose_training_chips(p, acc, s)
+        if n is None:
+            fb = data_parallel_fallback(p, acc, float(_chip_cap(acc, s)), w, headroom)
+            out.update(fits=False, reason=f"does not fit in memory on up to {_chip_cap(acc, s)} chips "
+                                          f"({float(fb['memory_per_chip_bytes']) / 1e9:.0f} GB per chip needed)")
+            return out
         r = data_parallel_fallback(p, acc, float(n), w, headroom, w.global_batch_tokens)
         if not bool(r["fits"]):
             out.update(chips=int(n), fits=False,
                        reason=f"does not fit: {float(r['memory_per_chip_bytes']) / 1e9:.0f} GB per chip needed "
-                              f"(data-parallel fallback, ZeRO-3)")
+                              f"(sharded data parallel, ZeRO-3)")
             return out
-        step = float(r["step_time_s"])
-        mem = float(r["memory_per_chip_bytes"])
-    tps = tokens_step / step
+        step, mem = float(r["step_time_s"]), float(r["memory_per_chip_bytes"])
+    tps = float(_tokens_per_step(w, n)) / step
     mfu = flops_token * tps / (n * peak)
     days = _training_tokens(w) / tps / 86400.0
     lo, hi = band("mfu", _family(acc))
@@ -610,6 +786,8 @@ def estimate_training(s: Scenario, accelerator: str, chips: int | None = None, s
     out["meets_deadline"] = bool(days <= dl) if dl is not None else None
     if dl is not None and days > dl:
         out["reason"] = f"misses the {dl:g}-day deadline ({days:.0f} days on {n} chips)"
+    if s.constraints.max_chips and n > s.constraints.max_chips:
+        out["reason"] = (out["reason"] + "; " if out["reason"] else "") + f"needs {n} chips > max_chips {s.constraints.max_chips}"
     return out
 
 
@@ -746,8 +924,8 @@ def _estimate_generic_inference(p: Profile, acc: dict, w, out: dict, pinned) -> 
 def _blank(acc: dict) -> dict:
     out = {c: math.nan for c in COLUMNS}
     out.update(accelerator=acc["accelerator"], family=acc["family"], chips=None, fits=False, reason="",
-               memory_per_chip_bytes=math.nan, max_batch=None, batch=None, meets_slo=None, replicas=None, tp=None,
-               meets_deadline=None, calibrated=False, peak_flops_per_s=math.nan)
+               memory_per_chip_bytes=math.nan, max_batch=None, batch=None, meets_slo=None, replicas=None,
+               meets_deadline=None, calibrated=False, peak_flops_per_s=math.nan, **{k: None for k in CONFIG_KEYS})
     return out
 
 
@@ -762,20 +940,20 @@ def candidate_accelerators(s: Scenario) -> list[str]:
     return usable_accelerators(prec)
 
 
-def compare(s: Scenario, scaling_model: bool = True) -> pd.DataFrame:
+def compare(s: Scenario) -> pd.DataFrame:
     """One row per accelerator considered: chips, fits, reason, and the training or inference figures
     with ``_low``/``_high`` bands (columns ``perf.COLUMNS``; the ``estimate --json`` option keys).
-
-    ``scaling_model=False`` uses the data-parallel fallback for multi-chip training even when
-    ``workbook.scaling`` is importable (a few milliseconds instead of a parallel-layout search per
-    chip: the widgets' fast path)."""
+    Training rows carry the parallel layout of the best configuration (``CONFIG_KEYS``). Multi-chip
+    training searches layouts with ``workbook.scaling`` (cached per process: a widget that changes
+    one accelerator or the batch re-searches only what changed)."""
     if s.workload.task == "inference":
         rows = [estimate_inference(s, a) for a in candidate_accelerators(s)]
     else:
-        rows = [estimate_training(s, a, scaling_model=scaling_model) for a in candidate_accelerators(s)]
+        rows = [estimate_training(s, a) for a in candidate_accelerators(s)]
     df = pd.DataFrame(rows, columns=COLUMNS)
-    for c in ("chips", "max_batch", "batch", "replicas", "tp"):
+    for c in _INT_COLUMNS:
         df[c] = pd.array(df[c].astype("Float64").round(), dtype="Int64") if len(df) else df[c]
+    df["recompute"] = df["recompute"].astype(object).where(df["recompute"].notna(), None) if len(df) else df["recompute"]
     for c in ("fits", "meets_slo", "meets_deadline", "calibrated"):
         df[c] = df[c].astype("boolean") if len(df) else df[c]
     return df
@@ -899,12 +1077,13 @@ def explain(s: Scenario, perf_df: pd.DataFrame | None = None) -> pd.DataFrame:
         rows += [
             ("tokens_per_s", "global_batch_tokens / step_time_s",
              f"global batch {w.global_batch_tokens or 'one sequence per chip':} tokens", "scenario"),
-            ("step_time_s", "compute + exposed communication (+ bubbles, recomputation with workbook.scaling)",
-             "see compute and comm rows", "perf.estimate_training"),
+            ("step_time_s", "compute + recomputation + exposed communication + pipeline bubble + optimizer update "
+                            "(+ synchronisation across domains where calibrated) of the best parallel layout",
+             "tp, pp, dp, ep, cp, zero, recompute, micro_batch columns", "perf.training_config -> workbook.scaling"),
             ("compute", "6N+12LHQS FLOPs per token x tokens / (chips x peak x efficiency)",
              f"N = {p.params_matmul_active:.3g}, S = {w.seq_len}, precision {w.precision}", "profile.train_flops_per_token"),
-            ("efficiency", "ceiling[family] x h/(h+h0) x MoE factor x FP8 speed-up / network loss",
-             "per family", "data/efficiency.csv (fitted on data/reference_runs.csv)"),
+            ("efficiency", "ceiling[family] x h / (h + kappa x peak / HBM bandwidth) x MoE factor",
+             f"h = {p.hidden}; per family", "data/efficiency.csv (fitted on data/reference_runs.csv with the scaling model on)"),
             ("mfu", "model FLOPs x tokens/s / (chips x dense peak)", "PaLM definition", "Chowdhery et al. 2022 App. B"),
             ("training_days", "tokens / tokens_per_s / 86400", f"{_training_tokens(w):.3g} tokens", "scenario"),
             ("chip_hours", "chips x training_days x 24", "", ""),

@@ -17,7 +17,12 @@ The step of the busiest pipeline stage (``step_time_s``) is the sum of
 - ``exposed_comm_s``: the part of each communication not hidden behind compute, per ``Overlap``;
 - ``bubble_s``: pipeline fill and drain, (pp-1)/v micro-batch times (1F1B with v interleaved stages,
   Narayanan et al. 2021 §2.2: bubble fraction (p-1)/(v·m) of the ideal time);
-- ``optimizer_s``: the memory-bound optimizer update of the chip's shard.
+- ``optimizer_s``: the memory-bound optimizer update of the chip's shard;
+- ``sync_s``: waiting for the slowest of the fast domains a step spans (stragglers and jitter at
+  each synchronisation), γ·log2(chips / domain chips) of the rest of the step, γ per accelerator
+  family from the calibration where the published runs demand one (``workbook.perf.network_loss``;
+  zero elsewhere): the expected maximum of m random step times grows like log m (Dean & Barroso
+  2013, "The Tail at Scale", CACM 56(2)).
 
 Sources (per formula in the docstrings below): Narayanan et al. 2021 "Efficient Large-Scale
 Language Model Training on GPU Clusters Using Megatron-LM" (PTD-P, 1F1B, interleaving, TP
@@ -51,7 +56,7 @@ MAX_CP = 32
 ACTIVATION_BYTES = 2.0  # 16-bit activations exchanged by TP/CP/EP/PP (Korthikanti et al. 2022 assume 16-bit)
 
 RESULT_COLUMNS = ["tp", "pp", "dp", "ep", "cp", "vpp", "zero", "recompute", "micro_batch", "microbatches",
-                  "step_time_s", "compute_s", "exposed_comm_s", "bubble_s", "recompute_s", "optimizer_s",
+                  "step_time_s", "compute_s", "exposed_comm_s", "bubble_s", "recompute_s", "optimizer_s", "sync_s",
                   "comm_s", "tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_comm_s", "dp_comm_s",
                   "memory_per_chip_bytes", "fits", "mfu", "tokens_per_s", "tokens_per_s_per_chip",
                   "efficiency", "global_batch_seqs"]
@@ -150,6 +155,15 @@ def _divisors(n: int) -> list[int]:
     return sorted(set(small + [n // d for d in small]))
 
 
+def _default_sync_loss(acc) -> float:
+    """γ of the synchronisation term for ``acc`` from the calibrated model (0 without it)."""
+    try:
+        from .perf import network_loss
+    except ImportError:
+        return 0.0
+    return network_loss(acc)
+
+
 def _default_efficiency():
     try:
         from .perf import compute_efficiency
@@ -204,7 +218,7 @@ def _pin_error(field: str, value, why: str):
 
 def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism | None = None, *,
                    max_tp: int | None = None, max_pp: int | None = None, micro_batches=None, interleave=None,
-                   vpp: int | None = None, min_cp_tokens: int | None = None) -> dict:
+                   vpp: int | None = None, min_cp_tokens: int | None = None, recompute_choices=None) -> dict:
     """Every candidate configuration for ``chips`` chips as numpy arrays of one length (the grid
     the search prices). Structural rules: tp divides the attention heads (Megatron); cp divides
     the sequence into 2·cp chunks (Megatron-Core load balancing); pp ≤ layers (stages may hold
@@ -214,7 +228,8 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
     Limits (``practical_limits`` gives the ones ``estimate`` and the calibration use): ``max_tp``,
     ``max_pp``; ``micro_batches`` and ``interleave`` replace ``MICRO_BATCHES`` and ``INTERLEAVE``;
     ``vpp`` pins the interleaving (a published layout); ``min_cp_tokens``: context parallelism only
-    when each rank keeps at least that many tokens of a sequence (a pinned ``cp`` is kept)."""
+    when each rank keeps at least that many tokens of a sequence (a pinned ``cp`` is kept);
+    ``recompute_choices`` replaces ``RECOMPUTE`` when neither the workload nor the pins fix it."""
     _check_transformer(p)
     par = parallelism or Parallelism()
     B = _global_batch_seqs(w)
@@ -283,7 +298,10 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
     keep = (v == 1) | ((pp > 1) & (m % pp == 0) & (layers_per_chunk >= 1) & (pp * v <= p.layers))
     g, mb, m, v = g[keep], mb[keep], m[keep], v[keep]
     # x recompute x ZeRO
-    rcs = np.array(_recompute_options(w, par), dtype=object)
+    rc_opts = _recompute_options(w, par)
+    if recompute_choices is not None and len(rc_opts) > 1:
+        rc_opts = tuple(recompute_choices)
+    rcs = np.array(rc_opts, dtype=object)
     zs = np.array([par.zero] if par.zero is not None else ZERO_STAGES, dtype=np.int64)
     n_base = len(g)
     reps = len(rcs) * len(zs)
@@ -315,30 +333,37 @@ def practical_limits(acc: pd.Series, topology: comm.Topology | None = None) -> d
     switched or meshed fabric (``chips_per_node``: Megatron-LM keeps TP within an NVLink server,
     Narayanan et al. 2021 §3.3) or up to ``TORUS_MAX_TP`` chips on a TPU torus; micro-batches of
     1, 2, 4 or 8 sequences; context parallelism only for sequences of at least 2 x
-    ``PRACTICAL_MIN_CP_TOKENS`` tokens."""
+    ``PRACTICAL_MIN_CP_TOKENS`` tokens; recomputation none or full (with FlashAttention the attention
+    scores are never stored, so selective recomputation, which recomputes exactly them, saves no
+    memory in ``profile.activation_bytes_per_token_per_layer`` and only adds time; a workload or pin
+    that asks for it still gets it)."""
     node = int(_num(acc.get("chips_per_node"), 1))
     torus = (topology.fabric == "torus") if topology is not None else int(_num(acc.get("torus_dims"), 0)) >= 1
     return {"max_tp": max(node, TORUS_MAX_TP) if torus else node, "micro_batches": PRACTICAL_MICRO_BATCHES,
-            "min_cp_tokens": PRACTICAL_MIN_CP_TOKENS}
+            "min_cp_tokens": PRACTICAL_MIN_CP_TOKENS, "recompute_choices": ("none", "full")}
 
 
 # --- pricing the grid ---------------------------------------------------------------------------
 
 def evaluate(profile: Profile, acc: pd.Series, chips: int, workload: Workload, grid: dict, efficiency=None, *,
              topology: comm.Topology | None = None, overlap: Overlap = DEFAULT_OVERLAP,
-             memory_headroom: float | None = None) -> pd.DataFrame:
+             memory_headroom: float | None = None, sync_loss: float | None = None) -> pd.DataFrame:
     """Memory per chip, communication, step time, MFU and throughput of every configuration in
-    ``grid`` (from ``configurations``), feasible or not. See the module docstring for the terms."""
+    ``grid`` (from ``configurations``), feasible or not. See the module docstring for the terms.
+    ``sync_loss`` is γ of ``sync_s`` (default: the calibrated value when ``efficiency`` is the
+    calibrated one, i.e. None; 0 with an explicit efficiency)."""
     return pd.DataFrame(_price(profile, acc, chips, workload, grid, efficiency, topology=topology, overlap=overlap,
-                               memory_headroom=memory_headroom))
+                               memory_headroom=memory_headroom, sync_loss=sync_loss))
 
 
 def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, grid: dict, efficiency=None, *,
            topology: comm.Topology | None = None, overlap: Overlap = DEFAULT_OVERLAP,
-           memory_headroom: float | None = None) -> dict:
+           memory_headroom: float | None = None, sync_loss: float | None = None) -> dict:
     """``evaluate`` as a dict of numpy arrays (the search's fast path)."""
     p, w = profile, workload
     _check_transformer(p)
+    if sync_loss is None:
+        sync_loss = _default_sync_loss(acc) if efficiency is None else 0.0
     eff_fn = efficiency or _default_efficiency()
     topo = topology or comm.topology(acc, chips)
     peak = _peak(acc, w.precision)
@@ -440,6 +465,8 @@ def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, gri
     opt_params = np.where(z >= 1, P_n / D_n + P_e / D_e, P_n + P_e) * frac
     optimizer_s = 2.0 * (wb + gb + ob) * opt_params / hbm  # read and write every state once (memory-bound)
     step = compute_s + recompute_s + exposed + bubble + optimizer_s
+    sync_s = sync_loss * math.log2(max(chips / max(topo.domain_chips, 1), 1.0)) * step
+    step = step + sync_s
 
     # -- memory per chip: first stage (most activations in flight) vs last stage (logits)
     act_tok = {r: float(prof.activation_bytes_per_token_per_layer(p, s, r)) for r in RECOMPUTE}
@@ -464,7 +491,7 @@ def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, gri
         "vpp": grid["vpp"], "zero": grid["zero"], "recompute": rc.astype(str), "micro_batch": grid["micro_batch"],
         "microbatches": grid["microbatches"],
         "step_time_s": step, "compute_s": compute_s, "exposed_comm_s": exposed, "bubble_s": bubble,
-        "recompute_s": recompute_s, "optimizer_s": optimizer_s,
+        "recompute_s": recompute_s, "optimizer_s": optimizer_s, "sync_s": sync_s,
         "comm_s": m * (tp_mb + cp_mb + ep_mb + pp_mb) + dp_total,
         "tp_comm_s": m * tp_mb, "cp_comm_s": m * cp_mb, "ep_comm_s": m * ep_mb, "pp_comm_s": m * pp_mb,
         "dp_comm_s": dp_total, "memory_per_chip_bytes": memory, "fits": memory <= mem_cap,
@@ -476,7 +503,7 @@ def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, gri
 
 def search(profile: Profile, acc: pd.Series, chips: int, workload: Workload, parallelism: Parallelism | None = None,
            efficiency=None, *, topology: comm.Topology | None = None, overlap: Overlap = DEFAULT_OVERLAP,
-           memory_headroom: float | None = None, **limits) -> pd.DataFrame:
+           memory_headroom: float | None = None, sync_loss: float | None = None, **limits) -> pd.DataFrame:
     """Every feasible configuration for ``chips`` chips, fastest first.
 
     ``profile`` is a ``workbook.profile.Profile``; ``acc`` a row of ``catalog.accelerators()``;
@@ -490,7 +517,7 @@ def search(profile: Profile, acc: pd.Series, chips: int, workload: Workload, par
     ``interleave``, ``vpp``, ``min_cp_tokens``) restrict the grid (``configurations``).
 
     Columns: tp, pp, dp, ep, cp, vpp, zero, recompute, micro_batch, microbatches, step_time_s,
-    compute_s, exposed_comm_s, bubble_s, recompute_s, optimizer_s, comm_s (all communication before
+    compute_s, exposed_comm_s, bubble_s, recompute_s, optimizer_s, sync_s, comm_s (all communication before
     overlap) and its parts tp_comm_s, cp_comm_s, ep_comm_s, pp_comm_s, dp_comm_s,
     memory_per_chip_bytes, fits (always True: configurations that do not fit are dropped), mfu
     (PaLM model FLOPs), tokens_per_s, tokens_per_s_per_chip, efficiency, global_batch_seqs."""
@@ -498,7 +525,7 @@ def search(profile: Profile, acc: pd.Series, chips: int, workload: Workload, par
     if len(grid["tp"]) == 0:
         return pd.DataFrame(columns=RESULT_COLUMNS)
     df = evaluate(profile, acc, chips, workload, grid, efficiency, topology=topology, overlap=overlap,
-                  memory_headroom=memory_headroom)
+                  memory_headroom=memory_headroom, sync_loss=sync_loss)
     df = df[df["fits"].to_numpy() & np.isfinite(df["step_time_s"].to_numpy())]
     df = df.sort_values(["step_time_s", "memory_per_chip_bytes", "tp", "pp"], kind="stable").reset_index(drop=True)
     return df[RESULT_COLUMNS]
@@ -510,7 +537,7 @@ def _py(v):
 
 def best_config(profile: Profile, acc: pd.Series, chips: int, workload: Workload, parallelism: Parallelism | None = None,
                 efficiency=None, *, topology: comm.Topology | None = None, overlap: Overlap = DEFAULT_OVERLAP,
-                memory_headroom: float | None = None, **limits) -> dict | None:
+                memory_headroom: float | None = None, sync_loss: float | None = None, **limits) -> dict | None:
     """The fastest feasible configuration (the first row ``search`` would return, without building
     the table) as a dict of Python scalars with ``chips`` and ``accelerator`` added, or None when
     nothing fits in memory."""
@@ -518,7 +545,7 @@ def best_config(profile: Profile, acc: pd.Series, chips: int, workload: Workload
     if len(grid["tp"]) == 0:
         return None
     r = _price(profile, acc, chips, workload, grid, efficiency, topology=topology, overlap=overlap,
-               memory_headroom=memory_headroom)
+               memory_headroom=memory_headroom, sync_loss=sync_loss)
     ok = np.flatnonzero(np.asarray(r["fits"]) & np.isfinite(r["step_time_s"]))
     if len(ok) == 0:
         return None
@@ -536,8 +563,8 @@ def compute_share(profile: Profile, acc: pd.Series, chips: int, workload: Worklo
     """``compute_s / step_time_s`` of the best configuration (None when nothing fits): the factor by
     which the scaling model's MFU falls below the matmul efficiency it is given. An efficiency that
     was fitted to published end-to-end MFU already contains the runs' communication and bubbles;
-    fitting it to observed MFU divided by this share (evaluated once more with the refitted
-    value) keeps them from being counted twice."""
+    ``workbook.calibrate.fit_training`` fits it to observed MFU divided by this share (at a fixed
+    point, since the share depends on the efficiency) so that they are not counted twice."""
     cfg = best_config(profile, acc, chips, workload, parallelism, efficiency, **kwargs)
     return None if cfg is None else cfg["compute_s"] / cfg["step_time_s"]
 
@@ -547,8 +574,9 @@ def compute_share(profile: Profile, acc: pd.Series, chips: int, workload: Worklo
 def scaling_curve(profile: Profile, acc: pd.Series, chip_counts, workload: Workload, efficiency=None, *,
                   comm_share_threshold: float = 0.25, parallelism: Parallelism | None = None,
                   topology_overrides: dict | None = None, overlap: Overlap = DEFAULT_OVERLAP,
-                  memory_headroom: float | None = None) -> pd.DataFrame:
-    """The best configuration at each chip count, with time to train (``workload.tokens`` /
+                  memory_headroom: float | None = None, **limits) -> pd.DataFrame:
+    """The best configuration at each chip count (``limits`` restrict the grid, see
+    ``configurations``), with time to train (``workload.tokens`` /
     tokens per second), MFU, scaling efficiency (throughput per chip relative to the smallest
     count that fits) and ``network_bound``: exposed communication above ``comm_share_threshold``
     of the step (the threshold is a reader's choice, not a fact; 0.25 = a quarter of the step).
@@ -559,7 +587,7 @@ def scaling_curve(profile: Profile, acc: pd.Series, chip_counts, workload: Workl
         try:
             topo = comm.topology(acc, n, **(topology_overrides or {}))
             cfg = best_config(profile, acc, n, workload, parallelism, efficiency, topology=topo, overlap=overlap,
-                              memory_headroom=memory_headroom)
+                              memory_headroom=memory_headroom, **limits)
         except InputError as e:  # e.g. no network figure beyond one node: this count cannot be priced
             row["reason"] = str(e)
             rows.append(row)
@@ -712,7 +740,8 @@ def scenario_curves(s, chip_counts=None, efficiency=None, accelerators=None) -> 
     (default: powers of two from one node to ``constraints.max_chips``, else ``cluster.chips``,
     else 16,384). For an inference scenario: ``inference_tp_curve`` per candidate. Accelerators the
     catalog cannot price (no peak for the precision, no network for the chip count) are skipped
-    and listed in ``df.attrs['skipped']``."""
+    and listed in ``df.attrs['skipped']``. Training searches the practical grid
+    (``practical_limits``), the one ``perf.estimate_training`` and the calibration use."""
     p = prof.workload_profile(s.workload)
     frames, skipped = [], []
     par = s.cluster.parallelism if s.cluster is not None else None
@@ -729,7 +758,8 @@ def scenario_curves(s, chip_counts=None, efficiency=None, accelerators=None) -> 
                 top = s.constraints.max_chips or (s.cluster.chips if s.cluster and s.cluster.chips else None)
                 counts = chip_counts or default_chip_counts(acc, top, profile=p, workload=s.workload)
                 frames.append(scaling_curve(p, acc, counts, s.workload, efficiency, parallelism=par,
-                                            memory_headroom=s.constraints.min_memory_headroom))
+                                            memory_headroom=s.constraints.min_memory_headroom,
+                                            **practical_limits(acc)))
         except InputError as e:
             skipped.append(f"{a}: {e}")
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
@@ -742,7 +772,8 @@ def scenario_best(s, efficiency=None, chips: int | None = None, accelerator: str
     """The configuration the scenario would run, on ``accelerator`` (default: the cluster's, else the
     fastest of the candidates the catalog can price). Training: the best configuration at ``chips``
     (default ``cluster.chips``, else ``constraints.max_chips``, else 1,024 chips). Inference: of the
-    rows ``inference_tp_curve`` chose, the one with the most output tokens/s per chip."""
+    rows ``inference_tp_curve`` chose, the one with the most output tokens/s per chip. Training
+    searches the practical grid (``practical_limits``), as ``perf.estimate_training`` does."""
     p = prof.workload_profile(s.workload)
     w = s.workload
     if accelerator is not None:
@@ -767,7 +798,7 @@ def scenario_best(s, efficiency=None, chips: int | None = None, accelerator: str
             else:
                 n = chips or (s.cluster.chips if s.cluster and s.cluster.chips else None) or s.constraints.max_chips or 1024
                 par = s.cluster.parallelism if s.cluster is not None else None
-                cfg = best_config(p, acc, n, w, par, efficiency, memory_headroom=headroom)
+                cfg = best_config(p, acc, n, w, par, efficiency, memory_headroom=headroom, **practical_limits(acc))
                 if cfg is None:
                     continue
                 cfg["task"] = w.task
@@ -808,7 +839,7 @@ def explain(cfg: dict | None) -> Explanation:
     st = cfg["step_time_s"]
     parts = [("compute", cfg["compute_s"]), ("exposed communication", cfg["exposed_comm_s"]),
              ("pipeline bubble", cfg["bubble_s"]), ("recomputation", cfg["recompute_s"]),
-             ("optimizer update", cfg["optimizer_s"])]
+             ("optimizer update", cfg["optimizer_s"]), ("synchronisation across domains", cfg.get("sync_s", 0.0))]
     shares = ", ".join(f"{name} {v / st:.0%}" for name, v in parts if v / st >= 0.005)
     dims = []
     if cfg["tp"] > 1:
@@ -854,7 +885,8 @@ def breakdown(df: pd.DataFrame) -> pd.DataFrame:
     else:
         d = df[df["fits"].astype(bool)].copy() if "fits" in df else df.copy()
         names = {"compute_s": "compute", "exposed_comm_s": "exposed communication", "bubble_s": "pipeline bubble",
-                 "recompute_s": "recomputation", "optimizer_s": "optimizer update"}
+                 "recompute_s": "recomputation", "optimizer_s": "optimizer update",
+                 "sync_s": "synchronisation across domains"}
         d = d.rename(columns=names)
         comps, x = list(names.values()), ("chips" if "chips" in d else "tp")
     if "accelerator" not in d:
@@ -920,7 +952,8 @@ def verdict(curves: pd.DataFrame, efficiency_floor: float = 0.8) -> Explanation:
         nb = ok[ok["network_bound"]]
         last = ok.iloc[-1]
         parts = {"compute": last["compute_s"], "exposed communication": last["exposed_comm_s"],
-                 "pipeline bubble": last["bubble_s"], "recomputation": last["recompute_s"]}
+                 "pipeline bubble": last["bubble_s"], "recomputation": last["recompute_s"],
+                 "synchronisation across domains": last["sync_s"]}
         worst = max((k for k in parts if k != "compute"), key=lambda k: parts[k])
         text = (f"- **{a}**: throughput per chip stays within {1 - efficiency_floor:.0%} of {int(ok['chips'].min()):,} "
                 f"chips up to **{last_good:,} chips**")

@@ -15,7 +15,7 @@ import ipywidgets as W
 # ``profile_explorer(s)`` (notebook 01): model, sequence length or prompt/answer lengths, batch,
 # precision and recomputation; shows what the workload needs and its memory by component.
 # ``comparison_explorer(s)`` (notebook 02): precision, batch and the candidate set; re-runs
-# ``perf.compare`` (data-parallel fallback for multi-chip training, a few milliseconds) and redraws
+# ``perf.compare`` (the same multi-chip layout search as the report, cached per process) and redraws
 # the comparison with its P10/P90 bands.
 
 def _with(s, changes: dict):
@@ -84,8 +84,8 @@ def profile_explorer(s) -> W.VBox:
 def comparison_explorer(s) -> W.VBox:
     """Controls for notebook 02: precision, batch (global batch tokens for training, concurrency for
     serving; 0 = the scenario's own choice) and the candidate set; the output is the comparison chart
-    with bands and the table of ``perf.compare`` (multi-chip training with the fast data-parallel
-    fallback, so the figures can differ from the report's scaling-model estimate)."""
+    with bands and the table of ``perf.compare`` (the report's own estimate, with the parallel layout
+    of each training option)."""
     from IPython.display import Markdown, display
 
     from . import perf
@@ -109,7 +109,8 @@ def comparison_explorer(s) -> W.VBox:
     cand_w = W.SelectMultiple(options=every, value=tuple(start), rows=8, description="Candidates", style=style, layout=lay)
     for c, cls in ((prec_w, "precision"), (batch_w, "batch"), (cand_w, "candidates")):
         c.add_class(f"wb-compare-{cls}")
-    cols = (["accelerator", "chips", "fits", "training_days", "training_days_low", "training_days_high", "mfu", "reason"]
+    cols = (["accelerator", "chips", "fits", "training_days", "training_days_low", "training_days_high", "mfu",
+             "tp", "pp", "dp", "ep", "cp", "zero", "recompute", "micro_batch", "reason"]
             if w.task != "inference" else
             ["accelerator", "chips", "fits", "tp", "replicas", "batch", "ttft_ms", "tpot_ms", "output_tokens_per_s",
              "output_tokens_per_s_low", "output_tokens_per_s_high", "meets_slo", "reason"])
@@ -122,7 +123,7 @@ def comparison_explorer(s) -> W.VBox:
         if s2 is None:
             display(Markdown("**Cannot use these values:** " + "; ".join(problems)))
             return
-        df = perf.compare(s2, scaling_model=False)
+        df = perf.compare(s2)
         display(cp.comparison(df))
         display(df[cols])
 
@@ -351,12 +352,9 @@ from typing import get_args as _get_args
 
 _APP_TABS = ("Decision", "Workload", "Comparison", "Scaling", "Cost")
 _APP_WEIGHTS = ("cost", "time", "ecosystem", "portability", "supply_risk")
-_APP_PRICING_LABELS = {"on_demand": "on demand", "spot": "spot", "commit_1y": "1-year commitment",
-                       "commit_3y": "3-year commitment", "monthly": "monthly rental", "purchase": "purchase"}
 
 _APP_CSS = """<style>
 .wb-app { max-width: 1600px; font-size: 14px; }
-.wb-app .wb-title h2 { margin: 0 0 4px 0; }
 .wb-app .wb-sub { color: #555; margin: 0 0 8px 0; }
 .wb-app .wb-controls { border-right: 1px solid #ddd; padding-right: 12px; }
 .wb-app .wb-controls h4 { margin: 10px 0 4px 0; }
@@ -406,6 +404,8 @@ def _app_fmt(v) -> str:
         return "–"
     if x == 0:
         return "0"
+    if abs(x) >= 1e15:
+        return f"{x:.3g}"
     for size, word in ((1e12, "trillion"), (1e9, "billion"), (1e6, "million")):
         if abs(x) >= size:
             return f"{x / size:.3g} {word}"
@@ -498,7 +498,10 @@ def _app_scenario_label(name: str) -> str:
 
 
 def _app_pricing_label(pm: str) -> str:
-    return _APP_PRICING_LABELS.get(pm, pm)
+    """A way to pay in words, as the charts' legends name it."""
+    from .charts.cost import MODEL_NAMES
+
+    return MODEL_NAMES.get(pm, pm)
 
 
 class _App:
@@ -513,6 +516,7 @@ class _App:
         self.version = 0
         self.quiet = False
         self.base = None            # the validated scenario as loaded from its file
+        self.scenario = None        # the scenario with the controls' changes, as last analysed
         self.analysis = None
         self.stale = set()
         self.memo: dict = {}        # slow results that only some inputs change (scaling curves)
@@ -607,7 +611,6 @@ class _App:
         from .scenario import PricingModel
 
         self.utilization.value = s.pricing.utilization
-        models = list(s.pricing.models)
         self.pricing_model.options = [("all of the scenario's", "")] + [(_app_pricing_label(m), m) for m in _get_args(PricingModel)]
         self.pricing_model.value = ""
         w = s.workload
@@ -625,8 +628,9 @@ class _App:
         for k, sw in self.weights.items():
             sw.value = getattr(s.weights, k)
         ids = s.candidates.accelerators or catalog.accelerators()["accelerator"].tolist()
-        for c in self.checks.values():
+        for c in self.checks.values():       # the previous scenario's boxes: unwired and closed
             c.unobserve(self._on_control, "value")
+            c.close()
         self.checks = {a: W.Checkbox(value=True, description=a, indent=False, layout=W.Layout(width="160px"))
                        for a in ids}
         for a, c in self.checks.items():
@@ -667,6 +671,7 @@ class _App:
     def _on_tab(self, change) -> None:
         i = change["new"]
         if i is not None and i in self.stale:
+            self.panes[i].value = f"<p class='wb-sub'>Computing the {_APP_TABS[i].lower()} view…</p>"
             self._render_tab(i)
 
     # --- compute and draw -------------------------------------------------------------------------
@@ -710,14 +715,18 @@ class _App:
             self.rec.value = _app_recommendation_html(analysis)
         self.stale = set(range(len(_APP_TABS)))
         self._render_tab(self.tabs.selected_index or 0)
-        self._set_status(f"Updated in {_time.perf_counter() - t0:.2f} s"
-                         + (f" · changed: {', '.join(changes)}" if changes else " · the scenario's own values"),
-                         "error" if problem else "ok")
+        took = f" (computed in {_time.perf_counter() - t0:.2f} s)"
+        self._set_status((f"Showing the scenario with changed: {', '.join(changes)}{took}" if changes
+                          else f"Showing the scenario file's own values{took}"), "error" if problem else "ok")
 
     def _render_tab(self, i: int) -> None:
+        from .errors import InputError
+
         name = _APP_TABS[i]
         try:
             html = _APP_RENDERERS[name](self.scenario, self.analysis, self.memo)
+        except InputError as e:
+            html = _app_message(f"The {name.lower()} view cannot be drawn for these inputs:", e.problems)
         except Exception as e:
             _app_log_exception()
             html = _app_message(f"The {name.lower()} view failed (logged on the server):", [f"{type(e).__name__}: {e}"])
@@ -820,10 +829,11 @@ def _app_recommendation_html(analysis) -> str:
     return "".join(parts)
 
 
-_APP_RANKING_LABELS = {
-    "rank": "#", "accelerator": "Accelerator", "pricing_model": "Pay with", "offering": "Offering", "cost_usd": "Cost of the run", "usd_per_million_tokens": "$ per M output tokens",
-    "band": "band", "usd_per_month": "$ a month", "time_days": "Days", "tpot_ms": "ms per token",
-    "p_cheapest": "P(cheapest)", "score": "Score",
+_APP_RANKING_LABELS = {   # in the order shown: the decision's columns first, the long offering id last
+    "rank": "#", "accelerator": "Accelerator", "pricing_model": "Pay with", "score": "Score",
+    "cost_usd": "Cost of the run", "usd_per_million_tokens": "$ per M output tokens", "band": "band",
+    "usd_per_month": "$ a month", "time_days": "Days", "tpot_ms": "ms per token", "p_cheapest": "P(cheapest)",
+    "offering": "Offering",
 }
 
 
@@ -966,7 +976,8 @@ def _app_view_workload(s, analysis, memo: dict) -> str:
         rows += [("Training tokens", w.tokens), ("Samples", w.samples), ("Sequence length", w.seq_len),
                  ("Global batch (tokens)", w.global_batch_tokens), ("Framework", w.framework)]
     c = s.constraints
-    rows += [("Deadline (days)", c.deadline_days), ("Budget (USD)", c.budget_usd), ("Max chips", c.max_chips),
+    rows += [("Deadline (days)", c.deadline_days), ("Budget", _app_usd(c.budget_usd) if c.budget_usd else None),
+             ("Max chips", c.max_chips),
              ("Utilisation", f"{s.pricing.utilization:.0%}"), ("Horizon (months)", s.pricing.horizon_months),
              ("Pricing models", ", ".join(_app_pricing_label(m) for m in s.pricing.models)),
              ("Candidates", ", ".join(s.candidates.accelerators or ["every accelerator in the catalog"]))]

@@ -7,7 +7,7 @@ import altair as alt
 import pandas as pd
 
 COMPONENT_ORDER = ["compute", "recomputation", "pipeline bubble", "exposed communication", "optimizer update",
-                   "decode (roofline)", "tensor-parallel communication"]
+                   "synchronisation across domains", "decode (roofline)", "tensor-parallel communication"]
 
 
 def _empty(message: str) -> alt.Chart:
@@ -104,7 +104,8 @@ def configurations_breakdown(table: pd.DataFrame, top: int = 8) -> alt.Chart:
         + d["cp"].map(lambda c: f" CP{c}" if c > 1 else "") + d["ep"].map(lambda e: f" EP{e}" if e > 1 else "")
         + " Z" + d["zero"].astype(str) + " mb" + d["micro_batch"].astype(str) + " " + d["recompute"])
     names = {"compute_s": "compute", "recompute_s": "recomputation", "bubble_s": "pipeline bubble",
-             "exposed_comm_s": "exposed communication", "optimizer_s": "optimizer update"}
+             "exposed_comm_s": "exposed communication", "optimizer_s": "optimizer update",
+             "sync_s": "synchronisation across domains"}
     long = d.rename(columns=names).melt(id_vars=["configuration"], value_vars=list(names.values()),
                                         var_name="component", value_name="seconds")
     order = list(names.values())
