@@ -171,11 +171,11 @@ def test_the_estimate_is_the_scaling_models_best_configuration():
 
 def test_cluster_parallelism_pins_tensor_and_pipeline_parallelism():
     """`cluster.parallelism: {tp: 8, pp: 16}` fixes those two dimensions; the search chooses the rest
-    (1,024 H100s: data parallel 1024 / (8 x 16) = 8)."""
+    (1,024 H100s: data x context parallel 1024 / (8 x 16) = 8)."""
     s = wb.with_overrides(wb.load_scenario("llama-70b-pretrain"),
                           **{"cluster": {"accelerator": "H100-SXM5-80GB", "chips": 1024, "parallelism": {"tp": 8, "pp": 16}}})
     r = perf.compare(s).iloc[0]
-    assert (int(r["tp"]), int(r["pp"]), int(r["dp"]), int(r["chips"])) == (8, 16, 8, 1024)
+    assert (int(r["tp"]), int(r["pp"]), int(r["dp"]) * int(r["cp"]), int(r["chips"])) == (8, 16, 8, 1024)
     free = perf.estimate_training(wb.with_overrides(s, **{"cluster.parallelism": None}), "H100-SXM5-80GB")
     assert free["step_time_s"] <= r["step_time_s"] * (1 + 1e-9)  # the free search can only do as well or better
 

@@ -581,10 +581,14 @@ def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.D
     band = (f"band {_usd(lo_)}-{_usd(hi_)} from the performance estimate"
             if pd.notna(lo_) and pd.notna(hi_) and hi_ > lo_ * 1.005 else "the performance estimate gives no band")
     if ru is not None:
-        diff = 1 - win["cost_value"] / ru["cost_value"]
+        # One figure per sentence: the point estimate (as in the key figures and estimate --json), its
+        # band, and the Monte Carlo median that the ranking uses, labelled as such.
+        diff = 1 - win[metric] / ru[metric]
         rel = f"{abs(diff):.0%} {'less' if diff >= 0 else 'more'}"
-        reasons.append(f"{_describe(win)} costs {_usd(win['cost_value'])} {unit}{monthly}{load}; {band}. That is "
-                       f"{rel} than the runner-up, {_describe(ru)} ({_usd(ru['cost_value'])}).")
+        median = (f" (Monte Carlo median {_usd(win['cost_value'])})"
+                  if abs(win["cost_value"] - win[metric]) > 0.005 * abs(win[metric]) else "")
+        reasons.append(f"{_describe(win)} costs {_usd(win[metric])} {unit}{monthly}{load}{median}; {band}. That is "
+                       f"{rel} than the runner-up, {_describe(ru)} ({_usd(ru[metric])}).")
         p_win = _p_cheaper(s, priced, win["option"], ru["option"], n=n_draws, seed=seed)
         extra = ""
         if "p_cheapest" in win and pd.notna(win.get("p_cheapest")):
@@ -677,6 +681,7 @@ def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.D
         figures["usd_per_month"] = float(win["usd_per_month"])
     if "p_cheapest" in win and pd.notna(win.get("p_cheapest")):
         figures["p_cheapest"] = float(win["p_cheapest"])
+    figures[f"{metric}_p50"] = float(win["cost_value"])
     return Recommendation(s.name, win["accelerator"], win["offering"], win["provider"], win["pricing_model"],
                           reasons, runner, flips, ranking_table(ranked, s), excluded, metric, figures, _describe(win))
 
