@@ -13,7 +13,7 @@ from workbook.errors import InputError
 TRAINING_BOUND = 0.15
 INFERENCE_THROUGHPUT_BOUND = 0.25
 # Held-out runs (never seen by the fit), pooled per kind: a looser bound because a family may have one
-# held-out run; the measured values are 9% (training) and 24% (inference throughput).
+# held-out run; the measured values are 6% (training) and 24% (inference throughput).
 HOLDOUT_TRAINING_BOUND = 0.15
 HOLDOUT_THROUGHPUT_BOUND = 0.30
 
@@ -152,3 +152,82 @@ def test_prediction_is_the_same_code_as_the_estimates():
                             "bf16", "bf16", "bf16")
     assert float(calibrate.predict_run(r)) == pytest.approx(float(pt["tpot_s"]) * 1e3)
     assert np.isfinite(float(calibrate.predict_run(r)))
+
+
+# --- training with the multi-chip model switched on ----------------------------------------------------
+
+def test_training_prediction_is_the_code_path_of_the_estimate():
+    """A training run is predicted by perf.training_config (workbook.scaling's best layout with the
+    calibrated efficiency), the function estimate_training uses, with its published layout pinned."""
+    runs = calibrate.reference_runs().set_index("run", drop=False)
+    r = runs.loc["h100-sxm5-80gb-nemo-llama-2-70b-64"]  # TP4 PP4 VP20, GBS 128, MBS 1 (NeMo 24.07)
+    cfg = calibrate.training_prediction(r)
+    assert (cfg["tp"], cfg["pp"], cfg["vpp"], cfg["micro_batch"], cfg["global_batch_seqs"]) == (4, 4, 20, 1, 128)
+    from workbook.profile import model_profile
+    direct = perf.training_config(model_profile("llama-2-70b"), perf.accelerator_record("H100-SXM5-80GB"), 64,
+                                  calibrate.run_workload(r), calibrate.parse_parallelism(r["parallelism"])[0],
+                                  calibrate.CALIBRATION_HEADROOM, vpp=20)
+    assert float(calibrate.predict_run(r)) == pytest.approx(direct["mfu"])
+
+
+def test_training_predictions_are_not_biased_low(table):
+    """The efficiency is fitted to observed MFU / the scaling model's compute share, so that the
+    model's own communication and bubbles are not charged twice (fitted to end-to-end MFU, predictions
+    with the scaling model on were about 7% low at the median)."""
+    t = table[table["kind"] == "training"]
+    assert abs(t["error"].median()) <= 0.03
+    for fam, g in t.groupby("family"):
+        if len(g) >= 5:
+            assert abs(g["error"].median()) <= 0.10, fam
+
+
+def test_fitted_matmul_ceilings_stay_below_the_measured_matmul_limit():
+    """A ceiling that absorbed communication twice would have to exceed what a single matmul reaches.
+    Measured achievable BF16 matmul (ml-engineering MAMF, quoted in reference/accelerators.csv notes):
+    A100 271 of 312 TFLOP/s (0.87), H100 795 of 989 (0.80)."""
+    params = {(p, s): v for p, s, v in catalog.load("efficiency")[["parameter", "scope", "value"]].itertuples(index=False)}
+    ceilings = {s: v for (p, s), v in params.items() if p == "matmul_ceiling"}
+    assert all(0 < v < 1 for v in ceilings.values())
+    assert ceilings["nvidia-ampere"] <= 271 / 312
+    assert ceilings["nvidia-hopper"] <= 795 / 989
+
+
+def test_a_network_loss_is_fitted_only_where_a_scaling_series_demands_it():
+    """The communication model prices the network; a per-doubling loss is left only for families
+    whose fit runs hold one model and code at three or more chip counts beyond one fast domain."""
+    runs = calibrate.reference_runs()
+    params, _ = calibrate.fit_training(runs)
+    with_loss = {s for (p, s) in params if p == "network_loss_per_doubling"}
+    tr = runs[(runs["kind"] == "training") & (runs["split"] == "fit")]
+    feats = calibrate._training_features(tr[tr["family"].isin(with_loss | {"nvidia-ampere", "tpu-v5p"})], params)
+    for fam, g in feats[feats["moe_x"] == 0].groupby("family"):
+        assert calibrate._has_series(g) == (fam in with_loss), fam
+    assert with_loss <= {"tpu-v5e", "nvidia-hopper"}
+
+
+def test_small_models_are_predicted_within_the_training_bound(table):
+    """Models under 2B parameters (llm-foundry MPT-125M to 1B, Megatron 1.7B): the element-wise share
+    h / (h + kappa x ridge point) explains why they reach less of the peak, more so on H100 than A100
+    and in FP8 (MPT-350M in FP8 was predicted 110% too high by a width penalty fitted to large models)."""
+    runs = calibrate.reference_runs().set_index("run")
+    small = [r for r in table["run"] if table.set_index("run").loc[r, "kind"] == "training"
+             and calibrate.run_profile(runs.loc[r]).params_total < 2e9]
+    errs = table.set_index("run").loc[small, "error"].abs()
+    assert len(small) >= 5
+    assert errs.median() <= TRAINING_BOUND
+    assert errs.max() <= 0.25
+
+
+def test_deepseek_v3_with_latent_attention_is_a_held_out_run():
+    """DeepSeek-V3 on 512 TPU v5p (tpu-recipes): usable once MLA is counted (37.5B active weights)."""
+    runs = calibrate.reference_runs().set_index("run")
+    r = runs.loc["tpu-v5p-deepseek-v3"]
+    assert r["split"] == "holdout" and int(r["chips"]) == 512
+    assert abs(float(calibrate.predict_run(r)) / r["value"] - 1) <= 0.25
+
+
+def test_a_published_layout_is_parsed_into_pins_and_limits():
+    par, limits = calibrate.parse_parallelism("tp=8;pp=8;cp=2;vpp=8;micro_batch=1;recompute=full")
+    assert (par.tp, par.pp, par.cp, par.micro_batch, par.recompute) == (8, 8, 2, 1, "full") and limits == {"vpp": 8}
+    with pytest.raises(InputError, match="tpp"):
+        calibrate.parse_parallelism("tpp=8", "reference_runs.csv: run x: parallelism")
