@@ -231,3 +231,10 @@ def test_a_published_layout_is_parsed_into_pins_and_limits():
     assert (par.tp, par.pp, par.cp, par.micro_batch, par.recompute) == (8, 8, 2, 1, "full") and limits == {"vpp": 8}
     with pytest.raises(InputError, match="tpp"):
         calibrate.parse_parallelism("tpp=8", "reference_runs.csv: run x: parallelism")
+
+
+def test_readme_shows_the_current_calibration_table(summary):
+    """The README's table is what `python -m workbook calibrate --markdown` prints today."""
+    readme = (catalog.DATA_DIR.parent / "README.md").read_text()
+    block = readme.split("<!-- calibration-table -->")[1].split("<!-- end calibration-table -->")[0]
+    assert calibrate.summary_markdown(summary) in block

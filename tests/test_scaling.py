@@ -174,10 +174,34 @@ def test_expert_parallelism_adds_all_to_alls_and_shards_the_experts():
 def test_step_parts_add_up_to_the_step_time():
     p, a = prof.model_profile("llama-3.1-70b"), catalog.accelerator("TPU-v5p")
     df = scaling.search(p, a, 1024, _train("llama-3.1-70b", 8192, 16e6), efficiency=HALF)
-    parts = df[["compute_s", "exposed_comm_s", "bubble_s", "recompute_s", "optimizer_s"]].sum(axis=1)
+    parts = df[["compute_s", "exposed_comm_s", "bubble_s", "recompute_s", "optimizer_s", "sync_s"]].sum(axis=1)
     assert np.allclose(parts, df["step_time_s"])
     tidy = scaling.breakdown(df.head(1).assign(accelerator="TPU-v5p", chips=1024))
     assert tidy["seconds"].sum() == pytest.approx(df["step_time_s"].iloc[0])
+
+
+def test_synchronisation_term_grows_with_the_number_of_fast_domains():
+    """sync_s = γ·log2(chips / domain chips) of the rest of the step (Dean & Barroso 2013: the
+    slowest of m domains); none inside one domain, and none with an explicit efficiency unless asked."""
+    p, a = prof.model_profile("llama-2-7b"), catalog.accelerator("TPU-v5e")  # 256-chip slices
+    w = _train("llama-2-7b", 4096, 4096 * 1024)
+    one = scaling.best_config(p, a, 256, w, efficiency=HALF, sync_loss=0.04)
+    four = scaling.best_config(p, a, 1024, w, efficiency=HALF, sync_loss=0.04)
+    assert one["sync_s"] == 0.0
+    assert four["sync_s"] == pytest.approx(0.04 * 2 * (four["step_time_s"] - four["sync_s"]))
+    assert scaling.best_config(p, a, 1024, w, efficiency=HALF)["sync_s"] == 0.0
+
+
+def test_the_practical_grid_keeps_tensor_parallelism_inside_a_gpu_node():
+    """Megatron-LM keeps TP within an NVLink server (Narayanan et al. 2021 §3.3): on H100 the practical
+    grid never spans nodes with TP; on a TPU torus it may go to 16 (MaxText's largest published TP)."""
+    p = prof.model_profile("llama-3.1-70b")
+    w = _train("llama-3.1-70b", 8192, 16e6)
+    h100, v5p = catalog.accelerator("H100-SXM5-80GB"), catalog.accelerator("TPU-v5p")
+    g = scaling.configurations(p, 1024, w, **scaling.practical_limits(h100))
+    assert g["tp"].max() == 8 and set(g["recompute"]) == {"none", "full"}
+    assert scaling.configurations(p, 1024, w, **scaling.practical_limits(v5p))["tp"].max() == 16
+    assert len(g["tp"]) < len(scaling.configurations(p, 1024, w)["tp"]) / 3
 
 
 # --- properties --------------------------------------------------------------------------------------

@@ -21,9 +21,11 @@ efficiency, a matmul ceiling and a per-collective latency per family. Training p
 multi-chip model's (``workbook.scaling`` through ``perf.training_config``, as in ``estimate``), so
 the training parameters are fitted at a fixed point where that model reproduces the published MFU
 (``fit_training``). Family values are medians (L1 in log space), pooled values come from a grid
-search: see ``perf`` for the formulas. There is no per-doubling network loss any more: the
-communication model prices the network, and the runs leave no residual trend with chip count that
-one would fit except on TPU v5e multi-slice runs (see the README).
+search: see ``perf`` for the formulas. The per-doubling network loss of the earlier model is gone
+where the communication model explains the runs; it is fitted (as ``workbook.scaling``'s
+synchronisation term) only for a family whose runs hold one model and code at three or more chip
+counts beyond one fast domain, and the data leave one only for TPU v5e's MaxText multi-slice runs
+(the H100 GPT-3 175B series fits 0).
 """
 from __future__ import annotations
 
@@ -366,6 +368,13 @@ def _fit_on_shares(f: pd.DataFrame) -> tuple[dict, dict]:
             prov[("network_loss_per_doubling", fm)] = list(dense.loc[m, "run"])
     params[("matmul_ceiling", "pooled")] = float(np.median(list(ceilings.values())))
     prov[("matmul_ceiling", "pooled")] = runs_dense
+    # families without runs take the median of their kind (a GPU's matmuls behave like other GPUs'
+    # more than like a TPU's systolic arrays)
+    kinds = {r["family"]: r["kind"] for r in perf._acc_records().values()}
+    for kind in sorted({kinds[fm] for fm in fams}):
+        members = [fm for fm in fams if kinds[fm] == kind]
+        params[("matmul_ceiling", kind)] = float(np.median([ceilings[fm] for fm in members]))
+        prov[("matmul_ceiling", kind)] = [r for fm in members for r in prov[("matmul_ceiling", fm)]]
     # mixture of experts: target = dense / (1 + c·x·peak·dense/bw)  =>  c = (dense/target − 1)·bw / (x·peak·dense)
     cs = {}
     for i, r in f[f["moe_x"] > 0].iterrows():
@@ -527,7 +536,8 @@ def fit(runs: pd.DataFrame | None = None) -> tuple[dict, dict]:
 PARAM_DOCS = {
     "matmul_ceiling": ("fraction of the dense peak of the compute precision",
                        "fixed point with the multi-chip model: median over the family's dense training runs of "
-                       "(MFU / scaling-model compute share) / width; pooled = median over families"),
+                       "(MFU / scaling-model compute share) / width; gpu/tpu/asic = median over the calibrated "
+                       "families of that kind (used by families without runs); pooled = median over families"),
     "inference_matmul_ceiling": ("fraction of the dense peak of the compute precision",
                                  "grid search on the family's inference runs (prefill and compute-bound decode); "
                                  "pooled = median of families that constrain it"),

@@ -115,7 +115,8 @@ def add_arguments(p) -> None:
 
 def _table(result: dict) -> str:
     training = result["task"] != "inference"
-    keys = ["accelerator", "chips", "fits"] + (PERF_KEYS_TRAINING if training else PERF_KEYS_INFERENCE + ["replicas", "tp", "meets_slo"]) + ["reason"]
+    keys = ["accelerator", "chips", "fits"] + (PERF_KEYS_TRAINING + ["tp", "pp", "dp", "ep", "cp", "zero", "recompute", "micro_batch"]
+                                              if training else PERF_KEYS_INFERENCE + ["replicas", "tp", "meets_slo"]) + ["reason"]
     df = pd.DataFrame(result["options"])
     df = df[[k for k in keys if k in df.columns]]
     lines = [f"{result['scenario']}: {result['title']}", ""]

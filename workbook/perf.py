@@ -31,8 +31,10 @@ published runs in ``data/reference_runs.csv``; every parameter row names the run
   not charged twice for communication and bubbles. Generic (non-transformer) workloads use the
   sharded data-parallel model ``data_parallel_fallback``.
 
-Calibrated range: training runs of 125M to 1T parameters (hidden size 768 to 20,480) at 8 to 8,192
-chips; models below about 1B parameters rest on three runs (MPT-125M, -350M, -760M), see the README.
+Calibrated range: training runs of 124M to 1T parameters (hidden size 768 to 18,432) at 8 to 8,192
+chips. Below 1B parameters the width term rests on three llm-foundry runs on 8 GPUs (MPT-125M on A100,
+MPT-350M in FP8 and MPT-760M on H100; predicted within -19% to +2%): smaller models, or small models
+at scale, are outside what the runs check (see the README).
 
 Uncertainty: the ``_low``/``_high`` columns are P10/P90 of observed/predicted over the calibration
 runs (per family with at least 5 runs of that metric, pooled otherwise; for a family with no
@@ -206,7 +208,9 @@ def compute_efficiency(acc, precision: str, work: str, profile: Profile, tp=1, t
 
     ``work``: ``"train"`` (the matmuls of a training step: forward, backward; the family's
     ``matmul_ceiling``), ``"prefill"`` or ``"decode"`` (forward passes in an inference engine: the
-    family's ``inference_matmul_ceiling``). Efficiency = ceiling · width_factor(h, width_scale) ·
+    family's ``inference_matmul_ceiling``; a family without training runs takes the median of the
+    calibrated families of its ``kind``, GPU, TPU or ASIC, else the pooled value). Efficiency =
+    ceiling · width_factor(h, width_scale) ·
     moe_factor (training only); ``ceiling`` overrides the table. Tensor parallelism does not change
     it (with sequence parallelism both the matmuls and the element-wise work are split tp ways), and
     chip count does not enter: communication, bubbles and recomputation are ``workbook.scaling``'s.
@@ -220,7 +224,9 @@ def compute_efficiency(acc, precision: str, work: str, profile: Profile, tp=1, t
     fam = _family(acc)
     peak = _peak(acc, precision)
     if ceiling is None:
-        ceiling = parameter("matmul_ceiling" if work == "train" else "inference_matmul_ceiling", fam)
+        ceiling = (parameter("matmul_ceiling", fam, default_scope=str(acc["kind"]))
+                   if work == "train" and ("matmul_ceiling", str(acc["kind"])) in _param_table()
+                   else parameter("matmul_ceiling" if work == "train" else "inference_matmul_ceiling", fam))
     eff = np.asarray(ceiling, dtype=float)
     if not profile.generic:
         eff = eff * width_factor(profile.hidden, width_scale(acc, precision))
@@ -654,15 +660,15 @@ def _plan_training(p: Profile, acc: dict, s: Scenario, pinned: int | None, par: 
     if dl is None:
         return n, cfg
     lo, hi = None, None  # the largest count known to miss the deadline, the smallest known to meet it
-    for _ in range(8):  # steps up towards the deadline, by the square of the shortfall (throughput per
-        d = days(n, cfg)  # chip falls as chips grow, so a proportional step lands just short)
+    for _ in range(8):  # steps up towards the deadline, by the square of the shortfall and at least 5%
+        d = days(n, cfg)  # (throughput per chip falls as chips grow: a proportional step lands short)
         if d <= dl:
             hi = (n, cfg)
             break
         lo = n
         if n >= top:
             return n, cfg  # the shortest time within the cap still misses: report it
-        n = min(top, max(n + unit, int(math.ceil(n * (d / dl) ** 2 / unit)) * unit))
+        n = min(top, max(n + unit, int(math.ceil(n * max((d / dl) ** 2, 1.05) / unit)) * unit))
         cfg = cfg_at(n) or cfg
     if hi is None:
         return n, cfg
@@ -678,17 +684,33 @@ def _plan_training(p: Profile, acc: dict, s: Scenario, pinned: int | None, par: 
             lo = m
     if lo is None:
         return hi
-    for _ in range(8):  # bisection on whole units between a miss and a hit
-        if hi[0] - lo <= unit:
+    d_lo = None
+    for _ in range(10):  # interpolation (regula falsi on log days against log chips), else bisection,
+        if hi[0] - lo <= unit:  # on whole units between a miss and a hit
             break
+        d_hi = days(*hi)
+        if d_lo is None:
+            c_lo = cfg_at(lo)
+            d_lo = days(lo, c_lo) if c_lo is not None else None
         mid = (lo + hi[0]) // 2 // unit * unit
+        if d_lo is not None and d_lo > dl >= d_hi and d_lo > d_hi:
+            x = math.log(lo) + (math.log(d_lo) - math.log(dl)) * (math.log(hi[0]) - math.log(lo)) / (math.log(d_lo) - math.log(d_hi))
+            guess_n = int(math.ceil(math.exp(x) / unit)) * unit
+            if lo < guess_n < hi[0]:
+                mid = guess_n
         if mid <= lo:
             break
         c = cfg_at(mid)
         if c is not None and days(mid, c) <= dl:
             hi = (mid, c)
+            if mid - unit > lo:  # one unit fewer: usually the miss that closes the bracket
+                c2 = cfg_at(mid - unit)
+                if c2 is not None and days(mid - unit, c2) <= dl:
+                    hi = (mid - unit, c2)
+                else:
+                    lo, d_lo = mid - unit, (days(mid - unit, c2) if c2 is not None else None)
         else:
-            lo = mid
+            lo, d_lo = mid, (days(mid, c) if c is not None else None)
     return hi
 
 
