@@ -112,3 +112,15 @@ def test_cli_catalog_prints_a_table(name):
     r = subprocess.run([sys.executable, "-m", "workbook", "catalog", name], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert len(r.stdout.splitlines()) == len(catalog.load(name)) + 1
+
+
+def test_t4_and_v100_run_a_bf16_model_at_their_fp16_tensor_peak():
+    # NVIDIA T4 datasheet: 65 TFLOP/s FP16 tensor (mixed precision); V100: 125. Neither has bf16.
+    assert catalog.peak_flops_per_s(catalog.accelerator("T4"), "bf16") == pytest.approx(65e12, rel=0.01)
+    assert catalog.peak_flops_per_s(catalog.accelerator("V100-SXM2-16GB"), "bf16") == pytest.approx(125e12, rel=0.01)
+
+
+def test_a10g_has_no_published_peak_and_stays_blank():
+    # NVIDIA publishes no A10G tensor peak: a blank, not a guess (data/README.md).
+    import math
+    assert math.isnan(catalog.peak_flops_per_s(catalog.accelerator("A10G"), "bf16"))

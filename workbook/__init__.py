@@ -13,6 +13,7 @@ _sys.modules.setdefault("rfc3987_syntax", None)
 
 from . import catalog  # noqa: E402
 from .errors import InputError
+from .narrative import header
 from .scenario import Scenario, load_scenario, parse_scenario, scenario_names, with_overrides
 
 __version__ = "0.1.0"
@@ -30,5 +31,5 @@ def __getattr__(name: str):
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
         raise
 
-__all__ = ["catalog", "InputError", "Scenario", "load_scenario", "parse_scenario", "scenario_names",
+__all__ = ["catalog", "header", "InputError", "Scenario", "load_scenario", "parse_scenario", "scenario_names",
            "with_overrides", "__version__"]

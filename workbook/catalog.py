@@ -351,18 +351,25 @@ def model(ident: str) -> pd.Series:
     return df.set_index("model").loc[resolve("models", ident)]
 
 
-def peak_flops_per_s(acc: pd.Series | pd.DataFrame, precision: str):
+def peak_flops_per_s(acc, precision: str):
     """Dense peak FLOP/s for a compute precision (datasheet, dense not sparse).
 
-    int4 weights compute in the accelerator's bf16 path (weight-only quantisation); fp16 falls
-    back to bf16 where only one half-precision figure is published (same tensor-core rate on every
-    chip in the catalog)."""
+    ``acc`` is one accelerator (a catalog row as Series or dict: returns a float, NaN when
+    unpublished) or the whole catalog DataFrame (returns a Series). int4 weights compute in the bf16
+    path (weight-only quantisation). The two 16-bit formats stand in for each other where a chip
+    publishes only one: every chip with both has the same tensor-core rate for them, and Volta
+    (V100) and Turing (T4), which have no bf16, run a bf16 model in fp16 (mixed precision with loss
+    scaling for training: Micikevicius et al. 2018, "Mixed Precision Training")."""
     col = {"fp32": "peak_fp32_flops_per_s", "bf16": "peak_bf16_flops_per_s", "fp16": "peak_fp16_flops_per_s",
            "fp8": "peak_fp8_flops_per_s", "int8": "peak_int8_flops_per_s", "int4": "peak_bf16_flops_per_s"}[precision]
+    other = {"peak_bf16_flops_per_s": "peak_fp16_flops_per_s", "peak_fp16_flops_per_s": "peak_bf16_flops_per_s"}.get(col)
+    if isinstance(acc, pd.DataFrame):
+        val = acc[col].astype(float)
+        return val.fillna(acc[other].astype(float)) if other else val
     val = acc[col]
-    if precision == "fp16":
-        val = val.fillna(acc["peak_bf16_flops_per_s"]) if hasattr(val, "fillna") else (acc["peak_bf16_flops_per_s"] if pd.isna(val) else val)
-    return val
+    if other and (val is None or pd.isna(val)):
+        val = acc[other]
+    return float(val) if val is not None and not pd.isna(val) else float("nan")
 
 
 def catalog_versions(data_dir: str | None = None) -> dict[str, str]:

@@ -62,8 +62,6 @@ try:  # the multi-chip training model (issue 4); the data-parallel fallback belo
 except ImportError:  # pragma: no cover - depends on what is checked out
     scaling = None
 
-PRECISION_PEAK_COL = {"fp32": "peak_fp32_flops_per_s", "bf16": "peak_bf16_flops_per_s", "fp16": "peak_fp16_flops_per_s",
-                      "fp8": "peak_fp8_flops_per_s", "int8": "peak_int8_flops_per_s", "int4": "peak_bf16_flops_per_s"}
 TRAINING_KEYS = ["step_time_s", "tokens_per_s", "mfu", "training_days", "chip_hours"]
 INFERENCE_KEYS = ["ttft_ms", "tpot_ms", "output_tokens_per_s"]
 # the parallel layout of a training option (workbook.scaling's best configuration)
@@ -196,10 +194,8 @@ def network_loss(acc) -> float:
 
 
 def _peak(acc, precision: str) -> float:
-    v = acc[PRECISION_PEAK_COL[precision]]
-    if precision == "fp16" and (v is None or pd.isna(v)):
-        v = acc["peak_bf16_flops_per_s"]
-    return float(v) if v is not None and not pd.isna(v) else math.nan
+    """Dense peak of ``precision`` on one chip, NaN when unpublished (``catalog.peak_flops_per_s``)."""
+    return catalog.peak_flops_per_s(acc, precision)
 
 
 def compute_efficiency(acc, precision: str, work: str, profile: Profile, tp=1, tokens=None, ceiling=None):
@@ -879,6 +875,8 @@ def estimate_inference(s: Scenario, accelerator: str, chips: int | None = None) 
         # throughput grows with batch: the largest batch that meets the targets, else the largest that fits
         j = int(np.flatnonzero(ok)[-1]) if meets else len(grid) - 1
         thr = float(pt["output_tokens_per_s"][j])
+        if not (thr > 0 and math.isfinite(thr)):
+            continue  # e.g. tensor parallelism over a link with no published bandwidth (T4 PCIe)
         if pinned:
             replicas = int(pinned // tp)
         elif w.requests_per_s is not None:
