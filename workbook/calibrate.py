@@ -44,9 +44,8 @@ RUNS_FILE = "reference_runs"
 # --- reading the runs ------------------------------------------------------------------------------
 
 
-def parse_architecture(text: str, where: str = "architecture") -> Architecture:
-    """An inline shape ``"layers=48;hidden=6144;..."`` (keys of ``scenario.Architecture``)."""
-    data = {}
+def _key_values(text: str, where: str):
+    """``"a=1;b=2"`` as (key, value) string pairs; InputError naming ``where`` on a malformed part."""
     for part in str(text).split(";"):
         part = part.strip()
         if not part:
@@ -54,6 +53,13 @@ def parse_architecture(text: str, where: str = "architecture") -> Architecture:
         if "=" not in part:
             raise InputError(f"{where}: expected key=value pairs separated by ';', got {part!r}")
         k, v = (x.strip() for x in part.split("=", 1))
+        yield k, v
+
+
+def parse_architecture(text: str, where: str = "architecture") -> Architecture:
+    """An inline shape ``"layers=48;hidden=6144;..."`` (keys of ``scenario.Architecture``)."""
+    data = {}
+    for k, v in _key_values(text, where):
         if k not in Architecture.model_fields:
             raise InputError(f"{where}: unknown key {k!r}{catalog._suggest(k, list(Architecture.model_fields))}")
         data[k] = v.lower() in ("true", "1", "yes") if k in ("gated_mlp", "tied_embeddings") else int(float(v))
@@ -169,13 +175,7 @@ def parse_parallelism(text, where: str = "parallelism") -> tuple[Parallelism | N
     if not isinstance(text, str) or not text.strip():
         return None, {}
     pins, limits = {}, {}
-    for part in text.split(";"):
-        part = part.strip()
-        if not part:
-            continue
-        if "=" not in part:
-            raise InputError(f"{where}: expected key=value pairs separated by ';', got {part!r}")
-        k, v = (x.strip() for x in part.split("=", 1))
+    for k, v in _key_values(text, where):
         if k == "vpp":
             limits["vpp"] = int(v)
         elif k in Parallelism.model_fields:

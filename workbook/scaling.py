@@ -630,6 +630,11 @@ def default_chip_counts(acc: pd.Series, max_chips: int | None = None, min_chips:
         lo = max(lo, need)
     cap = _num(acc.get("max_cluster_chips"), np.inf)
     hi = int(min(max_chips or 16384, cap))
+    return powers_of_two(lo, hi)
+
+
+def powers_of_two(lo: int, hi: int) -> list[int]:
+    """Chip counts 1, 2, 4, ... between ``lo`` and ``hi`` (``[lo]`` when there is none)."""
     out, c = [], 1
     while c <= hi:
         if c >= lo:

@@ -139,12 +139,9 @@ def comparison_explorer(s) -> W.VBox:
 # layouts as stacked bars (SVG inside an Output: offline in JupyterLab and Voila).
 
 def _scaling_pow2(lo: int, hi: int) -> list[int]:
-    out, c = [], 1
-    while c <= hi:
-        if c >= lo:
-            out.append(c)
-        c *= 2
-    return out or [lo]
+    from .scaling import powers_of_two
+
+    return powers_of_two(lo, hi)
 
 
 def scaling_explorer(s, efficiency=None) -> W.VBox:
@@ -755,23 +752,14 @@ def _app_get(s, dotted: str):
 
 
 def _app_usd(x) -> str:
-    """Money for people: $1.23M, $45,600, $2.13, $0.213; blanks stay blank."""
+    """Money for people (``decision._usd``: $1.23M, $45,600, $2.13, $0.213); blanks stay blank."""
+    from . import decision
+
     try:
         x = float(x)
     except (TypeError, ValueError):
         return "–"
-    if not _math.isfinite(x):
-        return "–"
-    a = abs(x)
-    if a >= 1e9:
-        return f"${x / 1e9:.2f}B"
-    if a >= 1e6:
-        return f"${x / 1e6:.2f}M"
-    if a >= 100:
-        return f"${x:,.0f}"
-    if a >= 1:
-        return f"${x:,.2f}"
-    return f"${x:.3g}"
+    return decision._usd(x) if _math.isfinite(x) else "–"
 
 
 def _app_key_figures(rec) -> list[tuple[str, str]]:
