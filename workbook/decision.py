@@ -169,7 +169,10 @@ def apply_constraints(s: Scenario, priced: pd.DataFrame) -> pd.Series:
     if "fits" in priced:
         fits = priced["fits"].astype("boolean").fillna(False)
         why = priced["reason"].fillna("does not fit in memory") if "reason" in priced else "does not fit in memory"
-        add(~fits, "memory: " + (why.astype(str) if isinstance(why, pd.Series) else why))
+        why = why.astype(str) if isinstance(why, pd.Series) else pd.Series(why, index=priced.index)
+        # perf's reason says what failed: a missing peak for the precision is not a memory problem
+        kind = why.str.contains("peak", case=False).map({True: "precision: ", False: "memory: "})
+        add(~fits, kind + why)
     if not training and "meets_slo" in priced:
         ok = priced["meets_slo"].astype("boolean").fillna(False)
         fits = priced["fits"].astype("boolean").fillna(False) if "fits" in priced else True
@@ -572,7 +575,7 @@ def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.D
     p = s.pricing
 
     # cost
-    cheapest = ranked.loc[ranked["cost_value"].idxmin()]
+    cheapest = ranked.loc[ranked[metric].astype(float).idxmin()]  # by the point estimate, as the sentences quote
     unit = "for the run" if training else "per million output tokens"
     load = (f" at your load ({w.requests_per_s:g} requests/s, {w.output_tokens} output tokens each)"
             if not training and w.requests_per_s else "")
@@ -599,8 +602,8 @@ def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.D
         reasons.append(f"{_describe(win)} is the only option that passes every hard constraint: "
                        f"{_usd(win['cost_value'])} {unit}{monthly}{load}; {band}.")
     if cheapest["option"] != win["option"]:
-        reasons.append(f"It is not the cheapest: {_describe(cheapest)} costs {_usd(cheapest['cost_value'])} "
-                       f"({1 - cheapest['cost_value'] / win['cost_value']:.0%} less) but scores lower on the other criteria.")
+        reasons.append(f"It is not the cheapest: {_describe(cheapest)} costs {_usd(cheapest[metric])} "
+                       f"({1 - cheapest[metric] / win[metric]:.0%} less) but scores lower on the other criteria.")
     # time
     if training:
         dl = f", inside the {s.constraints.deadline_days:g}-day deadline" if s.constraints.deadline_days else ""
