@@ -76,7 +76,9 @@ class Overlap:
       all-gather of ZeRO-1/2 with the next forward (overlap_param_gather); only the part longer
       than the window (one micro-batch's backward or forward) is exposed.
     - ``fsdp = 1``: ZeRO-3/FSDP prefetches the next layer's weights during the current layer
-      (Zhao et al. 2023 "PyTorch FSDP" §3.3).
+      (Zhao et al. 2023 "PyTorch FSDP" §3.3). Checked against the calibration runs pinned to
+      ZeRO-3 (llm-foundry MPT, MaxText on TPU v4): any value >= 0.5 prices them the same and a
+      fitted fraction is not identified (README, "How good is the performance model?"), so 1 stays.
     - ``cp = 1``: ring attention overlaps the KV exchange with the attention blocks (Liu et al. 2023).
     - ``ep = 0``: expert all-to-alls block the MoE layer (Lepikhin et al. 2020); overlapping them
       needs schedules such as DeepSeek-V3's DualPipe.
