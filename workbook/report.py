@@ -236,9 +236,13 @@ _RESET = "get_ipython().run_line_magic('reset', '-f')\nget_ipython().execution_c
 
 
 def _register_engine() -> None:
-    """A Papermill engine that runs a notebook in an already started kernel (``km=``), resetting the
-    namespace first, and closes its client afterwards (Papermill's own engine starts a kernel per
-    notebook, which costs a kernel start plus the package imports each time)."""
+    """A Papermill engine that runs a notebook in an already started kernel (``km=``) through an
+    already connected client (``kc=``), resetting the namespace first (Papermill's own engine starts
+    a kernel per notebook, which costs a kernel start plus the package imports each time).
+
+    Reusing the client matters too: a new client's ``wait_for_ready`` waits up to 0.2 s for its
+    IOPub subscription to see a message (ZeroMQ's late-joining subscriber), measured at about 0.27 s
+    of idle time per notebook; without ``kc`` a client is made per notebook and closed after it."""
     from papermill.clientwrap import PapermillNotebookClient
     from papermill.engines import NBClientEngine, papermill_engines
 
@@ -249,7 +253,9 @@ def _register_engine() -> None:
         @classmethod
         def execute_managed_notebook(cls, nb_man, kernel_name, log_output=False, stdout_file=None,
                                      stderr_file=None, start_timeout=60, execution_timeout=None,
-                                     km=None, reset_namespace=True, **kwargs):
+                                     km=None, kc=None, reset_namespace=True, **kwargs):
+            from jupyter_core.utils import run_sync
+
             client = PapermillNotebookClient(
                 nb_man, km=km, timeout=execution_timeout, startup_timeout=start_timeout,
                 kernel_name=kernel_name, log=logging.getLogger("papermill"), log_output=log_output,
@@ -260,6 +266,13 @@ def _register_engine() -> None:
                     await client.kc.execute_interactive(_RESET, silent=True, store_history=False,
                                                         timeout=start_timeout, allow_stdin=False)
 
+            if kc is not None:  # connected already: no on_notebook_start hook runs, reset here
+                client.kc = kc
+                run_sync(reset)()
+                try:
+                    return client.execute()
+                finally:
+                    client.kc = None  # the kernel's client stays open for the next notebook
             client.on_notebook_start = reset
             try:
                 return client.execute()
@@ -285,7 +298,8 @@ def _start_kernel(kernel_name: str, cwd: str, log_file):
 
 # Kernels kept by this worker (process and thread): starting a kernel and importing pandas and
 # altair in it costs seconds, paid once per worker rather than per scenario or notebook.
-_KERNELS: dict[tuple, tuple] = {}
+# Each entry: (kernel manager, its log file, a connected client or None).
+_KERNELS: dict[tuple, list] = {}
 _FINALIZER = None
 
 
@@ -296,12 +310,12 @@ def _kernel(kernel_name: str, cwd: str):
 
     key = (kernel_name, cwd, os.getpid(), threading.get_ident())
     if key in _KERNELS:
-        km, _log = _KERNELS[key]
+        km = _KERNELS[key][0]
         if run_sync(km.is_alive)():
             return km, False
         _discard_kernel(kernel_name, cwd)
     log_file = tempfile.TemporaryFile()
-    _KERNELS[key] = (_start_kernel(kernel_name, cwd, log_file), log_file)
+    _KERNELS[key] = [_start_kernel(kernel_name, cwd, log_file), log_file, None]
     if _FINALIZER is None:
         import multiprocessing.util
 
@@ -310,20 +324,43 @@ def _kernel(kernel_name: str, cwd: str):
     return _KERNELS[key][0], True
 
 
+def _client(kernel_name: str, cwd: str):
+    """A connected client of this worker's kernel for ``cwd`` (made once, kept with the kernel)."""
+    from jupyter_core.utils import run_sync
+
+    entry = _KERNELS[(kernel_name, cwd, os.getpid(), threading.get_ident())]
+    if entry[2] is None:
+        kc = entry[0].client()
+        kc.start_channels()
+        try:
+            run_sync(kc.wait_for_ready)(timeout=60)
+        except Exception:
+            kc.stop_channels()
+            raise
+        kc.allow_stdin = False
+        entry[2] = kc
+    return entry[2]
+
+
 def _discard_kernel(kernel_name: str, cwd: str) -> None:
     entry = _KERNELS.pop((kernel_name, cwd, os.getpid(), threading.get_ident()), None)
     if entry is not None:
-        _stop_kernel(entry[0])
-        entry[1].close()
+        _close_entry(entry)
+
+
+def _close_entry(entry) -> None:
+    km, log_file, kc = entry
+    if kc is not None:
+        kc.stop_channels()
+    _stop_kernel(km)
+    log_file.close()
 
 
 def shutdown_kernels() -> int:
     """Stop every kernel this worker keeps (called at exit, and on Dask workers after a batch)."""
     n = 0
     for key in [k for k in _KERNELS if k[2] == os.getpid()]:
-        km, log_file = _KERNELS.pop(key)
-        _stop_kernel(km)
-        log_file.close()
+        _close_entry(_KERNELS.pop(key))
         n += 1
     return n
 
@@ -387,6 +424,11 @@ def execute_notebooks(job: Job, workdir: Path) -> list[tuple[str, Path, float]]:
     logging.getLogger("papermill").setLevel(logging.WARNING)
     done = []
     km, fresh = _kernel(job.kernel_name, job.notebook_dir)
+    try:
+        kc = _client(job.kernel_name, job.notebook_dir)
+    except Exception as e:  # the kernel died while starting
+        _discard_kernel(job.kernel_name, job.notebook_dir)
+        raise _NotebookFailed(job.sections[0][1], e, workdir / job.sections[0][1]) from e
     for i, (key, notebook, _label) in enumerate(job.sections):
         out_path = workdir / notebook
         t0 = time.perf_counter()
@@ -396,12 +438,39 @@ def execute_notebooks(job: Job, workdir: Path) -> list[tuple[str, Path, float]]:
                 parameters={"scenario": job.parameter, "interactive": False},
                 engine_name=ENGINE, kernel_name=job.kernel_name, progress_bar=False,
                 request_save_on_cell_execute=False, execution_timeout=job.timeout_s,
-                km=km, reset_namespace=not (fresh and i == 0))
+                km=km, kc=kc, reset_namespace=not (fresh and i == 0))
         except Exception as e:
             _discard_kernel(job.kernel_name, job.notebook_dir)
             raise _NotebookFailed(notebook, e, out_path) from e
         done.append((key, out_path, time.perf_counter() - t0))
+    _estimate_in_kernel(kc, job, workdir / ESTIMATE_FILE)
     return done
+
+
+ESTIMATE_FILE = "estimate.json"  # written by the kernel into the worker's private folder
+
+
+def _estimate_in_kernel(kc, job: Job, path: Path) -> None:
+    """Compute ``summary.json``'s estimate in the scenario's kernel, which has the model modules
+    imported already (the runner would import and compute it all again, about 0.5 s); the runner
+    reads ``path``. A failure here only costs time: ``build_summary`` then computes it itself."""
+    from jupyter_core.utils import run_sync
+
+    code = (f"import workbook.report as _wr\n_wr.write_estimate({job.scenario_file!r}, {str(path)!r})\n"
+            "del _wr\n")
+    try:
+        run_sync(kc.execute_interactive)(code, silent=True, store_history=False, timeout=job.timeout_s,
+                                         allow_stdin=False, output_hook=lambda msg: None)
+    except Exception:  # timeout, dead kernel: the runner computes the estimate
+        path.unlink(missing_ok=True)
+
+
+def write_estimate(scenario_file: str, path: str) -> None:
+    """``run_estimate`` of a scenario file, as JSON in ``path`` (runs in the report kernel)."""
+    est, err = run_estimate(load_scenario(scenario_file))
+    tmp = Path(path).with_name(f".{Path(path).name}.tmp")
+    tmp.write_text(json.dumps({"estimate": est, "error": err}, allow_nan=False))
+    os.replace(tmp, path)
 
 
 class _NotebookFailed(Exception):
@@ -423,7 +492,7 @@ def render_scenario(job: Job) -> Result:
             res.duration_s = time.perf_counter() - t0
             return res
         try:
-            res.files, res.notes = assemble_report(job, executed)
+            res.files, res.notes = assemble_report(job, executed, Path(tmp) / ESTIMATE_FILE)
             res.ok = True
         except Exception as e:  # a rendering bug or an offline-rule violation: this report only
             res.error = f"{job.scenario}: assembling the report: {e.__class__.__name__}: {e}"
@@ -510,9 +579,27 @@ def _exporter():
     """nbconvert's HTMLExporter with the ``report_cells`` template: cells only, no code, no prompts."""
     if getattr(_LOCAL, "exporter", None) is None:
         from nbconvert import HTMLExporter
+        from nbconvert.exporters.templateexporter import TemplateExporter
+        from nbconvert.filters.highlight import Highlight2HTML
+        from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
         from nbconvert.preprocessors import TagRemovePreprocessor
 
-        ex = HTMLExporter(template_name="report_cells", extra_template_basedirs=[str(TEMPLATE_DIR)],
+        class CellsExporter(HTMLExporter):
+            """HTMLExporter without its final BeautifulSoup pass (about 0.1 s per notebook, half the
+            export time): that pass adds a placeholder alt text to images without one (``clean_notebook``
+            gives every chart one, ``notebook_html`` any other image) and ``tabindex`` to ``.jp-Notebook`` input/output wrappers, which the
+            ``report_cells`` template does not emit (checked: the report had no ``tabindex`` with it)."""
+
+            def from_notebook_node(self, nb, resources=None, **kw):
+                lexer = nb.metadata.get("language_info", {}).get("pygments_lexer")
+                resources = self._init_resources(resources)
+                self.register_filter("highlight_code", self.filters.get(
+                    "highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self)))
+                self.register_filter("filter_data_type", WidgetsDataTypeFilter(
+                    notebook_metadata=self._nb_metadata, parent=self, resources=resources))
+                return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+
+        ex = CellsExporter(template_name="report_cells", extra_template_basedirs=[str(TEMPLATE_DIR)],
                           exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
         ex.register_preprocessor(TagRemovePreprocessor(remove_cell_tags=set(REMOVE_CELL_TAGS)), enabled=True)
         _LOCAL.exporter = ex
@@ -522,7 +609,19 @@ def _exporter():
 def notebook_html(nb, name: str = "notebook") -> str:
     """The cells of an executed, cleaned notebook as an HTML fragment."""
     body, _ = _exporter().from_notebook_node(nb, resources={"metadata": {"name": name}})
-    return body
+    return _NUMERIC_ENTITY.sub(_entity_char, _IMG_WITHOUT_ALT.sub('<img alt="Image"', body))
+
+
+_IMG_WITHOUT_ALT = re.compile(r"<img(?![^>]*\balt=)")
+_NUMERIC_ENTITY = re.compile(r"&#(x[0-9a-fA-F]+|[0-9]+);")
+
+
+def _entity_char(m) -> str:
+    """A numeric character reference as its character (``&#183;`` -> ``·``), as the BeautifulSoup
+    pass of HTMLExporter wrote them; markup characters stay escaped."""
+    code = int(m.group(1)[1:], 16) if m.group(1)[0] in "xX" else int(m.group(1))
+    ch = chr(code) if 0 < code < 0x110000 else ""
+    return m.group(0) if not ch or ch in "<>&\"'" or not ch.isprintable() else ch
 
 
 _NOTEBOOK_NUMBER = re.compile(r"^\s*\d{1,2}\s*[·.:\-–—]\s*")
@@ -592,10 +691,19 @@ def run_estimate(s) -> tuple[dict | None, str | None]:
         return None, f"{e.__class__.__name__}: {e}"
 
 
-def build_summary(job: Job, durations: list[dict]) -> dict:
-    """``summary.json``: the estimate's keys at the top level, plus ``report`` metadata."""
+def _read_estimate(path: Path | None) -> tuple[dict | None, str | None] | None:
+    try:
+        data = json.loads(Path(path).read_text())
+        return data["estimate"], data["error"]
+    except (TypeError, OSError, ValueError, KeyError):
+        return None
+
+
+def build_summary(job: Job, durations: list[dict], estimate_file: Path | None = None) -> dict:
+    """``summary.json``: the estimate's keys at the top level, plus ``report`` metadata. The estimate
+    is read from ``estimate_file`` (``write_estimate`` in the kernel) when there is one, else computed."""
     s = load_scenario(job.scenario_file)
-    est, err = run_estimate(s)
+    est, err = _read_estimate(estimate_file) or run_estimate(s)
     meta = {
         "generated_utc": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
         "package_version": __version__,
@@ -710,7 +818,8 @@ def _jinja():
                               lstrip_blocks=True)
 
 
-def assemble_report(job: Job, executed: list[tuple[str, Path, float]]) -> tuple[dict[str, bytes], list[str]]:
+def assemble_report(job: Job, executed: list[tuple[str, Path, float]],
+                    estimate_file: Path | None = None) -> tuple[dict[str, bytes], list[str]]:
     """The report folder's files: ``report.html``, ``summary.json`` and the executed notebooks."""
     import nbformat
 
@@ -727,7 +836,7 @@ def assemble_report(job: Job, executed: list[tuple[str, Path, float]]) -> tuple[
         sections.append({"key": key, "anchor": first["id"] if first else key, "label": labels[key],
                          "title": first["text"] if first else labels[key], "html": fragment,
                          "subheads": [h for h in heads if h["level"] == 2]})
-    summary = build_summary(job, durations)
+    summary = build_summary(job, durations, estimate_file)
     head = headline(summary)
     items = [("Recommendation", head["recommendation"] or "(no recommendation)"), ("Cost", head["cost"]),
              ("Time", head["time"]), ("Confidence", head["confidence"])]
