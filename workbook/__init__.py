@@ -13,10 +13,12 @@ _sys.modules.setdefault("rfc3987_syntax", None)
 
 from . import catalog  # noqa: E402
 from .errors import InputError
-from .narrative import header
+from .narrative import header, register_table_formatter
 from .scenario import Scenario, load_scenario, parse_scenario, scenario_names, with_overrides
 
 __version__ = "0.1.0"
+
+register_table_formatter()
 
 
 def __getattr__(name: str):

@@ -20,3 +20,45 @@ def header(s: Scenario):
     from IPython.display import Markdown
 
     return Markdown(header_markdown(s))
+
+
+def number(x) -> str:
+    """A figure for people: 3 significant digits, thousands separators, scientific only beyond 1e6."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    if v != v:  # NaN
+        return ""
+    a = abs(v)
+    if a == 0:
+        return "0"
+    if a >= 1e6 or a < 1e-3:
+        return f"{v:.3g}"
+    if a >= 100:
+        return f"{v:,.0f}"
+    return f"{v:.3g}"
+
+
+def table_html(df) -> str:
+    """DataFrame as HTML for notebooks, reports and the app: readable numbers, and no 0, 1, 2 ...
+    index column when the index carries no information (a RangeIndex)."""
+    import pandas as pd
+
+    show_index = not (isinstance(df.index, pd.RangeIndex) and df.index.name is None)
+    return df.to_html(index=show_index, float_format=number, na_rep="", border=0, notebook=True)
+
+
+def register_table_formatter() -> bool:
+    """In IPython (JupyterLab, Voila, Papermill kernels), show every DataFrame with ``table_html``."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    ip = get_ipython()
+    if ip is None:
+        return False
+    import pandas as pd
+
+    ip.display_formatter.formatters["text/html"].for_type(pd.DataFrame, table_html)
+    return True
