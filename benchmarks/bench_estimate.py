@@ -24,18 +24,12 @@ sys.path.insert(0, str(ROOT))
 
 from workbook import perf  # noqa: E402
 from workbook.scenario import load_scenario, scenario_names, with_overrides  # noqa: E402
+from _timing import median_time  # noqa: E402
 
 TARGET_S = 0.100
 
 
-def _median_time(fn, repeat):
-    times = []
-    out = None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
+_median_time = median_time
 
 
 def main(argv=None) -> int:

@@ -19,18 +19,13 @@ sys.path.insert(0, str(ROOT))
 
 from workbook import cost, decision, perf  # noqa: E402
 from workbook.scenario import load_scenario, scenario_names  # noqa: E402
+from _timing import median_time  # noqa: E402
 
 MC_TARGET_S = 1.0
 RECOMMEND_TARGET_S = 1.0
 
 
-def _median_time(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
+_median_time = median_time
 
 
 def main(argv=None) -> int:
