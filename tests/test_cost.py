@@ -341,3 +341,159 @@ def test_histogram_shares_sum_to_at_most_one_per_option():
     s, p = _mc_setup()
     h = cost.mc_histogram(s, p, n=2000)
     assert (h.groupby("option")["share"].sum() <= 1.0 + 1e-9).all()
+
+
+# --- latency-bound serving on spot: spare instances (M/G/inf) -------------------------------------------
+# The number of instances out at once is Poisson with mean (instances + spares) x rate x restart
+# (M/G/inf: arrival rate x mean service time; Gross & Harris, Fundamentals of Queueing Theory).
+# Every k below is checked by hand: P(N > k) = 1 - e^-m (1 + m + m^2/2 + ... + m^k/k!).
+
+LIVE = {**SERVE, "name": "t-live", "workload": {**SERVE["workload"], "ttft_slo_ms": 500, "tpot_slo_ms": 50},
+        "pricing": {**SERVE["pricing"], "models": ["on_demand", "spot"], "spot_interruptions_per_hour": 0.1,
+                    "restart_min": 30, "spot_availability_target": 0.99}}
+
+
+def test_poisson_tail_matches_hand_values():
+    """m = 0.1: P(N > 0) = 1 - e^-0.1 = 0.095163; P(N > 1) = 1 - 1.1 e^-0.1 = 0.0046788."""
+    assert cost.poisson_sf(0, 0.1) == pytest.approx(0.095163, rel=1e-4)
+    assert cost.poisson_sf(1, 0.1) == pytest.approx(0.0046788, rel=1e-4)
+
+
+def test_one_instance_with_10_min_restarts_needs_no_spare_for_99_percent():
+    """m = 1 x 0.05/h x 1/6 h = 0.00833: P(N > 0) = 1 - e^-0.00833 = 0.0083 <= 0.01, so k = 0: the
+    service is down 0.83% of the time, within a 99% target."""
+    assert cost.spare_instances(1, 0.05, 10 / 60, 0.99) == 0
+    assert cost.spot_spares_factor(1, 0.05, 10 / 60, 0.99) == pytest.approx(1.0)
+
+
+def test_one_instance_needs_one_spare_for_99_9_percent():
+    """k = 0: 0.0083 > 0.001. k = 1: m = 2 x 0.00833 = 0.01667, P(N > 1) = 1 - 1.01667 e^-0.01667 =
+    1.37e-4 <= 0.001, so k = 1 and the fleet pays twice the instance-hours."""
+    assert cost.spare_instances(1, 0.05, 10 / 60, 0.999) == 1
+    assert cost.spot_spares_factor(1, 0.05, 10 / 60, 0.999) == pytest.approx(2.0)
+
+
+def test_one_instance_with_slow_restarts_needs_one_spare_for_99_percent():
+    """rate 0.1/h, restart 30 min: k = 0: m = 0.05, P(N > 0) = 0.0488 > 0.01; k = 1: m = 0.1,
+    P(N > 1) = 0.00468 <= 0.01."""
+    assert cost.spare_instances(1, 0.1, 0.5, 0.99) == 1
+
+
+def test_a_large_fleet_needs_few_spares():
+    """100 instances, 0.05/h, 10 min, 99%: k = 3: m = 103/120 = 0.8583, P(N > 3) = 0.0115 > 0.01;
+    k = 4: m = 104/120 = 0.8667, P(N > 4) = 0.0020 <= 0.01. Four spares: +4%, against +100% for
+    one instance at 99.9%. 12 instances: k = 0: m = 0.1, 0.095 > 0.01; k = 1: m = 0.1083, 0.0055."""
+    assert cost.spare_instances(100, 0.05, 10 / 60, 0.99) == 4
+    assert cost.spot_spares_factor(100, 0.05, 10 / 60, 0.99) == pytest.approx(1.04)
+    assert cost.spare_instances(12, 0.05, 10 / 60, 0.99) == 1
+    np.testing.assert_array_equal(cost.spare_instances(np.array([1.0, 12.0, 100.0]), 0.05, 10 / 60, 0.99), [0, 1, 4])
+
+
+def test_no_number_of_spares_helps_when_an_instance_is_out_longer_than_up():
+    """rate x restart >= 1: the expected number out grows as fast as the spares."""
+    assert np.isinf(cost.spare_instances(3, 2.0, 0.5, 0.99))
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 300), rate=st.floats(0.001, 1.0), restart_min=st.floats(1.0, 60.0),
+       target=st.floats(0.5, 0.9999))
+def test_spares_are_the_fewest_that_meet_the_target(n, rate, restart_min, target):
+    rho = rate * restart_min / 60.0
+    k = cost.spare_instances(n, rate, restart_min / 60.0, target)
+    if not np.isfinite(k):
+        return
+    k = int(k)
+    assert cost.poisson_sf(k, (n + k) * rho) <= 1 - target
+    if k > 0:
+        assert cost.poisson_sf(k - 1, (n + k - 1) * rho) > 1 - target
+    assert cost.spot_spares_factor(n, rate, restart_min / 60.0, target) == pytest.approx(1 + k / n)
+
+
+def test_latency_bound_spot_pays_for_its_spare_instance():
+    """2 replicas x TP 2 on one 8-chip instance; 0.1/h, 30-min restarts, 99%: one spare (above), so
+    the month costs 2 instances x 730 h x $20 = $29,200, twice the sticker; on-demand is unchanged
+    (1 x 730 h x $80 = $58,400)."""
+    s = parse_scenario(LIVE)
+    p = cost.price_options(s, serve_perf(replicas=2, tp=2), offerings=offers(offering("o1")))
+    spot, od = row(p, "spot"), row(p, "on_demand")
+    assert spot["instances"] == 1 and spot["spare_instances"] == 1
+    assert spot["paid_per_used_hour"] == pytest.approx(2.0)
+    assert spot["usd_per_month"] == pytest.approx(2 * 730 * 20.0)
+    assert od["spare_instances"] == 0 and od["usd_per_month"] == pytest.approx(730 * 80.0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(replicas=st.integers(1, 60), rate=st.floats(0.0, 0.5), restart_min=st.floats(1.0, 60.0),
+       target=st.floats(0.5, 0.999))
+def test_latency_bound_spot_never_cheaper_than_sticker_times_spares(replicas, rate, restart_min, target):
+    s = parse_scenario({**LIVE, "pricing": {**LIVE["pricing"], "spot_interruptions_per_hour": rate,
+                                            "restart_min": restart_min, "spot_availability_target": target}})
+    p = cost.price_options(s, serve_perf(replicas=replicas, tp=2), offerings=offers(offering("o1")))
+    r = row(p, "spot")
+    sticker = r["instances"] * 730 * 20.0
+    if np.isfinite(r["spare_instances"]):
+        assert r["usd_per_month"] >= sticker * (1 + r["spare_instances"] / r["instances"]) * (1 - 1e-12)
+        assert r["spare_instances"] >= 0
+    else:
+        assert np.isnan(r["usd_per_month"]) and "no number of spare instances" in r["excluded_reason"]
+
+
+def test_batch_and_untargeted_serving_keep_the_lost_hours_model():
+    """No latency target, or a batch window: factor 1 / (1 - 0.1 x 0.5) = 1/0.95, no spares."""
+    for wl in ({}, {"ttft_slo_ms": 500, "batch_window_hours": 6}):
+        s = parse_scenario({**LIVE, "workload": {**SERVE["workload"], **wl}})
+        r = row(cost.price_options(s, serve_perf(), offerings=offers(offering("o1"))), "spot")
+        assert r["spare_instances"] == 0
+        assert r["paid_per_used_hour"] == pytest.approx(1 / 0.95)
+        assert r["usd_per_month"] == pytest.approx(730 * 20.0 / 0.95)
+
+
+def test_training_on_spot_has_no_spares():
+    s = parse_scenario(TRAIN)
+    r = row(cost.price_options(s, train_perf(), offerings=offers(offering("o1"))), "spot")
+    assert r["spare_instances"] == 0 and r["paid_per_used_hour"] == pytest.approx(1.2)
+
+
+def test_monte_carlo_rederives_spares_for_each_interruption_rate():
+    """One instance, 10-min restarts, 99%: 0.05/h needs no spare (above); 0.1/h: m = 0.01667,
+    P(N > 0) = 0.0165 > 0.01, so one spare (k = 1: m = 0.0333, P(N > 1) = 0.00054)."""
+    s = parse_scenario({**LIVE, "pricing": {**LIVE["pricing"], "restart_min": 10}})
+    p = cost.price_options(s, serve_perf(), offerings=offers(offering("o1")))
+    spot = p[p["pricing_model"] == "spot"]
+    out = cost.bill(spot, False, eff=np.ones((1, 2)), price_mult=1.0, utilization=0.5,
+                    interruptions_per_hour=np.array([[0.05, 0.1]]))
+    np.testing.assert_allclose(out["factor"][0], [1.0, 2.0])
+    np.testing.assert_allclose(out["cost"][0], [730 * 20.0, 2 * 730 * 20.0])
+
+
+def test_spot_breakeven_rate_with_spares():
+    """Spot $20 vs on-demand $80 for one instance: up to 2 spares stay cheaper (20 x 3 < 80), so
+    spot stops paying where a third spare is needed: P(Poisson(3 x r x 1/6) > 2) = 0.01."""
+    r = cost.breakeven_interruptions_spot_spares(20.0, 80.0, 10 / 60, 1, 0.99)
+    assert cost.spare_instances(1, r * 0.999, 10 / 60, 0.99) == 2
+    assert cost.spare_instances(1, r * 1.001, 10 / 60, 0.99) == 3
+    assert cost.poisson_sf(2, 3 * r / 6) == pytest.approx(0.01, rel=1e-3)
+    assert cost.breakeven_interruptions_spot_spares(80.0, 80.0, 10 / 60, 1, 0.99) == 0.0
+
+
+def test_realtime_chat_recommendation_is_feasible_and_explains_spot_spares():
+    """The shipped chat-70b-realtime scenario, at its default target and at 99.9%: whatever wins
+    passes every hard constraint, and a spot winner says how many spares keep the latency targets."""
+    from workbook import decision, perf
+    from workbook.scenario import load_scenario, with_overrides
+
+    base = load_scenario("chat-70b-realtime")
+    perf_df = perf.compare(base)
+    for s in (base, with_overrides(base, **{"pricing.spot_availability_target": 0.999})):
+        priced = cost.price_options(s, perf_df)
+        mc = cost.monte_carlo(s, priced, n=2000)
+        rec = decision.recommend(s, perf_df, priced, mc, n_draws=2000)
+        win = priced[(priced["accelerator"] == rec.accelerator) & (priced["offering"] == rec.offering)
+                     & (priced["pricing_model"] == rec.pricing_model)].iloc[0]
+        assert pd.isna(win["excluded_reason"])
+        if rec.pricing_model == "spot":
+            k = int(win["spare_instances"])
+            assert f"with {k} spare instance" in " ".join(rec.reasons)
+            assert "availability target" in " ".join(rec.reasons)
+        ledger = decision.assumptions(s, perf_df, priced)
+        assert (ledger["item"] == "pricing.spot_availability_target").any()

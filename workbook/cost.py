@@ -10,7 +10,11 @@ How each way to pay is billed (the model, stated once):
 - **on-demand** pays for the hours the work runs: a training run's wall time; a serving fleet's
   ``hours_per_day``. It scales with the load (ideal autoscaling for serving).
 - **spot** pays the spot price for the same hours plus the work lost to interruptions:
-  ``spot_overhead_factor`` (checkpointed training) or ``spot_serving_factor`` (serving).
+  ``spot_overhead_factor`` (checkpointed training) or ``spot_serving_factor`` (batch or offline
+  serving). A latency-bound service (``ttft_slo_ms``/``tpot_slo_ms`` set, no ``batch_window_hours``)
+  cannot wait out a restart: it holds ``spare_instances`` extra spot instances so that it keeps its
+  capacity through interruptions ``spot_availability_target`` of the time, and pays for them
+  (``spot_spares_factor``).
 - **commitments (1 y, 3 y), monthly servers and purchased hardware** pay for every hour of their
   term. ``pricing.utilization`` is the fraction of those hours that do useful work (the idle time of
   a real fleet), and a term longer than the horizon of use is paid in full (``reserved_factor``).
@@ -26,8 +30,11 @@ How each way to pay is billed (the model, stated once):
 
 Sources: Young 1974 "A first order approximation to the optimum checkpoint interval" (CACM 17(9)) and
 Daly 2006 "A higher order estimate of the optimum checkpoint interval for restart dumps" (FGCS 22(3))
-for the work lost per interruption (half a checkpoint interval plus the restart); the break-even
-formulas are the equalities of the billing rules above, derived in each docstring.
+for the work lost per interruption (half a checkpoint interval plus the restart); the M/G/infinity
+result (Gross & Harris, "Fundamentals of Queueing Theory", the M/G/inf model: the number in service
+is Poisson with mean arrival rate x mean service time, whatever the service-time distribution) for
+the instances down at once; the break-even formulas are the equalities of the billing rules above,
+derived in each docstring.
 """
 from __future__ import annotations
 
@@ -76,6 +83,96 @@ def spot_serving_factor(interruptions_per_hour, restart_h):
     requests are retried), so a fleet keeps its capacity by holding 1 / (1 - λ·R) times the
     instance-hours (same renewal argument as ``spot_overhead_factor`` with τ = 0, n = 1)."""
     return spot_overhead_factor(interruptions_per_hour, 0.0, restart_h, 1)
+
+
+def poisson_sf(k: int, mean):
+    """P(N > k) for N ~ Poisson(mean), k a non-negative integer, ``mean`` an array: 1 - sum of the
+    first k+1 terms e^-m m^j / j! (absolute error ~1e-16, ample for availability targets)."""
+    m = np.asarray(mean, dtype=float)
+    term = np.exp(-m)
+    cdf = term.copy()
+    for j in range(1, int(k) + 1):
+        term = term * m / j
+        cdf += term
+    return np.maximum(0.0, 1.0 - cdf)
+
+
+MAX_SPARES = 1000  # search limit of spare_instances: beyond it spot cannot meet the target (inf)
+
+
+def spare_instances(instances, interruptions_per_hour, restart_h, availability_target):
+    """Spare spot instances a latency-bound fleet of ``instances`` needs to keep its full capacity
+    ``availability_target`` of the time.
+
+    Each instance is reclaimed as a Poisson process at rate r (per hour) and is out for the restart
+    time R. The reclaims of a fleet of n + k instances arrive at rate (n + k)·r and each keeps an
+    instance out for R, so the number out at a random moment is the number in service of an M/G/inf
+    queue: Poisson with mean (n + k)·r·R (Gross & Harris, "Fundamentals of Queueing Theory", M/G/inf:
+    arrival rate x mean service time, whatever the service-time distribution). Approximation: the
+    exact count is Binomial(n + k, rR / (1 + rR)) (each instance an alternating up/restart renewal
+    process); the Poisson form keeps reclaiming instances that are already out, so its tail is
+    slightly heavier (conservative) and the two agree when rR << 1 (r = 0.05/h, R = 10 min:
+    rR = 0.0083). The spares are spot instances too, hence the n + k.
+
+    Returns the smallest k >= 0 with P(N > k) <= 1 - target, N ~ Poisson((n + k)·r·R); inf when
+    no k up to ``MAX_SPARES`` does (rR >= 1: an instance is out more than it is up); NaN where n is
+    unknown. Example: n = 1, r = 0.05/h, R = 10 min: P(N > 0) = 1 - e^-0.00833 = 0.0083, so a 0.99
+    target needs no spare and a 0.999 target needs one."""
+    n = np.asarray(instances, dtype=float)
+    rho = np.asarray(interruptions_per_hour, dtype=float) * np.asarray(restart_h, dtype=float)
+    eps = 1.0 - np.asarray(availability_target, dtype=float)
+    n, rho, eps = np.broadcast_arrays(n, rho, eps)
+    out = np.full(n.shape, np.nan)
+    known = np.isfinite(n) & np.isfinite(rho) & np.isfinite(eps)
+    out[known & (rho >= 1.0)] = np.inf
+    idx = np.flatnonzero(known & (rho < 1.0))
+    nn, rr, ee = n.ravel()[idx], rho.ravel()[idx], eps.ravel()[idx]
+    flat = out.ravel()
+    for k in range(MAX_SPARES + 1):
+        if idx.size == 0:
+            break
+        ok = poisson_sf(k, (nn + k) * rr) <= ee
+        flat[idx[ok]] = k
+        idx, nn, rr, ee = idx[~ok], nn[~ok], rr[~ok], ee[~ok]
+    flat[idx] = np.inf
+    return flat.reshape(n.shape) if n.ndim else float(flat[0])
+
+
+def spot_spares_factor(instances, interruptions_per_hour, restart_h, availability_target):
+    """Instance-hours paid per instance-hour the load needs for a latency-bound fleet on spot:
+    (n + k) / n with k = ``spare_instances``. Every one of the n + k slots is paid every hour (a
+    reclaimed instance stops billing, its replacement bills while it starts), so no separate
+    lost-hours term; >= 1 always: spot never costs less than n + k instances at the spot price."""
+    n = np.asarray(instances, dtype=float)
+    k = spare_instances(n, interruptions_per_hour, restart_h, availability_target)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (n + k) / n
+
+
+def breakeven_interruptions_spot_spares(spot_usd_per_hour, on_demand_usd_per_hour, restart_h, instances,
+                                        availability_target):
+    """Interruptions per instance-hour above which a latency-bound spot fleet of n instances costs
+    more than on-demand: spot·(n + k)/n < OD allows k_max = ceil(n·(OD/spot - 1)) - 1 spares, and
+    the rate r* is where ``spare_instances`` first exceeds k_max (found by bisection: k grows with r).
+    0 when even no spare is too dear (spot >= OD)."""
+    spot, od, n = float(spot_usd_per_hour), float(on_demand_usd_per_hour), float(instances)
+    if not (spot > 0 and od > 0 and n > 0 and restart_h > 0) or spot >= od:
+        return 0.0
+    k_max = math.ceil(n * (od / spot - 1.0)) - 1
+    if k_max < 0:
+        return 0.0
+    # k_max spares suffice at rate r when P(N > k_max) <= 1 - target with N ~ Poisson((n + k_max)·r·R)
+    # (the test ``spare_instances`` applies at k = k_max; it grows with r, so bisect on it directly:
+    # one Poisson tail per step instead of a search over k).
+    eps = 1.0 - float(availability_target)
+    lo, hi = 0.0, 1.0 / restart_h  # at r·R = 1 no number of spares suffices
+    for _ in range(60):
+        mid = (lo + hi) / 2.0
+        if float(poisson_sf(k_max, (n + k_max) * mid * restart_h)) <= eps:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def reserved_factor(utilization, duty, term_months, horizon_months):
@@ -266,6 +363,15 @@ def is_training(s: Scenario) -> bool:
     return s.workload.task != "inference"
 
 
+def is_latency_bound(s: Scenario) -> bool:
+    """Online serving with latency targets (``ttft_slo_ms`` or ``tpot_slo_ms``) and no batch window:
+    the service cannot wait out a spot restart, so spot holds spare instances (``spare_instances``).
+    Training and batch or offline inference keep the lost-hours model."""
+    w = s.workload
+    return (not is_training(s) and (w.ttft_slo_ms is not None or w.tpot_slo_ms is not None)
+            and w.batch_window_hours is None)
+
+
 def _band(perf: pd.DataFrame, training: bool) -> tuple[np.ndarray, np.ndarray]:
     """Multipliers (low, high) on the hours bought, from perf's ``_low``/``_high`` columns: training
     wall time (training_days or chip_hours bands); serving fleet size (replicas or chips bands, else
@@ -396,6 +502,7 @@ def price_options(s: Scenario, perf_df: pd.DataFrame, offerings: pd.DataFrame | 
         df["horizon_eff_months"] = np.maximum(p.horizon_months, wall_h / HOURS_PER_MONTH)
         df["spot_n"] = df["instances"]
         df["spot_k_h"] = p.checkpoint_interval_min / 60.0 / 2.0 + p.restart_min / 60.0
+        df["spot_availability_target"] = np.nan
         df["fixed_usd"] = df["porting_usd"].fillna(0.0)
         df["fixed_per_month_usd"] = p.storage_tb * p.storage_usd_per_tb_month + p.egress_tb_per_month * p.egress_usd_per_tb
         df["base_days"] = df["training_days"].astype(float)
@@ -406,10 +513,21 @@ def price_options(s: Scenario, perf_df: pd.DataFrame, offerings: pd.DataFrame | 
         df["horizon_eff_months"] = float(p.horizon_months)
         df["spot_n"] = 1.0
         df["spot_k_h"] = p.restart_min / 60.0
+        if is_latency_bound(s):
+            df["spot_availability_target"] = np.where(df["kind"] == "spot", p.spot_availability_target, np.nan)
         df["fixed_usd"] = df["porting_usd"].fillna(0.0) / p.horizon_months  # per month
         df["fixed_per_month_usd"] = p.storage_tb * p.storage_usd_per_tb_month + p.egress_tb_per_month * p.egress_usd_per_tb
         df["base_days"] = np.nan
         df["tokens_per_month"] = df["demand_tokens_per_s"].astype(float) * 3600.0 * hpd * DAYS_PER_MONTH
+    if "spot_availability_target" not in df:
+        df["spot_availability_target"] = np.nan
+    # spare spot instances of a latency-bound fleet at the point interruption rate (0: not applicable)
+    lat = df["spot_availability_target"].notna().to_numpy()
+    df["spare_instances"] = 0.0
+    if lat.any():
+        df.loc[lat, "spare_instances"] = spare_instances(df.loc[lat, "instances"].to_numpy(float),
+                                                         p.spot_interruptions_per_hour, p.restart_min / 60.0,
+                                                         p.spot_availability_target)
 
     res = bill(df, training, eff=np.ones(len(df)), price_mult=np.ones(len(df)), utilization=p.utilization,
                interruptions_per_hour=p.spot_interruptions_per_hour)
@@ -445,7 +563,7 @@ def price_options(s: Scenario, perf_df: pd.DataFrame, offerings: pd.DataFrame | 
     metric = "cost_usd" if training else "usd_per_million_tokens"
     df = df.sort_values(["accelerator", "_o", metric], kind="stable").drop(columns="_o").reset_index(drop=True)
     front = ["option", "accelerator", "offering", "provider", "region", "instance", "pricing_model", "instances",
-             "chips_per_instance", "usd_per_instance_hour", "usd_per_chip_hour_effective"]
+             "spare_instances", "chips_per_instance", "usd_per_instance_hour", "usd_per_chip_hour_effective"]
     front += (["cost_usd", "cost_usd_low", "cost_usd_high", "time_days", "time_days_low", "time_days_high"] if training
               else ["usd_per_million_tokens", "usd_per_million_tokens_low", "usd_per_million_tokens_high",
                     "usd_per_month", "usd_per_month_low", "usd_per_month_high", "usd_total"])
@@ -460,7 +578,9 @@ def bill(rec: pd.DataFrame | dict, training: bool, eff, price_mult, utilization,
 
     ``rec`` holds per-option arrays (shape (M,)): used_instance_hours, usd_per_instance_hour,
     energy_usd_per_instance_hour, kind, duty, term_months, horizon_eff_months, spot_n, spot_k_h,
-    fixed_usd, fixed_per_month_usd, base_days. ``eff`` (efficiency multiplier on hours), ``price_mult``
+    fixed_usd, fixed_per_month_usd, base_days; optional ``instances`` and ``spot_availability_target``
+    (set on spot rows of latency-bound serving: those pay ``spot_spares_factor`` for the point fleet
+    size, with the spares re-derived for each interruption rate drawn, instead of the lost hours). ``eff`` (efficiency multiplier on hours), ``price_mult``
     (on every price), ``utilization`` and ``interruptions_per_hour`` broadcast against shape (M,) or
     (M, N); ``spot_price_mult`` (optional, shape (spot rows, N)) varies spot prices only. Returns
     ``cost`` (training: USD per run; serving: USD per month), ``days`` (training run length) and
@@ -490,6 +610,15 @@ def bill(rec: pd.DataFrame | dict, training: bool, eff, price_mult, utilization,
         if len(sp):
             loss = rows(lam, sp) * col("spot_n")[sp] * col("spot_k_h")[sp]
             spot_f = np.where(loss < 1.0, 1.0 / (1.0 - loss), np.inf)
+            if "spot_availability_target" in rec:
+                target = col("spot_availability_target")[sp]
+                lat = np.flatnonzero(np.isfinite(target.reshape(-1)))
+                if len(lat):
+                    spot_f = np.broadcast_to(spot_f, (len(sp),) + shape[1:]).copy()
+                    n_lat = col("instances")[sp][lat]
+                    lam_lat = rows(lam, sp)
+                    lam_lat = lam_lat if np.ndim(lam_lat) == 0 or lam_lat.shape[0] == 1 else lam_lat[lat]
+                    spot_f[lat] = spot_spares_factor(n_lat, lam_lat, col("spot_k_h")[sp][lat], target[lat])
             factor[sp] = spot_f
         if len(rs):
             factor[rs] = reserved_factor(rows(u, rs), col("duty")[rs], col("term_months")[rs], col("horizon_eff_months")[rs])
@@ -560,8 +689,12 @@ def breakeven(s: Scenario, priced: pd.DataFrame) -> pd.DataFrame:
             elif model == "spot":
                 n = r["spot_n"] if "spot_n" in r and pd.notna(r["spot_n"]) else 1.0
                 k_ckpt = p.checkpoint_interval_min / 60.0 if is_training(s) else 0.0
-                entry["max_interruptions_per_hour"] = float(breakeven_interruptions_spot(
-                    price, od_price, k_ckpt, p.restart_min / 60.0, n))
+                if pd.notna(r.get("spot_availability_target", np.nan)) and pd.notna(r.get("instances", np.nan)):
+                    entry["max_interruptions_per_hour"] = breakeven_interruptions_spot_spares(
+                        price, od_price, p.restart_min / 60.0, r["instances"], r["spot_availability_target"])
+                else:
+                    entry["max_interruptions_per_hour"] = float(breakeven_interruptions_spot(
+                        price, od_price, k_ckpt, p.restart_min / 60.0, n))
                 entry["min_useful_fraction"] = float(spot_goodput_breakeven(price, od_price))
             rows.append(entry)
     cols = ["accelerator", "pricing_model", "offering", "usd_per_chip_hour", "on_demand_offering",
@@ -602,6 +735,9 @@ def breakeven_curves(s: Scenario, priced: pd.DataFrame, accelerator: str | None 
         price = r["usd_per_chip_hour"]
         if model == "on_demand":
             y = months * HOURS_PER_MONTH * u * price
+        elif model == "spot" and pd.notna(r.get("spot_availability_target", np.nan)):
+            f = float(r["paid_per_used_hour"])  # latency-bound serving: spare instances, (n + k) / n
+            y = months * HOURS_PER_MONTH * u * price * f
         elif model == "spot":
             f = float(spot_overhead_factor(p.spot_interruptions_per_hour, p.checkpoint_interval_min / 60.0 if is_training(s) else 0.0,
                                            p.restart_min / 60.0, 1))

@@ -196,6 +196,12 @@ def apply_constraints(s: Scenario, priced: pd.DataFrame) -> pd.Series:
     if "paid_per_used_hour" in priced:
         never = (np.isinf(priced["paid_per_used_hour"].astype(float)) & (priced["pricing_model"] == "spot")
                  & priced["usd_per_instance_hour"].notna())
+        if "spot_availability_target" in priced:  # latency-bound serving: no number of spares suffices
+            lat = never & priced["spot_availability_target"].notna()
+            add(lat, f"spot: with {p.spot_interruptions_per_hour:g} interruptions per instance-hour and "
+                f"{p.restart_min:g}-min restarts no number of spare instances meets the "
+                f"{p.spot_availability_target:.1%} availability target")
+            never = never & priced["spot_availability_target"].isna()
         if never.any():
             rate = priced["spot_n"].astype(float) * p.spot_interruptions_per_hour
             add(never, "spot: the job is interrupted " + rate.map(lambda v: f"{v:.3g}") + " times an hour; with "
@@ -512,8 +518,13 @@ def _utilization_flip(s: Scenario, winner: pd.Series, priced: pd.DataFrame) -> s
         od_price = od["usd_per_instance_hour"]
         if len(od_price):
             k_ckpt = p.checkpoint_interval_min / 60.0 if cost.is_training(s) else 0.0
-            lam = float(cost.breakeven_interruptions_spot(winner["usd_per_instance_hour"], float(od_price.iloc[0]),
-                                                          k_ckpt, p.restart_min / 60.0, winner["spot_n"]))
+            if pd.notna(winner.get("spot_availability_target", np.nan)):
+                lam = cost.breakeven_interruptions_spot_spares(winner["usd_per_instance_hour"], float(od_price.iloc[0]),
+                                                               p.restart_min / 60.0, winner["instances"],
+                                                               p.spot_availability_target)
+            else:
+                lam = float(cost.breakeven_interruptions_spot(winner["usd_per_instance_hour"], float(od_price.iloc[0]),
+                                                              k_ckpt, p.restart_min / 60.0, winner["spot_n"]))
             return (f"If spot instances were interrupted more than {lam:.3g} times an hour (you assume "
                     f"{p.spot_interruptions_per_hour:g}), on-demand on the same instance would be cheaper.")
     return None
@@ -645,6 +656,16 @@ def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.D
         reasons.append(f"{cost.MODEL_LABEL[win['pricing_model']].capitalize()} is paid for {term:g} months whether used "
                        f"or not; at {p.utilization:.0%} utilisation over your {p.horizon_months:g}-month horizon it pays "
                        f"{win['paid_per_used_hour']:.2f} hours per hour of work ({win['price_basis']}).")
+    elif win["pricing_model"] == "spot" and pd.notna(win.get("spot_availability_target", np.nan)):
+        k, n = float(win["spare_instances"]), float(win["instances"])
+        short = float(cost.poisson_sf(int(k), (n + k) * p.spot_interruptions_per_hour * p.restart_min / 60.0))
+        target = f"{p.spot_availability_target * 100:g}% availability target"
+        how = (f"with {k:.0f} spare instance{'' if k == 1 else 's'} ({target}): +{k / n:.0%} instance-hours; "
+               if k > 0 else f"with 0 spare instances ({target}): ")
+        reasons.append(f"It keeps the latency targets through spot interruptions ({p.spot_interruptions_per_hour:g} per "
+                       f"instance-hour, a {p.restart_min:g}-min restart each) {how}the fleet is short of capacity "
+                       f"{short:.2%} of the time (instances out at once: Poisson, M/G/inf; "
+                       "pricing.spot_availability_target).")
     elif win["pricing_model"] == "spot":
         how = (f"{p.checkpoint_interval_min:g}-min checkpoints, {p.restart_min:g}-min restarts" if training
                else f"a {p.restart_min:g}-min restart each")
@@ -769,6 +790,11 @@ def assumptions(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, today:
         ("spot work lost per interruption", "checkpoint interval / 2 + restart",
          "Young 1974 (CACM 17(9)); Daly 2006 (FGCS 22(3))"),
         ("job interruption rate", "instances x rate per instance", "a job stops when any of its instances is reclaimed"),
+        ("spot spares (latency-bound serving)",
+         f"smallest k with P(N > k) <= 1 - {s.pricing.spot_availability_target:g} (pricing.spot_availability_target, "
+         "a planning choice), N ~ Poisson((instances + k) x rate x restart); k spares paid",
+         "M/G/inf: number in service is Poisson(arrival rate x mean service time) (Gross & Harris, Fundamentals "
+         "of Queueing Theory); workbook.cost.spare_instances"),
         ("reserved capacity", "paid hours = max(1, duty/u) / duty x max(term, horizon) / horizon per used hour",
          "workbook.cost.reserved_factor"),
         ("on-demand serving", "pays serving hours only (ideal autoscaling)", "workbook.cost module docstring"),

@@ -198,6 +198,12 @@ class Pricing(_Strict):
         "Internet egress. Default: GCS network egress worldwide 0-10 TiB $0.12 per GiB x 931.32 "
         "GiB/TB (same page and date)"))] = 111.76
     spot_interruptions_per_hour: Annotated[float, Field(ge=0)] = 0.05
+    spot_availability_target: Annotated[float, Field(gt=0, lt=1, description=(
+        "Latency-bound serving on spot: the fraction of time the fleet must keep its full capacity "
+        "through interruptions; spare spot instances are added until P(more instances down than "
+        "spares) <= 1 - target (workbook.cost.spare_instances). A planning choice, not a sourced "
+        "fact. Default 0.999 ('three nines', about 44 min a month below capacity), the availability "
+        "usually promised for customer-facing services; 0.99 accepts about 7.3 h a month"))] = 0.999
     checkpoint_interval_min: Pos = 30
     restart_min: Pos = 10
     horizon_months: Pos = 12
