@@ -196,3 +196,19 @@ def test_ledger_lists_inputs_and_flags_old_prices():
     new = led[(led["category"] == "price") & led["item"].str.startswith("a ")]
     assert new["flag"].isna().all()
     assert led.loc[led["item"] == "pricing.utilization", "value"].iloc[0] == "0.9"
+
+
+def test_a_stale_price_in_the_recommendation_is_said_in_the_reasons():
+    # data/offerings.csv dates the pre-June-2025 AWS snapshot 2025-05-31 (an upper bound): a decision
+    # that rests on it must say so where the reader looks first, not only in the ledger.
+    from workbook import cost, decision, perf
+    from workbook.scenario import load_scenario, with_overrides
+
+    s = with_overrides(load_scenario("chat-70b-realtime"),
+                       **{"candidates.accelerators": ["H100-SXM5-80GB"], "candidates.clouds": ["AWS"],
+                          "pricing.models": ["spot"]})
+    perf_df = perf.compare(s)
+    priced = cost.price_options(s, perf_df)
+    rec = decision.recommend(s, perf_df, priced)
+    assert rec.offering.endswith("-superseded")
+    assert any("Check its price before committing" in r and "2025-05-31" in r for r in rec.reasons)

@@ -615,6 +615,11 @@ def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.D
     if cheapest["option"] != win["option"]:
         reasons.append(f"It is not the cheapest: {_describe(cheapest)} costs {_usd(cheapest[metric])} "
                        f"({1 - cheapest[metric] / win[metric]:.0%} less) but scores lower on the other criteria.")
+    age = _age(win.get("as_of"), _dt.date.today())
+    if pd.notna(age) and age > STALE_DAYS:
+        reasons.append(f"Check its price before committing: the {_describe(win)} price is dated {win['as_of']} "
+                       f"({age / 30.4:.0f} months old, over the {STALE_DAYS}-day freshness limit; see the "
+                       f"assumptions ledger).")
     # time
     if training:
         dl = f", inside the {s.constraints.deadline_days:g}-day deadline" if s.constraints.deadline_days else ""
