@@ -624,10 +624,12 @@ def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.D
     if training:
         dl = f", inside the {s.constraints.deadline_days:g}-day deadline" if s.constraints.deadline_days else ""
         band = ""
+        days = float(win["time_days"])
+        unit, scale = ("hours", 24.0) if days < 2 else ("days", 1.0)
         if ("time_days_low" in win and pd.notna(win["time_days_low"]) and pd.notna(win["time_days_high"])
                 and win["time_days_high"] > win["time_days_low"] * 1.005):
-            band = f" (band {win['time_days_low']:.1f}-{win['time_days_high']:.1f})"
-        reasons.append(f"It finishes in {win['time_days']:.1f} days{band} on {win['chips']:,.0f} chips "
+            band = f" (band {win['time_days_low'] * scale:.1f}-{win['time_days_high'] * scale:.1f})"
+        reasons.append(f"It finishes in {days * scale:.1f} {unit}{band} on {win['chips']:,.0f} chips "
                        f"({win['instances']:,.0f} x {win['instance']}){dl}.")
     else:
         bits = []

@@ -792,10 +792,12 @@ def estimate_training(s: Scenario, accelerator: str, chips: int | None = None) -
     tps = float(_tokens_per_step(w, n)) / step
     mfu = flops_token * tps / (n * peak)
     days = _training_tokens(w) / tps / 86400.0
-    lo, hi = band("mfu", _family(acc))
+    # A generic (non-transformer) model borrows the transformer-fitted ceiling: no published run of
+    # such a model is in the calibration, so it always gets the wider uncalibrated band.
+    lo, hi = band("mfu", "generic" if p.generic else _family(acc))
     out.update(chips=int(n), fits=True, memory_per_chip_bytes=mem, step_time_s=step, tokens_per_s=tps, mfu=mfu,
                training_days=days, chip_hours=days * 24.0 * n,
-               calibrated=is_calibrated("matmul_ceiling", _family(acc)))
+               calibrated=(not p.generic) and is_calibrated("matmul_ceiling", _family(acc)))
     # observed = predicted · ratio: throughput scales with the ratio, times with its inverse
     for k, scale in (("tokens_per_s", 1), ("mfu", 1), ("step_time_s", -1), ("training_days", -1), ("chip_hours", -1)):
         a, b = (out[k] * lo ** scale, out[k] * hi ** scale)
