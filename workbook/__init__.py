@@ -21,17 +21,24 @@ __version__ = "0.1.0"
 register_table_formatter()
 
 
-def __getattr__(name: str):
-    """Submodules on first use (``wb.widgets``, ``wb.charts``, ``wb.perf``...): ``import workbook``
-    stays light for the CLI, and a notebook still needs only ``import workbook as wb``."""
+def submodule_getattr(package: str):
+    """A module ``__getattr__`` that imports ``package.<name>`` on first use (``wb.widgets``,
+    ``wb.charts.scaling``...): ``import workbook`` stays light for the CLI, and a notebook still needs
+    only ``import workbook as wb``."""
     import importlib
 
-    try:
-        return importlib.import_module(f"{__name__}.{name}")
-    except ModuleNotFoundError as e:
-        if e.name == f"{__name__}.{name}":
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-        raise
+    def __getattr__(name: str):
+        try:
+            return importlib.import_module(f"{package}.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"{package}.{name}":
+                raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+            raise
+
+    return __getattr__
+
+
+__getattr__ = submodule_getattr(__name__)
 
 __all__ = ["catalog", "header", "InputError", "Scenario", "load_scenario", "parse_scenario", "scenario_names",
            "with_overrides", "__version__"]

@@ -39,16 +39,9 @@ def enable(renderer: str = "svg") -> None:
     _enabled = True
 
 
-def __getattr__(name: str):
-    """Chart modules on first use (``wb.charts.scaling``), like ``workbook.__getattr__``."""
-    import importlib
+from .. import submodule_getattr  # noqa: E402
 
-    try:
-        return importlib.import_module(f"{__name__}.{name}")
-    except ModuleNotFoundError as e:
-        if e.name == f"{__name__}.{name}":
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-        raise
+__getattr__ = submodule_getattr(__name__)  # chart modules on first use (``wb.charts.scaling``)
 
 
 def live(chart: alt.TopLevelMixin):
