@@ -72,6 +72,9 @@ def _option_costs(priced: pd.DataFrame | None, accelerator: str) -> dict:
             continue
         best = grp.loc[grp[key].idxmin()]
         entry = {"offering": best.get("offering"), "provider": best.get("provider")}
+        for k in ("usd_per_chip_hour_effective", "spare_instances", "as_of"):
+            if k in best.index:
+                entry[k] = _clean(best[k])
         for k in COST_KEYS:
             for suffix in ("", "_low", "_high"):
                 if k + suffix in best.index:
