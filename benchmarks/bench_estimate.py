@@ -14,7 +14,6 @@ Usage: ``python benchmarks/bench_estimate.py [--repeat 5]``.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -27,9 +26,6 @@ from workbook.scenario import load_scenario, scenario_names, with_overrides  # n
 from _timing import median_time  # noqa: E402
 
 TARGET_S = 0.100
-
-
-_median_time = median_time
 
 
 def main(argv=None) -> int:
@@ -51,7 +47,7 @@ def main(argv=None) -> int:
         df = perf.compare(s)
         cold = time.perf_counter() - t
         searches = perf._training_config.cache_info().misses - before
-        warm, _ = _median_time(lambda: perf.compare(s), args.repeat)
+        warm, _ = median_time(lambda: perf.compare(s), args.repeat)
         total_cold += cold
         print(f"{name:24s} {s.workload.task:11s} {len(df):5d} {cold * 1e3:8.1f} {searches:8d} {warm * 1e3:8.1f}")
         missed += warm > TARGET_S

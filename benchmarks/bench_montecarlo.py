@@ -9,9 +9,7 @@ Usage: ``python benchmarks/bench_montecarlo.py [--repeat 5] [--draws 10000]``.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,9 +23,6 @@ MC_TARGET_S = 1.0
 RECOMMEND_TARGET_S = 1.0
 
 
-_median_time = median_time
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
@@ -38,9 +33,9 @@ def main(argv=None) -> int:
     for name in scenario_names():
         s = load_scenario(name)
         perf_df = perf.compare(s)
-        t_price, priced = _median_time(lambda: cost.price_options(s, perf_df), args.repeat)
-        t_mc, mc = _median_time(lambda: cost.monte_carlo(s, priced, n=args.draws), args.repeat)
-        t_rec, _ = _median_time(lambda: decision.recommend(s, perf_df, priced, mc, n_draws=args.draws), args.repeat)
+        t_price, priced = median_time(lambda: cost.price_options(s, perf_df), args.repeat)
+        t_mc, mc = median_time(lambda: cost.monte_carlo(s, priced, n=args.draws), args.repeat)
+        t_rec, _ = median_time(lambda: decision.recommend(s, perf_df, priced, mc, n_draws=args.draws), args.repeat)
         print(f"{name:24s} {len(priced):7d} {len(mc):8d} {t_price:8.3f} {t_mc:7.3f} {t_rec:11.3f}")
         missed += t_mc > MC_TARGET_S or t_rec > RECOMMEND_TARGET_S
     print(f"targets: Monte Carlo < {MC_TARGET_S:g} s ({args.draws:,} draws x every feasible option), "

@@ -67,6 +67,11 @@ def test_software_covers_every_platform():
         assert cap in set(sw["capability"])
 
 
+def _set_first(column, value):
+    """A mutation for ``_bad_catalog``: the first data row's ``column`` becomes ``value``."""
+    return lambda df: df.__setitem__(column, [value] + list(df[column][1:]))
+
+
 def _bad_catalog(tmp_path, name, mutate):
     src = catalog.DATA_DIR / f"{name}.csv"
     df = pd.read_csv(src, dtype=str, keep_default_na=False)
@@ -87,23 +92,23 @@ def _bad_catalog(tmp_path, name, mutate):
 
 
 def test_bad_number_in_catalog_names_file_row_and_column(tmp_path):
-    msg = _bad_catalog(tmp_path, "accelerators", lambda df: df.__setitem__("memory_bytes", ["eighty"] + list(df["memory_bytes"][1:])))
+    msg = _bad_catalog(tmp_path, "accelerators", _set_first("memory_bytes", "eighty"))
     assert "accelerators.csv: row 2: memory_bytes: expected a float, got 'eighty'" in msg
 
 
 def test_out_of_range_unit_is_caught(tmp_path):
     # 80 (GB written in the wrong unit) instead of 8.0e10 bytes
-    msg = _bad_catalog(tmp_path, "accelerators", lambda df: df.__setitem__("memory_bytes", ["80"] + list(df["memory_bytes"][1:])))
+    msg = _bad_catalog(tmp_path, "accelerators", _set_first("memory_bytes", "80"))
     assert "row 2: memory_bytes: expected a value between" in msg
 
 
 def test_missing_source_is_caught(tmp_path):
-    msg = _bad_catalog(tmp_path, "offerings", lambda df: df.__setitem__("source", [""] + list(df["source"][1:])))
+    msg = _bad_catalog(tmp_path, "offerings", _set_first("source", ""))
     assert "offerings.csv: row 2: source: expected a value" in msg
 
 
 def test_offering_with_unknown_accelerator_is_caught(tmp_path):
-    msg = _bad_catalog(tmp_path, "offerings", lambda df: df.__setitem__("accelerator", ["H1000"] + list(df["accelerator"][1:])))
+    msg = _bad_catalog(tmp_path, "offerings", _set_first("accelerator", "H1000"))
     assert "row 2: accelerator: unknown id 'H1000'" in msg
 
 

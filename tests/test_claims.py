@@ -1,10 +1,9 @@
 """Claims check: each public claim in data/claims.csv holds, does not hold, or does not apply to the
 scenario, with the measured figure and the reason."""
-import numpy as np
 import pandas as pd
 import pytest
 
-from workbook import catalog, claims, cost
+from workbook import claims, cost
 from workbook.scenario import parse_scenario
 
 from test_cost import SERVE, TRAIN, offering, offers, serve_perf, train_perf

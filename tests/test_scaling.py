@@ -4,11 +4,9 @@ against tensor-parallel size; checked against published runs and worked examples
 Most tests pass an explicit efficiency so that they test the scaling model, not the calibrated
 efficiency of workbook.perf (its own tests cover that): ``placeholder_constant_efficiency(x)``
 makes every matmul run at the fraction x of peak."""
-import math
 import time
 
 import numpy as np
-import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

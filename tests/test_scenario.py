@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from workbook.errors import InputError
-from workbook.scenario import SCENARIO_DIR, load_scenario, scenario_names, scenario_schema, with_overrides
+from workbook.scenario import load_scenario, scenario_names, scenario_schema, with_overrides
 
 GOOD = """\
 name: t

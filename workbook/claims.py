@@ -13,6 +13,7 @@ import pandas as pd
 
 from . import catalog, cost, profile
 from .scenario import Scenario
+from .narrative import usd as _usd
 
 HOLDS, FAILS, NA = "holds", "does not hold", "not applicable"
 
@@ -112,9 +113,6 @@ def _first_reason(priced, acc):
     return r.iloc[0] if len(r) else "no price"
 
 
-def _usd(x):
-    from .decision import _usd as f
-    return f(x)
 
 
 def _pair_savings(priced: pd.DataFrame, model: str) -> pd.DataFrame:

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from . import catalog, cost
+from .narrative import usd
 from .scenario import Scenario
 
 SUPPORT_SCORE = {"native": 1.0, "supported": 2.0 / 3.0, "partial": 1.0 / 3.0, "none": 0.0}
@@ -130,20 +131,7 @@ def supply_scores(accelerators) -> pd.Series:
 
 # --- hard constraints --------------------------------------------------------------------------------
 
-def _usd(x: float) -> str:
-    """Money in words' units: $1.23M, $45,600, $0.213."""
-    if x is None or not np.isfinite(x):
-        return "n/a"
-    a = abs(x)
-    if a >= 1e9:
-        return f"${x / 1e9:.2f}B"
-    if a >= 1e6:
-        return f"${x / 1e6:.2f}M"
-    if a >= 100:
-        return f"${x:,.0f}"
-    if a >= 1:
-        return f"${x:,.2f}"
-    return f"${x:.3g}"
+_usd = usd  # money in words' units (workbook.narrative.usd)
 
 
 def _pct(x: float) -> str:
@@ -572,7 +560,7 @@ def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.D
     excluded = _excluded_table(priced)
     if ranked.empty:
         why = excluded.groupby("constraint").size().sort_values(ascending=False)
-        reasons = [f"Every option is ruled out. Most common reasons: "
+        reasons = ["Every option is ruled out. Most common reasons: "
                    + "; ".join(f"{k} ({v} option group{'s' if v != 1 else ''})" for k, v in why.head(3).items())]
         return Recommendation(s.name, None, None, None, None, reasons, None,
                               ["Relax a constraint (budget, deadline, max_chips, frameworks) or add candidates."],

@@ -22,6 +22,26 @@ def header(s: Scenario):
     return Markdown(header_markdown(s))
 
 
+def usd(x) -> str:
+    """Money for people: $1.23B, $1.23M, $45,600, $2.13, $0.213; "n/a" for a blank."""
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return "n/a"
+    if x != x or x in (float("inf"), float("-inf")):
+        return "n/a"
+    a = abs(x)
+    if a >= 1e9:
+        return f"${x / 1e9:.2f}B"
+    if a >= 1e6:
+        return f"${x / 1e6:.2f}M"
+    if a >= 100:
+        return f"${x:,.0f}"
+    if a >= 1:
+        return f"${x:,.2f}"
+    return f"${x:.3g}"
+
+
 def number(x) -> str:
     """A figure for people: 3 significant digits, thousands separators, scientific only beyond 1e6."""
     try:

@@ -1082,7 +1082,7 @@ def operating_points(s: Scenario, perf_df: pd.DataFrame | None = None) -> pd.Dat
             if perf_df is not None and a in set(perf_df["accelerator"]):
                 b = perf_df.set_index("accelerator").loc[a, "batch"]
                 if b is not None and not pd.isna(b):
-                    pts.append((f"decode, estimated batch", float(decode_arithmetic_intensity(p, float(b), I + O / 2, w.precision, w.kv_precision))))
+                    pts.append(("decode, estimated batch", float(decode_arithmetic_intensity(p, float(b), I + O / 2, w.precision, w.kv_precision))))
         for name, ai in pts:
             rows.append((a, name, ai, float(np.minimum(peak, ai * bw))))
     return pd.DataFrame(rows, columns=["accelerator", "point", "intensity_flops_per_byte", "attained_flops_per_s"])

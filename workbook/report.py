@@ -47,6 +47,7 @@ from pathlib import Path
 from . import __version__, catalog
 from .errors import InputError
 from .scenario import SCENARIO_DIR, load_scenario, resolve_path, scenario_names
+from .narrative import usd as _usd
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 NOTEBOOK_DIR = PACKAGE_DIR.parent / "notebooks"
@@ -728,12 +729,6 @@ def _num(x) -> float | None:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
 
 
-def _usd(x) -> str:
-    if abs(x) >= 1e6:
-        return f"${x / 1e6:,.2f}M"
-    if abs(x) >= 100:
-        return f"${x:,.0f}"
-    return f"${x:,.3g}"
 
 
 def _pick(d, *keys):

@@ -752,14 +752,11 @@ def _app_get(s, dotted: str):
 
 
 def _app_usd(x) -> str:
-    """Money for people (``decision._usd``: $1.23M, $45,600, $2.13, $0.213); blanks stay blank."""
-    from . import decision
+    """Money for people (``narrative.usd``); blanks stay blank."""
+    from .narrative import usd
 
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return "–"
-    return decision._usd(x) if _math.isfinite(x) else "–"
+    text = usd(x)
+    return "–" if text == "n/a" else text
 
 
 def _app_key_figures(rec) -> list[tuple[str, str]]:

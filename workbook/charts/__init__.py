@@ -12,9 +12,6 @@ import altair as alt
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22", "#17becf"]
 
-_enabled = False
-
-
 def _theme():
     return alt.theme.ThemeConfig(
         config={
@@ -30,13 +27,11 @@ def _theme():
 
 def enable(renderer: str = "svg") -> None:
     """Register the theme and pick an offline renderer: ``svg`` (default, static) or ``png``."""
-    global _enabled
     if "workbook" not in alt.theme.names():
         alt.theme.register("workbook", enable=True)(_theme)
     alt.theme.enable("workbook")
     alt.renderers.enable(renderer)
     alt.data_transformers.disable_max_rows()
-    _enabled = True
 
 
 from .. import submodule_getattr  # noqa: E402
