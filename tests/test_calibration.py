@@ -5,7 +5,7 @@ from contextlib import redirect_stdout
 import numpy as np
 import pytest
 
-from workbook import calibrate, catalog, perf
+from workbook import calibrate, catalog, paths, perf
 from workbook.cli import main
 from workbook.errors import InputError
 
@@ -239,6 +239,6 @@ def test_a_published_layout_is_parsed_into_pins_and_limits():
 
 def test_readme_shows_the_current_calibration_table(summary):
     """The README's table is what `python -m workbook calibrate --markdown` prints today."""
-    readme = (catalog.DATA_DIR.parent / "README.md").read_text()
+    readme = (paths.DATA_DIR.parent / "README.md").read_text()
     block = readme.split("<!-- calibration-table -->")[1].split("<!-- end calibration-table -->")[0]
     assert calibrate.summary_markdown(summary) in block

@@ -5,7 +5,7 @@ import sys
 import pandas as pd
 import pytest
 
-from workbook import catalog
+from workbook import catalog, paths
 from workbook.errors import InputError
 
 REQUIRED_CHIPS = ["V100-SXM2-16GB", "A100-SXM4-40GB", "A100-SXM4-80GB", "A10G", "L4", "L40S", "T4",
@@ -73,13 +73,13 @@ def _set_first(column, value):
 
 
 def _bad_catalog(tmp_path, name, mutate):
-    src = catalog.DATA_DIR / f"{name}.csv"
+    src = paths.DATA_DIR / f"{name}.csv"
     df = pd.read_csv(src, dtype=str, keep_default_na=False)
     mutate(df)
     df.to_csv(tmp_path / f"{name}.csv", index=False)
     for other in catalog.SCHEMAS:
-        if other != name and (catalog.DATA_DIR / f"{other}.csv").exists():
-            (tmp_path / f"{other}.csv").write_bytes((catalog.DATA_DIR / f"{other}.csv").read_bytes())
+        if other != name and (paths.DATA_DIR / f"{other}.csv").exists():
+            (tmp_path / f"{other}.csv").write_bytes((paths.DATA_DIR / f"{other}.csv").read_bytes())
     catalog.load.cache_clear()
     catalog.resolve_map.cache_clear()
     try:

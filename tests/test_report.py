@@ -20,7 +20,7 @@ import pytest
 
 from workbook import report
 from workbook.errors import InputError
-from workbook.scenario import SCENARIO_DIR
+from workbook.paths import SCENARIO_DIR
 
 FIXTURE_NOTEBOOKS = Path(__file__).parent / "fixtures" / "notebooks"
 BAD_PARAMS = Path(__file__).parent / "fixtures" / "notebooks_bad_params"
@@ -476,13 +476,13 @@ def _clear_data_caches():
 @pytest.fixture
 def data_copy(tmp_path, monkeypatch):
     """A private copy of data/*.csv as the catalog folder, a private cache folder, empty caches."""
-    from workbook import calibrate, catalog
+    from workbook import calibrate, paths
 
     data = tmp_path / "data"
     data.mkdir()
-    for p in catalog.DATA_DIR.glob("*.csv"):
+    for p in paths.DATA_DIR.glob("*.csv"):
         (data / p.name).write_bytes(p.read_bytes())
-    monkeypatch.setattr(catalog, "DATA_DIR", data)
+    monkeypatch.setattr(paths, "DATA_DIR", data)
     monkeypatch.setenv("WORKBOOK_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(calibrate, "_TABLES", {})
     _clear_data_caches()

@@ -34,7 +34,7 @@ import functools
 import numpy as np
 import pandas as pd
 
-from . import catalog, comm
+from . import catalog, comm, paths
 from .errors import InputError
 from .profile import Profile, model_profile, profile_from_architecture, train_flops_per_token
 from .scenario import Architecture, Parallelism, Workload
@@ -584,7 +584,7 @@ def write_parameters(path=None) -> pd.DataFrame:
 
     params, prov = fit()
     df = parameters_frame(params, prov)
-    df.to_csv(path or catalog.DATA_DIR / "efficiency.csv", index=False)
+    df.to_csv(path or paths.DATA_DIR / "efficiency.csv", index=False)
     catalog.load.cache_clear()
     perf._param_file.cache_clear()
     return df
@@ -604,7 +604,7 @@ def _table_cache_key() -> str:
 
     h = hashlib.sha256(f"pandas {pd.__version__} numpy {np.__version__}\n".encode())
     pkg = Path(__file__).resolve().parent
-    for f in sorted(catalog.DATA_DIR.glob("*.csv")) + sorted(pkg.rglob("*.py")):
+    for f in sorted(paths.DATA_DIR.glob("*.csv")) + sorted(pkg.rglob("*.py")):
         h.update(f"{f.name} {hashlib.sha256(f.read_bytes()).hexdigest()}\n".encode())
     return h.hexdigest()
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import paths
 from .errors import InputError
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 
 
 @dataclass(frozen=True)
@@ -266,9 +266,9 @@ def load(name: str, data_dir: str | None = None) -> pd.DataFrame:
     """Load and validate ``data/<name>.csv`` once per process (cached; callers must not mutate)."""
     if name not in SCHEMAS:
         raise InputError(f"unknown catalog {name!r}; expected one of {', '.join(SCHEMAS)}")
-    path = Path(data_dir) if data_dir else DATA_DIR
+    path = Path(data_dir) if data_dir else paths.DATA_DIR
     path = path / f"{name}.csv"
-    rel = _rel(path)
+    rel = paths.rel(path)
     if not path.exists():
         raise InputError(f"{rel}: file not found")
     raw = pd.read_csv(path, dtype=str, keep_default_na=False)
@@ -285,13 +285,6 @@ def load(name: str, data_dir: str | None = None) -> pd.DataFrame:
             i = int((~priced).to_numpy().nonzero()[0][0])
             raise InputError(f"{rel}: row {i + 2}: on_demand_usd_per_hour: expected at least one price in the row")
     return df
-
-
-def _rel(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
 
 
 def _suggest(word: str, choices) -> str:
@@ -376,7 +369,7 @@ def catalog_versions(data_dir: str | None = None) -> dict[str, str]:
     """Content hash and newest as_of of each catalog, for report metadata."""
     import hashlib
 
-    path = Path(data_dir) if data_dir else DATA_DIR
+    path = Path(data_dir) if data_dir else paths.DATA_DIR
     out = {}
     for name in SCHEMAS:
         p = path / f"{name}.csv"

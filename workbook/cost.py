@@ -43,7 +43,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from . import catalog
+from . import catalog, paths
 from .errors import InputError
 from .scenario import Scenario
 
@@ -267,7 +267,7 @@ def _is_superseded(off: pd.DataFrame) -> pd.Series:
 
 def hardware() -> pd.DataFrame:
     """``data/hardware.csv`` (systems to buy), or an empty frame when the file is absent."""
-    if "hardware" not in catalog.SCHEMAS or not (catalog.DATA_DIR / "hardware.csv").exists():
+    if "hardware" not in catalog.SCHEMAS or not (paths.DATA_DIR / "hardware.csv").exists():
         return pd.DataFrame(columns=["system", "accelerator", "chips_per_system", "purchase_usd", "system_power_w",
                                      "hosting_usd_per_month", "as_of", "source", "notes"])
     hw = catalog.load("hardware").copy()

@@ -44,9 +44,10 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import __version__, catalog
+from . import __version__, catalog, paths
 from .errors import InputError
-from .scenario import SCENARIO_DIR, load_scenario, resolve_path, scenario_names
+from .paths import SCENARIO_DIR
+from .scenario import load_scenario, resolve_path, scenario_names
 from .narrative import usd as _usd
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -133,7 +134,7 @@ def check_parameters(notebooks: list[Path], parameters=PARAMETERS) -> None:
 
     problems = []
     for nb in notebooks:
-        rel = catalog._rel(Path(nb))
+        rel = paths.rel(Path(nb))
         try:
             declared = pm.inspect_notebook(str(nb))
         except Exception as e:  # unreadable JSON, not a notebook
@@ -163,7 +164,7 @@ def inputs_sha256(scenario_file: str | Path, notebooks: list[Path], data_dir: st
     """One hash over what a report depends on: the scenario file, every catalog CSV, the section
     notebooks, and the package (version and source). Equal hash: the report would be the same."""
     h = hashlib.sha256(f"workbook {__version__}\n".encode())
-    data = Path(data_dir) if data_dir else catalog.DATA_DIR
+    data = Path(data_dir) if data_dir else paths.DATA_DIR
     parts = ([("scenario", Path(scenario_file))] + [("catalog", p) for p in sorted(data.glob("*.csv"))]
              + [("notebook", Path(p)) for p in notebooks]
              + [("package", p) for p in _package_files()])
@@ -191,11 +192,11 @@ def plan(scenarios: list[str], out: str | Path, notebook_dir: str | Path = NOTEB
     """
     present, missing = available_sections(notebook_dir)
     if not present:
-        raise InputError(f"{catalog._rel(Path(notebook_dir))}: no report notebook found "
+        raise InputError(f"{paths.rel(Path(notebook_dir))}: no report notebook found "
                          f"(expected one of {', '.join(s.notebook for s in SECTIONS)})")
-    paths = [Path(notebook_dir) / s.notebook for s in present]
-    check_parameters(paths)
-    kernel_name = _kernel_name(paths[0])
+    nb_paths = [Path(notebook_dir) / s.notebook for s in present]
+    check_parameters(nb_paths)
+    kernel_name = _kernel_name(nb_paths[0])
     out = Path(out)
     jobs, problems, skipped, seen = [], [], [], {}
     for arg in scenarios:
@@ -206,12 +207,12 @@ def plan(scenarios: list[str], out: str | Path, notebook_dir: str | Path = NOTEB
             continue
         path = resolve_path(arg).resolve()
         if s.name in seen:
-            problems.append(f"{catalog._rel(path)}: name: {s.name!r} is also the name of {seen[s.name]}; "
+            problems.append(f"{paths.rel(path)}: name: {s.name!r} is also the name of {seen[s.name]}; "
                             "each report needs its own name")
             continue
-        seen[s.name] = catalog._rel(path)
+        seen[s.name] = paths.rel(path)
         shipped = path.parent == SCENARIO_DIR.resolve() and path.stem == s.name
-        digest = inputs_sha256(path, paths)
+        digest = inputs_sha256(path, nb_paths)
         if skip_unchanged and _previous_inputs_sha256(out, s.name) == digest:
             skipped.append(s.name)
             continue
@@ -398,7 +399,7 @@ def _failure(job: Job, notebook: str, exc: Exception, executed_path: Path | None
     import nbformat
     from papermill.exceptions import PapermillExecutionError
 
-    rel = catalog._rel(Path(job.notebook_dir) / notebook)
+    rel = paths.rel(Path(job.notebook_dir) / notebook)
     files = {}
     if isinstance(exc, PapermillExecutionError):
         cell = exc.cell_index + 1
@@ -708,7 +709,7 @@ def build_summary(job: Job, durations: list[dict], estimate_file: Path | None = 
     meta = {
         "generated_utc": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
         "package_version": __version__,
-        "scenario_file": catalog._rel(Path(job.scenario_file)),
+        "scenario_file": paths.rel(Path(job.scenario_file)),
         "scenario_sha256": _sha256_file(Path(job.scenario_file)),
         "catalog_versions": catalog.catalog_versions(),
         "inputs_sha256": job.inputs_sha256,
@@ -1059,11 +1060,11 @@ def run_batch(jobs: list[Job], out: str | Path, workers: int = 1, executor: cf.E
         results.append(res)
         if res.ok:
             where = install(res, out)
-            say(f"ok      {job.scenario} ({res.duration_s:.1f} s) -> {catalog._rel(where)}")
+            say(f"ok      {job.scenario} ({res.duration_s:.1f} s) -> {paths.rel(where)}")
         else:
             kept = record_failure(res, out)
             say(f"FAILED  {job.scenario} ({res.duration_s:.1f} s): {res.error}")
-            say(f"        executed notebook and error kept in {catalog._rel(kept)}/")
+            say(f"        executed notebook and error kept in {paths.rel(kept)}/")
         for n in res.notes:
             say(f"        note: {job.scenario}: {n}")
         if bar is not None:
@@ -1130,14 +1131,14 @@ def run(args) -> int:
     out = Path(args.out)
     names = args.scenarios or scenario_names()
     if not names:
-        raise InputError(f"{catalog._rel(SCENARIO_DIR)}: no scenario files found")
+        raise InputError(f"{paths.rel(SCENARIO_DIR)}: no scenario files found")
     jobs, problems, skipped = plan(names, out, args.notebooks, args.skip_unchanged, args.timeout)
     say = _say
     for line in problems:
         say(f"invalid {line}")
     present, missing = available_sections(args.notebooks)
     for s in missing:
-        say(f"note: section '{s.label}' skipped: {catalog._rel(Path(args.notebooks) / s.notebook)} not found")
+        say(f"note: section '{s.label}' skipped: {paths.rel(Path(args.notebooks) / s.notebook)} not found")
     for name in skipped:
         say(f"skip    {name} (inputs unchanged since its last report)")
     workers = max(1, args.jobs or _default_jobs())
@@ -1149,7 +1150,7 @@ def run(args) -> int:
     else:
         where = f"{min(workers, max(len(jobs), 1))} job(s)"
     if jobs:
-        say(f"report: {len(jobs)} scenario(s) x {len(present)} notebook(s) on {where} -> {catalog._rel(out)}/")
+        say(f"report: {len(jobs)} scenario(s) x {len(present)} notebook(s) on {where} -> {paths.rel(out)}/")
     try:
         results = run_batch(jobs, out, workers=workers, executor=executor)
     finally:
@@ -1161,7 +1162,7 @@ def run(args) -> int:
     failed = [r for r in results if not r.ok]
     invalid = len({p.split(": ")[0] for p in problems})  # problems are "file: field: message" lines
     say(f"report: {len(results) - len(failed)} written, {len(failed)} failed, {len(skipped)} unchanged, "
-        f"{invalid} invalid, in {time.perf_counter() - t0:.1f} s; index: {catalog._rel(index)}")
+        f"{invalid} invalid, in {time.perf_counter() - t0:.1f} s; index: {paths.rel(index)}")
     if problems:
         return 2
     return 1 if failed else 0

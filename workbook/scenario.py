@@ -13,13 +13,12 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from . import catalog
+from . import catalog, paths, terms
 from .errors import InputError
 
-SCENARIO_DIR = catalog.DATA_DIR / "scenarios"
 
-Precision = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
-PricingModel = Literal["on_demand", "spot", "commit_1y", "commit_3y", "monthly", "purchase"]
+Precision = Literal[terms.PRECISIONS]
+PricingModel = Literal[terms.PRICING_MODEL_IDS]
 Pos = Annotated[float, Field(gt=0)]
 PosInt = Annotated[int, Field(gt=0)]
 Frac = Annotated[float, Field(ge=0, le=1)]
@@ -299,7 +298,7 @@ def resolve_path(name_or_path: str | Path) -> Path:
     p = Path(name_or_path)
     if p.suffix in (".yaml", ".yml") or p.exists() or "/" in str(name_or_path):
         return p
-    return SCENARIO_DIR / f"{name_or_path}.yaml"
+    return paths.SCENARIO_DIR / f"{name_or_path}.yaml"
 
 
 def parse_scenario(data, file: str = "<scenario>") -> Scenario:
@@ -352,11 +351,11 @@ def _check_ids(s: Scenario, file: str) -> list[str]:
 def load_scenario(name_or_path: str | Path) -> Scenario:
     """Read and validate one scenario file; ``InputError`` lists every problem, naming file and field."""
     path = resolve_path(name_or_path)
-    rel = catalog._rel(path)
+    rel = paths.rel(path)
     if not path.exists():
         hint = ""
-        if SCENARIO_DIR.exists():
-            hint = catalog._suggest(path.stem, [p.stem for p in SCENARIO_DIR.glob("*.yaml")])
+        if paths.SCENARIO_DIR.exists():
+            hint = catalog._suggest(path.stem, [p.stem for p in paths.SCENARIO_DIR.glob("*.yaml")])
         raise InputError(f"{rel}: file not found{hint}")
     try:
         text = path.read_text()
@@ -375,7 +374,7 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
 
 def scenario_names() -> list[str]:
     """Names of the shipped scenarios (files in data/scenarios/)."""
-    return sorted(p.stem for p in SCENARIO_DIR.glob("*.yaml"))
+    return sorted(p.stem for p in paths.SCENARIO_DIR.glob("*.yaml"))
 
 
 def scenario_schema() -> dict:

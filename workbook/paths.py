@@ -1,0 +1,26 @@
+"""Where things are: the checkout's folders, resolved once, and ``rel()`` for messages.
+
+Nothing here imports from the workbook; every module that needs a folder imports it from here.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+ROOT = PACKAGE_DIR.parent
+DATA_DIR = ROOT / "data"
+SCENARIO_DIR = DATA_DIR / "scenarios"
+NOTEBOOK_DIR = ROOT / "notebooks"
+TEMPLATE_DIR = PACKAGE_DIR / "templates"
+APP_SHARE_DIR = PACKAGE_DIR / "app_share"   # holds voila/templates/workbook (found through JUPYTER_PATH)
+APP_NOTEBOOK = NOTEBOOK_DIR / "app.ipynb"
+
+
+def rel(path: str | Path) -> str:
+    """``path`` relative to the working directory when it lies below it (for error messages that
+    name a file the user can open), else as given."""
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(p)

@@ -1,0 +1,154 @@
+"""The vocabulary: one name, unit and label for every quantity that crosses a layer.
+
+A scenario key is the notebook parameter, the model field and the column stem (``training_days``
+from the YAML key to the report's column). Labels for people live here too, so that the CLI, the
+notebooks, the app and the reports say the same thing. Nothing here imports from the workbook.
+
+Spelling: "utilization" (the fraction of paid hours that do useful work), in code and in text.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# --- time ------------------------------------------------------------------------------------------
+
+HOURS_PER_MONTH = 730.0  # 8,760 h / 12: the cloud billing month (offerings' committed hourly = monthly / 730)
+HOURS_PER_DAY = 24.0
+DAYS_PER_MONTH = HOURS_PER_MONTH / HOURS_PER_DAY
+SECONDS_PER_DAY = 86400.0
+
+
+# --- ways to pay -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PricingModel:
+    """One way to pay. ``kind``: ``payg`` (pay for the hours used), ``spot`` (a market price that can
+    be reclaimed) or ``reserved`` (every hour of a term is paid); ``term_months`` for reserved ones;
+    ``label`` a noun phrase for sentences ("… on a 1-year commitment"), ``short`` for charts and
+    tables."""
+
+    id: str
+    kind: str
+    label: str
+    short: str
+    term_months: float = 0.0
+
+
+PRICING_MODELS: dict[str, PricingModel] = {m.id: m for m in (
+    PricingModel("on_demand", "payg", "on-demand", "on-demand"),
+    PricingModel("spot", "spot", "spot", "spot"),
+    PricingModel("commit_1y", "reserved", "a 1-year commitment", "1-year commitment", 12.0),
+    PricingModel("commit_3y", "reserved", "a 3-year commitment", "3-year commitment", 36.0),
+    PricingModel("monthly", "reserved", "a monthly server", "monthly server", 1.0),
+    PricingModel("purchase", "reserved", "bought hardware", "purchase"),
+)}
+PRICING_MODEL_IDS = tuple(PRICING_MODELS)
+TERM_MONTHS = {k: m.term_months for k, m in PRICING_MODELS.items() if m.term_months}
+KIND = {k: m.kind for k, m in PRICING_MODELS.items()}
+
+
+def pricing_label(model: str) -> str:
+    """The sentence label of a pricing model ("a 1-year commitment"), the id itself when unknown."""
+    m = PRICING_MODELS.get(model)
+    return m.label if m else model
+
+
+def pricing_short(model: str) -> str:
+    """The chart/table label of a pricing model ("1-year commitment")."""
+    m = PRICING_MODELS.get(model)
+    return m.short if m else model
+
+
+# --- the workload ----------------------------------------------------------------------------------
+
+TASKS = ("training", "fine-tuning", "inference")
+PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
+FRAMEWORKS = ("pytorch", "jax", "tensorflow")
+RECOMPUTE = ("none", "selective", "full")
+OPTIMIZERS = ("adam", "sgd", "adafactor")
+FRAMEWORK_LABEL = {"pytorch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
+PLATFORM_LABEL = {"cuda": "CUDA", "rocm": "ROCm", "tpu": "TPU (XLA)", "neuron": "AWS Neuron"}
+
+
+def compute_precision(precision: str) -> str:
+    """The precision the matmuls run at: int4 weights are dequantised to bf16 (weight-only
+    quantisation, e.g. AWQ/GPTQ kernels); every other precision computes as stored."""
+    return "bf16" if precision == "int4" else precision
+
+
+# --- the estimate's columns ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the comparison (``estimate --json`` option keys): its unit and a label."""
+
+    name: str
+    unit: str
+    label: str
+
+
+# the parallel layout of a training option (the training search's best configuration)
+LAYOUT_KEYS = ("tp", "pp", "dp", "ep", "cp", "zero", "recompute", "micro_batch")
+TRAINING_KEYS = ("step_time_s", "tokens_per_s", "mfu", "training_days", "chip_hours")
+SERVING_KEYS = ("ttft_ms", "tpot_ms", "output_tokens_per_s")
+BAND_SUFFIXES = ("", "_low", "_high")
+
+_COLUMNS = [
+    Column("accelerator", "", "Accelerator"),
+    Column("family", "", "Family"),
+    Column("chips", "chips", "Chips"),
+    Column("fits", "", "Fits"),
+    Column("reason", "", "Why not"),
+    Column("peak_flops_per_s", "FLOP/s", "Dense peak"),
+    Column("memory_per_chip_bytes", "bytes", "Memory per chip"),
+    Column("step_time_s", "s", "Step (s)"),
+    Column("tokens_per_s", "tokens/s", "Tokens/s"),
+    Column("mfu", "fraction", "MFU"),
+    Column("training_days", "days", "Days to train"),
+    Column("chip_hours", "chip-hours", "Chip-hours"),
+    Column("ttft_ms", "ms", "TTFT (ms)"),
+    Column("tpot_ms", "ms", "ms per token"),
+    Column("output_tokens_per_s", "tokens/s", "Output tokens/s"),
+    Column("max_batch", "sequences", "Max batch"),
+    Column("batch", "sequences", "Batch"),
+    Column("meets_slo", "", "Meets latency targets"),
+    Column("replicas", "copies", "Replicas"),
+    Column("tp", "chips", "TP"),
+    Column("pp", "stages", "PP"),
+    Column("dp", "replicas", "DP"),
+    Column("ep", "chips", "EP"),
+    Column("cp", "chips", "CP"),
+    Column("zero", "stage", "ZeRO"),
+    Column("recompute", "", "Recompute"),
+    Column("micro_batch", "sequences", "Micro-batch"),
+    Column("meets_deadline", "", "Meets deadline"),
+    Column("calibrated", "", "Calibrated"),
+]
+_BANDED = set(TRAINING_KEYS) | set(SERVING_KEYS)
+
+
+def _expand(cols):
+    for c in cols:
+        yield c
+        if c.name in _BANDED:
+            yield Column(c.name + "_low", c.unit, c.label + ", low (P10)")
+            yield Column(c.name + "_high", c.unit, c.label + ", high (P90)")
+
+
+ESTIMATE_COLUMNS: dict[str, Column] = {c.name: c for c in _expand(_COLUMNS)}
+INT_COLUMNS = ("chips", "max_batch", "batch", "replicas", "tp", "pp", "dp", "ep", "cp", "zero", "micro_batch")
+BOOL_COLUMNS = ("fits", "meets_slo", "meets_deadline", "calibrated")
+
+# labels of the decision's ranking and cost columns (notebooks, app, reports)
+RANKING_LABELS = {
+    "rank": "#", "accelerator": "Accelerator", "pricing_model": "Pay with", "score": "Score",
+    "cost_usd": "Cost of the run", "usd_per_million_tokens": "$ per M output tokens", "band": "band",
+    "usd_per_month": "$ a month", "training_days": "Days", "tpot_ms": "ms per token", "p_cheapest": "P(cheapest)",
+    "offering": "Offering",
+}
+
+
+def label(column: str) -> str:
+    """A column's label for people (the column name itself when it has none)."""
+    c = ESTIMATE_COLUMNS.get(column)
+    return c.label if c else RANKING_LABELS.get(column, column)
