@@ -407,12 +407,6 @@ def test_headline_text_is_the_decision_modules_own_headline():
         assert report.headline({"recommendation": r.as_dict()})["recommendation"] == r.headline()
 
 
-def test_summary_json_is_strict_json_even_with_numpy_and_nan():
-    np = pytest.importorskip("numpy")
-    data = report._jsonable({"a": np.float64("nan"), "b": np.int64(3), "c": [np.float32(1.5)], "d": float("inf")})
-    assert json.loads(json.dumps(data, allow_nan=False)) == {"a": None, "b": 3, "c": [1.5], "d": None}
-
-
 def test_install_replaces_a_report_folder_whole(tmp_path):
     old = report.Result(scenario="s", ok=True, files={"report.html": b"old", "stale.ipynb": b"x"})
     report.install(old, tmp_path)

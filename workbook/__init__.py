@@ -11,12 +11,12 @@ import sys as _sys
 # the optional import is declined here (jsonschema then skips the two format checks).
 _sys.modules.setdefault("rfc3987_syntax", None)
 
-from . import catalog  # noqa: E402
+from . import catalog, paths  # noqa: E402
 from .errors import InputError
 from .narrative import header, register_table_formatter
 from .scenario import Scenario, load_scenario, parse_scenario, scenario_names, with_overrides
 
-__version__ = "0.1.0"
+__version__ = paths.VERSION
 
 register_table_formatter()
 

@@ -15,7 +15,6 @@ from .errors import InputError
 # Sub-commands that live in their own modules: name -> (module, help). Each module defines
 # ``add_arguments(parser)`` and ``run(args) -> int``.
 _PLUGINS = {
-    "estimate": ("workbook.estimate", "estimate time, throughput, cost and the recommendation for a scenario"),
     "calibrate": ("workbook.calibrate", "compare the performance model with published runs"),
     "report": ("workbook.report", "render decision reports (HTML) for scenarios with Papermill"),
 }
@@ -74,6 +73,43 @@ def _schema(args) -> int:
     return 0
 
 
+TRAINING_TABLE = ["step_time_s", "tokens_per_s", "mfu", "training_days", "chip_hours",
+                  "tp", "pp", "dp", "ep", "cp", "zero", "recompute", "micro_batch"]
+SERVING_TABLE = ["ttft_ms", "tpot_ms", "output_tokens_per_s", "max_batch", "replicas", "tp", "meets_slo"]
+
+
+def _estimate_table(result: dict) -> str:
+    """``estimate``'s human-readable output: one row per option, then the recommendation."""
+    import pandas as pd
+
+    training = result["task"] != "inference"
+    keys = ["accelerator", "chips", "fits"] + (TRAINING_TABLE if training else SERVING_TABLE) + ["reason"]
+    df = pd.DataFrame(result["options"])
+    df = df[[k for k in keys if k in df.columns]]
+    lines = [f"{result['scenario']}: {result['title']}", ""]
+    with pd.option_context("display.width", 200, "display.max_columns", None, "display.float_format", "{:,.3g}".format):
+        lines.append(df.to_string(index=False, na_rep="-"))
+    rec = result.get("recommendation")
+    if rec:
+        lines += ["", f"Recommendation: {rec.get('accelerator')} via {rec.get('provider')} "
+                      f"{rec.get('offering')} ({rec.get('pricing_model')})"]
+        lines += [f"  - {r}" for r in rec.get("reasons", [])]
+    return "\n".join(lines)
+
+
+def _estimate(args) -> int:
+    from . import analysis
+    from .scenario import load_scenario
+
+    result = analysis.summary_json(analysis.analyse(load_scenario(args.scenario)))
+    if args.json:
+        json.dump(result, sys.stdout, indent=2)
+        print()
+    else:
+        print(_estimate_table(result))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m workbook", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -84,6 +120,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("name", nargs="?", default="accelerators", choices=["accelerators", "offerings", "models", "software"])
     c.add_argument("--csv", action="store_true", help="print every column as CSV")
     c.set_defaults(func=_catalog)
+    e = sub.add_parser("estimate", help="estimate time, throughput, cost and the recommendation for a scenario")
+    e.add_argument("scenario", help="a scenario name (data/scenarios/NAME.yaml) or a YAML path")
+    e.add_argument("--json", action="store_true", help="print one JSON object")
+    e.set_defaults(func=_estimate)
     s = sub.add_parser("schema", help="print the scenario file's JSON schema")
     s.set_defaults(func=_schema)
     for name, (mod, help_) in _PLUGINS.items():

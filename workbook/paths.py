@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+VERSION = "0.1.0"   # the package version (pyproject.toml), stamped into every report and summary
+
 PACKAGE_DIR = Path(__file__).resolve().parent
 ROOT = PACKAGE_DIR.parent
 DATA_DIR = ROOT / "data"

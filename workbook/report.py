@@ -44,7 +44,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import __version__, catalog, paths
+from . import analysis, catalog, paths
 from .errors import InputError
 from .paths import SCENARIO_DIR
 from .scenario import load_scenario, resolve_path, scenario_names
@@ -163,7 +163,7 @@ def _package_files() -> list[Path]:
 def inputs_sha256(scenario_file: str | Path, notebooks: list[Path], data_dir: str | Path | None = None) -> str:
     """One hash over what a report depends on: the scenario file, every catalog CSV, the section
     notebooks, and the package (version and source). Equal hash: the report would be the same."""
-    h = hashlib.sha256(f"workbook {__version__}\n".encode())
+    h = hashlib.sha256(f"workbook {paths.VERSION}\n".encode())
     data = Path(data_dir) if data_dir else paths.DATA_DIR
     parts = ([("scenario", Path(scenario_file))] + [("catalog", p) for p in sorted(data.glob("*.csv"))]
              + [("notebook", Path(p)) for p in notebooks]
@@ -660,35 +660,10 @@ def external_resources(page: str) -> list[str]:
     return [next(g for g in m.groups() if g) for m in _EXTERNAL.finditer(page)]
 
 
-def _jsonable(x):
-    """JSON-ready copy: numpy scalars and arrays to Python, NaN and infinities to null."""
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if hasattr(x, "tolist") and not isinstance(x, (str, bytes)):
-        return _jsonable(x.tolist())
-    if hasattr(x, "item") and not isinstance(x, (str, bytes)):
-        return _jsonable(x.item())
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if x is None or isinstance(x, (str, int, float, bool)):
-        return x
-    if hasattr(x, "model_dump"):
-        return _jsonable(x.model_dump())
-    if isinstance(x, (_dt.date, _dt.datetime)):
-        return x.isoformat()
-    return str(x)
-
-
 def run_estimate(s) -> tuple[dict | None, str | None]:
-    """``workbook.estimate.estimate(s)`` when that module is importable; otherwise the reason."""
+    """``analysis.summary_json(analysis.analyse(s))``, or the reason it failed."""
     try:
-        from . import estimate as est
-    except ImportError as e:
-        return None, f"workbook.estimate is not importable ({e})"
-    try:
-        return _jsonable(est.estimate(s)), None
+        return analysis.summary_json(analysis.analyse(s)), None
     except Exception as e:
         return None, f"{e.__class__.__name__}: {e}"
 
@@ -708,7 +683,7 @@ def build_summary(job: Job, durations: list[dict], estimate_file: Path | None = 
     est, err = _read_estimate(estimate_file) or run_estimate(s)
     meta = {
         "generated_utc": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
-        "package_version": __version__,
+        "package_version": paths.VERSION,
         "scenario_file": paths.rel(Path(job.scenario_file)),
         "scenario_sha256": _sha256_file(Path(job.scenario_file)),
         "catalog_versions": catalog.catalog_versions(),

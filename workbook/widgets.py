@@ -334,7 +334,7 @@ def decision_explorer(s, perf_df=None):
 # The stakeholder app (notebooks/app.ipynb, served by ``python -m workbook.app``). One function,
 # ``app(scenario)``, builds the page: scenario picker, recommendation card, controls, and tabs for
 # the decision, workload, comparison, scaling and cost. Every control is a scenario key; a change
-# re-validates the scenario (``with_overrides``), re-runs ``estimate.analyse`` and redraws.
+# re-validates the scenario (``with_overrides``), re-runs ``analysis.analyse`` and redraws.
 # Charts are static SVG from vl-convert inside ``<img>`` (offline; no Vega from a CDN). Expected
 # mistakes (InputError) and missing modules appear as sentences in the page, never tracebacks.
 
@@ -689,11 +689,11 @@ class _App:
         except InputError as e:
             self._show_error("These settings are not a valid scenario:", e.problems)
             return
-        estimate, missing = _app_module("estimate")
+        pipeline, missing = _app_module("analysis")
         analysis, problem = None, None
-        if estimate is not None:
+        if pipeline is not None:
             try:
-                analysis = estimate.analyse(s)
+                analysis = pipeline.analyse(s)
             except InputError as e:
                 problem = ("The analysis cannot run on these inputs:", e.problems)
             except ImportError as e:
@@ -784,7 +784,7 @@ def _app_key_figures(rec) -> list[tuple[str, str]]:
 
 
 def _app_recommendation_html(analysis) -> str:
-    rec = analysis.get("recommendation") if analysis else None
+    rec = analysis.recommendation if analysis else None
     if rec is None:
         why = _app_module("decision")[1] or _app_module("cost")[1]
         return _app_message("No recommendation: the analysis gave performance figures but no prices or decision.",
@@ -847,7 +847,7 @@ def _app_ranking(rec, top: int = 12) -> str:
 # The key charts of each tab: (module, function, what it shows, arguments from (scenario, analysis)).
 # The chart functions are the package's own (workbook/charts/*.py): tidy DataFrame in, alt.Chart out.
 def _app_rec(analysis):
-    return analysis.get("recommendation") if analysis else None
+    return analysis.recommendation if analysis else None
 
 
 def _app_winner_option(analysis):
@@ -861,26 +861,26 @@ def _app_tornado_args(s, analysis):
     from . import cost
 
     option = _app_winner_option(analysis)
-    return None if option is None else (cost.tornado(s, analysis["priced"], option),)
+    return None if option is None else (cost.tornado(s, analysis.priced, option),)
 
 
 def _app_breakeven_args(s, analysis):
     from . import cost
 
     rec = _app_rec(analysis)
-    return (cost.breakeven_curves(s, analysis["priced"], accelerator=rec.accelerator if rec else None),)
+    return (cost.breakeven_curves(s, analysis.priced, accelerator=rec.accelerator if rec else None),)
 
 
 def _app_mc_args(s, analysis):
     from . import cost
 
-    return (cost.mc_histogram(s, analysis["priced"]),)
+    return (cost.mc_histogram(s, analysis.priced),)
 
 
 def _app_roofline_args(s, analysis):
     from . import perf
 
-    return (perf.roofline_lines(s), perf.operating_points(s, analysis["perf"] if analysis else None))
+    return (perf.roofline_lines(s), perf.operating_points(s, analysis.perf if analysis else None))
 
 
 def _app_memory_args(s, analysis):
@@ -928,7 +928,7 @@ def _app_charts(s, analysis, tab: str, memo: dict | None = None) -> str:
 def _app_view_decision(s, analysis, memo: dict) -> str:
     if analysis is None:
         return ""
-    rec = analysis.get("recommendation")
+    rec = analysis.recommendation
     if rec is None:
         return _app_message("The ranking needs the cost and decision modules:",
                             [x for x in (_app_module("cost")[1], _app_module("decision")[1]) if x] or
@@ -994,7 +994,7 @@ _APP_PERF_LABELS = {
 def _app_view_comparison(s, analysis, memo: dict) -> str:
     if analysis is None:
         return ""
-    perf = analysis["perf"].copy()
+    perf = analysis.perf.copy()
     training = s.workload.task != "inference"
     cols = ["accelerator", "chips", "fits"]
     cols += (["training_days", "tokens_per_s", "mfu", "step_time_s", "chip_hours", "meets_deadline"] if training
@@ -1051,7 +1051,7 @@ def _app_view_scaling(s, analysis, memo: dict) -> str:
 
 
 def _app_view_cost(s, analysis, memo: dict) -> str:
-    if analysis is None or analysis.get("priced") is None:
+    if analysis is None or analysis.priced is None:
         return _app_message("The cost view needs the cost module:", [_app_module("cost")[1] or "no prices returned."], "note")
     return _app_charts(s, analysis, "Cost", memo)
 

@@ -1,0 +1,117 @@
+"""The one pipeline: a scenario in, every table of the decision out.
+
+``analyse(s)`` runs the performance model on each candidate, prices every offering and way to pay,
+draws the Monte Carlo and recommends, once; the CLI (``estimate``), the five notebooks, the widgets,
+the app and the batch reports all call it and read its ``Analysis``. ``summary_json(a)`` is the
+``estimate --json`` object (the batch reports' ``summary.json``): its keys (``options``,
+``recommendation``, ``monte_carlo``, ...) are a contract that scripts outside the repository read.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import numpy as np
+import pandas as pd
+
+from . import catalog, cost, decision, paths, perf
+from .scenario import Scenario
+
+COST_KEYS = ("cost_usd", "usd_per_million_tokens", "usd_per_month")
+MC_DRAWS = 10000
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Every intermediate table of one scenario's analysis (data only)."""
+
+    scenario: Scenario
+    perf: pd.DataFrame                 # one row per accelerator considered (terms.ESTIMATE_COLUMNS)
+    priced: pd.DataFrame               # every accelerator x offering x pricing model, excluded ones marked
+    mc: pd.DataFrame                   # Monte Carlo summary per option
+    recommendation: object             # decision.Recommendation
+
+
+def analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0) -> Analysis:
+    """The whole analysis of ``s``: performance, prices, Monte Carlo, recommendation."""
+    perf_df = perf.compare(s)
+    priced = cost.price_options(s, perf_df)
+    mc = cost.monte_carlo(s, priced, n=n_draws, seed=seed)
+    return Analysis(s, perf_df, priced, mc, decision.recommend(s, perf_df, priced, mc))
+
+
+def jsonable(x):
+    """JSON-ready copy: numpy scalars and arrays to Python, NaN, infinities and pandas NA to None,
+    dates to ISO strings, pydantic models to dicts."""
+    if isinstance(x, dict):
+        return {str(k): jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [jsonable(v) for v in x]
+    if x is pd.NA or x is pd.NaT:
+        return None
+    if isinstance(x, np.generic):
+        return jsonable(x.item())
+    if hasattr(x, "tolist") and not isinstance(x, (str, bytes)):
+        return jsonable(x.tolist())
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if x is None or isinstance(x, (str, int, float, bool)):
+        return x
+    if hasattr(x, "model_dump"):
+        return jsonable(x.model_dump())
+    if isinstance(x, (_dt.date, _dt.datetime)):
+        return x.isoformat()
+    return str(x)
+
+
+def records(df: pd.DataFrame) -> list[dict]:
+    """A frame as a list of JSON-ready dicts."""
+    return [jsonable(row) for row in df.to_dict("records")]
+
+
+def _option_costs(priced: pd.DataFrame, accelerator: str) -> dict:
+    """Cheapest offering per pricing model for one accelerator, with cost figures and bands."""
+    rows = priced[priced["accelerator"] == accelerator]
+    if "excluded_reason" in rows:
+        rows = rows[rows["excluded_reason"].isna()]
+    if rows.empty:
+        return {}
+    key = "cost_usd" if "cost_usd" in rows and rows["cost_usd"].notna().any() else "usd_per_million_tokens"
+    out = {}
+    for pm, grp in rows.groupby("pricing_model", sort=False):
+        grp = grp.dropna(subset=[key])
+        if grp.empty:
+            continue
+        best = grp.loc[grp[key].idxmin()]
+        entry = {"offering": best.get("offering"), "provider": best.get("provider")}
+        for k in ("usd_per_chip_hour_effective", "spare_instances", "as_of"):
+            if k in best.index:
+                entry[k] = jsonable(best[k])
+        for k in COST_KEYS:
+            for suffix in ("", "_low", "_high"):
+                if k + suffix in best.index:
+                    entry[k + suffix] = jsonable(best[k + suffix])
+        out[pm] = entry
+    return out
+
+
+def summary_json(a: Analysis) -> dict:
+    """The JSON object of ``estimate --json`` (and of the reports' ``summary.json``)."""
+    s = a.scenario
+    options = records(a.perf)
+    for opt in options:
+        opt["costs"] = _option_costs(a.priced, opt["accelerator"])
+    rec = a.recommendation
+    return jsonable({
+        "scenario": s.name,
+        "title": s.title,
+        "task": s.workload.task,
+        "options": options,
+        "recommendation": rec.as_dict() if rec is not None else None,
+        "monte_carlo": records(a.mc),
+        "generated_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "workbook_version": paths.VERSION,
+        "catalog_versions": catalog.catalog_versions(),
+    })
