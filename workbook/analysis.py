@@ -16,7 +16,8 @@ from datetime import datetime, timezone
 import numpy as np
 import pandas as pd
 
-from . import catalog, cost, decision, paths, perf
+from . import catalog, cost, decision, paths
+from .model import estimate
 from .scenario import Scenario
 
 COST_KEYS = ("cost_usd", "usd_per_million_tokens", "usd_per_month")
@@ -36,7 +37,7 @@ class Analysis:
 
 def analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0) -> Analysis:
     """The whole analysis of ``s``: performance, prices, Monte Carlo, recommendation."""
-    perf_df = perf.compare(s)
+    perf_df = estimate.compare(s)
     priced = cost.price_options(s, perf_df)
     mc = cost.monte_carlo(s, priced, n=n_draws, seed=seed)
     return Analysis(s, perf_df, priced, mc, decision.recommend(s, perf_df, priced, mc))

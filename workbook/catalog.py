@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -344,7 +345,7 @@ def model(ident: str) -> pd.Series:
     return df.set_index("model").loc[resolve("models", ident)]
 
 
-def peak_flops_per_s(acc, precision: str):
+def peak_flops_per_s(acc, precision: str, required: bool = False):
     """Dense peak FLOP/s for a compute precision (datasheet, dense not sparse).
 
     ``acc`` is one accelerator (a catalog row as Series or dict: returns a float, NaN when
@@ -352,7 +353,8 @@ def peak_flops_per_s(acc, precision: str):
     path (weight-only quantisation). The two 16-bit formats stand in for each other where a chip
     publishes only one: every chip with both has the same tensor-core rate for them, and Volta
     (V100) and Turing (T4), which have no bf16, run a bf16 model in fp16 (mixed precision with loss
-    scaling for training: Micikevicius et al. 2018, "Mixed Precision Training")."""
+    scaling for training: Micikevicius et al. 2018, "Mixed Precision Training"). ``required``: a
+    blank peak of one accelerator is an InputError naming the column, not NaN."""
     col = {"fp32": "peak_fp32_flops_per_s", "bf16": "peak_bf16_flops_per_s", "fp16": "peak_fp16_flops_per_s",
            "fp8": "peak_fp8_flops_per_s", "int8": "peak_int8_flops_per_s", "int4": "peak_bf16_flops_per_s"}[precision]
     other = {"peak_bf16_flops_per_s": "peak_fp16_flops_per_s", "peak_fp16_flops_per_s": "peak_bf16_flops_per_s"}.get(col)
@@ -362,7 +364,13 @@ def peak_flops_per_s(acc, precision: str):
     val = acc[col]
     if other and (val is None or pd.isna(val)):
         val = acc[other]
-    return float(val) if val is not None and not pd.isna(val) else float("nan")
+    if val is not None and not pd.isna(val):
+        return float(val)
+    if required:
+        name = acc.name if isinstance(getattr(acc, "name", None), str) else acc.get("accelerator")
+        raise InputError(f"data/accelerators.csv: {name}: {col.replace('peak_' + precision, 'peak_' + precision)} is blank: "
+                         f"no dense {precision} peak published for this accelerator (workload.precision)")
+    return float("nan")
 
 
 def catalog_versions(data_dir: str | None = None) -> dict[str, str]:
@@ -376,3 +384,23 @@ def catalog_versions(data_dir: str | None = None) -> dict[str, str]:
         if p.exists():
             out[name] = hashlib.sha256(p.read_bytes()).hexdigest()[:12]
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _acc_records() -> dict[str, dict]:
+    return {r["accelerator"]: r for r in accelerators().to_dict("records")}
+
+
+def accelerator_record(ident: str) -> dict:
+    """Catalog row of an accelerator (id or alias) as a dict, cached."""
+    return _acc_records()[resolve("accelerators", ident)]
+
+
+def accelerator_records() -> dict[str, dict]:
+    """Every accelerator's catalog row as a dict, by id (cached)."""
+    return _acc_records()
+
+
+def usable_accelerators(precision: str) -> list[str]:
+    """Catalog accelerators with a published dense peak for ``precision``."""
+    return [a for a, r in _acc_records().items() if not math.isnan(peak_flops_per_s(r, precision))]

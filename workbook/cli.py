@@ -15,7 +15,7 @@ from .errors import InputError
 # Sub-commands that live in their own modules: name -> (module, help). Each module defines
 # ``add_arguments(parser)`` and ``run(args) -> int``.
 _PLUGINS = {
-    "calibrate": ("workbook.calibrate", "compare the performance model with published runs"),
+    "calibrate": ("workbook.calibrate.fit", "compare the performance model with published runs"),
     "report": ("workbook.report", "render decision reports (HTML) for scenarios with Papermill"),
 }
 

@@ -43,8 +43,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from . import catalog
-from .errors import InputError
+from .. import catalog
+from ..errors import InputError
 
 KINDS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
 

@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from workbook import catalog, comm
+from workbook import catalog
+from workbook.model import comm
 from workbook.errors import InputError
 
 

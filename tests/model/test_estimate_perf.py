@@ -7,24 +7,28 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import workbook as wb
-from workbook import perf
-from workbook import profile as prof
+from workbook import catalog, terms
+from workbook.model import efficiency, estimate, serving, tables
+from workbook.model import profile as prof
+from workbook.model.efficiency import Efficiency
+
+EFF = Efficiency.from_csv()
 
 
 def test_h100_ridge_point_is_about_295_flops_per_byte():
     """scaling-book ch. 1: H100 SXM bf16 989 TFLOP/s over 3.35 TB/s HBM ≈ 295 FLOPs/byte."""
-    acc = perf.accelerator_record("H100-SXM5-80GB")
-    assert perf.ridge_point(acc["peak_bf16_flops_per_s"], acc["memory_bytes_per_s"]) == pytest.approx(295, abs=1)
+    acc = catalog.accelerator_record("H100-SXM5-80GB")
+    assert efficiency.ridge_point(acc["peak_bf16_flops_per_s"], acc["memory_bytes_per_s"]) == pytest.approx(295, abs=1)
 
 
 def test_decode_is_memory_bound_at_batch_1():
     """At batch 1 a decode step reads all weights for ~1 FLOP/byte, far below any ridge point."""
     p = prof.model_profile("llama-3.1-70b")
-    acc = perf.accelerator_record("H100-SXM5-80GB")
-    t_mem = prof.decode_weight_bytes_read(p, 1, "bf16") / (acc["memory_bytes_per_s"] * perf.parameter("decode_memory_efficiency", "nvidia-hopper"))
-    t_comp = prof.decode_flops_per_token(p, 1024) / (acc["peak_bf16_flops_per_s"] * perf.compute_efficiency(acc, "bf16", "decode", p))
+    acc = catalog.accelerator_record("H100-SXM5-80GB")
+    t_mem = prof.decode_weight_bytes_read(p, 1, "bf16") / (acc["memory_bytes_per_s"] * EFF.get("decode_memory_efficiency", "nvidia-hopper"))
+    t_comp = prof.decode_flops_per_token(p, 1024) / (acc["peak_bf16_flops_per_s"] * efficiency.compute_efficiency(EFF, acc, "bf16", "decode", p))
     assert t_mem > 20 * t_comp
-    step = perf.decode_step_s(p, acc, 1, 1024, 1, "bf16", "bf16", "bf16")
+    step = serving.decode_step_s(EFF, p, acc, 1, 1024, 1, "bf16", "bf16", "bf16")
     assert float(step) == pytest.approx(t_mem + 0.0, rel=0.05)
 
 
@@ -33,38 +37,38 @@ def test_llama3_70b_decode_at_batch_1_takes_about_weights_over_bandwidth():
     step at full bandwidth; the calibrated model is slower by 1/efficiency plus collectives, never
     faster."""
     p = prof.model_profile("llama-3-70b")
-    acc = perf.accelerator_record("TPU-v5e")
+    acc = catalog.accelerator_record("TPU-v5e")
     ideal = prof.decode_weight_bytes_read(p, 1, "int8") / (8 * acc["memory_bytes_per_s"])
     assert ideal == pytest.approx(0.0106, rel=0.05)
-    step = float(perf.decode_step_s(p, acc, 1, 128, 8, "bf16", "int8", "int8"))
+    step = float(serving.decode_step_s(EFF, p, acc, 1, 128, 8, "bf16", "int8", "int8"))
     assert step >= ideal
 
 
 def test_compute_efficiency_is_vectorised_over_tp_and_tokens():
-    acc = perf.accelerator_record("H100-SXM5-80GB")
+    acc = catalog.accelerator_record("H100-SXM5-80GB")
     p = prof.model_profile("llama-3.1-8b")
-    e = perf.compute_efficiency(acc, "bf16", "train", p, tp=np.array([1, 2, 4, 8]))
+    e = efficiency.compute_efficiency(EFF, acc, "bf16", "train", p, tp=np.array([1, 2, 4, 8]))
     assert e.shape == (4,) and np.all((e > 0) & (e < 1))
-    d = perf.compute_efficiency(acc, "bf16", "decode", p, tokens=np.array([1, 8, 64, 4096]))
+    d = efficiency.compute_efficiency(EFF, acc, "bf16", "decode", p, tokens=np.array([1, 8, 64, 4096]))
     assert d.shape == (4,) and np.all(np.diff(d) >= 0)
     assert d[0] < 0.01  # one token per matmul: bound by streaming the weights
-    assert isinstance(perf.compute_efficiency(acc, "bf16", "train", p), float)
+    assert isinstance(efficiency.compute_efficiency(EFF, acc, "bf16", "train", p), float)
 
 
 def test_fp8_runs_faster_than_bf16_but_not_twice_as_fast():
     """Amdahl: only the matmul share of a step speeds up at FP8 (the element-wise share grows with
     the ridge point, which FP8 doubles)."""
-    acc = perf.accelerator_record("H100-SXM5-80GB")
+    acc = catalog.accelerator_record("H100-SXM5-80GB")
     p = prof.model_profile("llama-3.1-70b")
-    bf16 = perf.compute_efficiency(acc, "bf16", "train", p) * acc["peak_bf16_flops_per_s"]
-    fp8 = perf.compute_efficiency(acc, "fp8", "train", p) * acc["peak_fp8_flops_per_s"]
+    bf16 = efficiency.compute_efficiency(EFF, acc, "bf16", "train", p) * acc["peak_bf16_flops_per_s"]
+    fp8 = efficiency.compute_efficiency(EFF, acc, "fp8", "train", p) * acc["peak_fp8_flops_per_s"]
     assert bf16 < fp8 < 2 * bf16
 
 
 def test_moe_training_reaches_a_smaller_fraction_of_peak_than_dense():
-    acc = perf.accelerator_record("H100-SXM5-80GB")
-    dense = perf.compute_efficiency(acc, "bf16", "train", prof.model_profile("llama-3.1-70b"))
-    moe = perf.compute_efficiency(acc, "bf16", "train", prof.model_profile("gpt-oss-120b"))
+    acc = catalog.accelerator_record("H100-SXM5-80GB")
+    dense = efficiency.compute_efficiency(EFF, acc, "bf16", "train", prof.model_profile("llama-3.1-70b"))
+    moe = efficiency.compute_efficiency(EFF, acc, "bf16", "train", prof.model_profile("gpt-oss-120b"))
     assert moe < 0.7 * dense
 
 
@@ -73,9 +77,9 @@ def test_moe_training_reaches_a_smaller_fraction_of_peak_than_dense():
 def test_more_chips_never_make_a_step_slower_inside_one_node(c1, c2):
     s = wb.load_scenario("llama-8b-finetune")
     p = prof.workload_profile(s.workload)
-    acc = perf.accelerator_record("H100-SXM5-80GB")
+    acc = catalog.accelerator_record("H100-SXM5-80GB")
     lo, hi = sorted((c1, c2))
-    r = perf.data_parallel_fallback(p, acc, np.array([lo, hi], dtype=float), s.workload, 0.1, s.workload.global_batch_tokens)
+    r = estimate.data_parallel_fallback(p, acc, np.array([lo, hi], dtype=float), s.workload, 0.1, s.workload.global_batch_tokens)
     if r["fits"][0]:
         assert r["step_time_s"][1] <= r["step_time_s"][0] * (1 + 1e-9)
 
@@ -84,10 +88,10 @@ def test_more_chips_never_make_a_step_slower_inside_one_node(c1, c2):
 @given(scale=st.floats(1.0, 4.0), batch=st.integers(1, 256))
 def test_more_memory_bandwidth_never_makes_decode_slower(scale, batch):
     p = prof.model_profile("llama-3.1-8b")
-    acc = dict(perf.accelerator_record("L40S"))
+    acc = dict(catalog.accelerator_record("L40S"))
     faster = dict(acc, memory_bytes_per_s=acc["memory_bytes_per_s"] * scale)
-    a = perf.decode_step_s(p, acc, batch, 1000, 1, "bf16", "bf16", "bf16")
-    b = perf.decode_step_s(p, faster, batch, 1000, 1, "bf16", "bf16", "bf16")
+    a = serving.decode_step_s(EFF, p, acc, batch, 1000, 1, "bf16", "bf16", "bf16")
+    b = serving.decode_step_s(EFF, p, faster, batch, 1000, 1, "bf16", "bf16", "bf16")
     assert float(b) <= float(a) * (1 + 1e-12)
 
 
@@ -95,8 +99,8 @@ def test_throughput_grows_with_batch_until_compute_bound_and_tpot_too():
     """Memory-bound decode: more sequences share each weight read, so throughput grows with the batch
     until the step is compute-bound, then stays flat (roofline); TPOT never falls."""
     p = prof.model_profile("llama-3.1-8b")
-    acc = perf.accelerator_record("H100-SXM5-80GB")
-    pt = perf.serving_point(p, acc, np.array([1, 8, 64, 256, 1024]), 1000, 200, 1, "bf16", "bf16", "bf16")
+    acc = catalog.accelerator_record("H100-SXM5-80GB")
+    pt = serving.serving_point(EFF, p, acc, np.array([1, 8, 64, 256, 1024]), 1000, 200, 1, "bf16", "bf16", "bf16")
     thr = pt["output_tokens_per_s"]
     assert thr[1] > 5 * thr[0]
     assert np.all(np.diff(thr) >= -1e-9 * thr[1:])
@@ -105,17 +109,17 @@ def test_throughput_grows_with_batch_until_compute_bound_and_tpot_too():
 
 def test_compare_has_the_estimate_json_columns():
     s = wb.load_scenario("chat-70b-realtime")
-    df = perf.compare(s)
+    df = estimate.compare(s)
     need = ["accelerator", "chips", "fits", "reason", "ttft_ms", "tpot_ms", "output_tokens_per_s", "max_batch",
             "meets_slo", "replicas", "tp", "family", "peak_flops_per_s", "memory_per_chip_bytes",
             "step_time_s", "tokens_per_s", "mfu", "training_days", "chip_hours"]
-    for c in need + [k + sfx for k in perf.TRAINING_KEYS + perf.INFERENCE_KEYS for sfx in ("_low", "_high")]:
+    for c in need + [k + sfx for k in list(terms.TRAINING_KEYS) + list(terms.SERVING_KEYS) for sfx in ("_low", "_high")]:
         assert c in df.columns, c
     assert list(df["accelerator"]) == [wb.catalog.resolve("accelerators", a) for a in s.candidates.accelerators]
 
 
 def test_a_chip_without_the_precision_is_kept_with_a_reason():
-    df = perf.compare(wb.load_scenario("chat-70b-realtime"))  # FP8: A100 has no FP8
+    df = estimate.compare(wb.load_scenario("chat-70b-realtime"))  # FP8: A100 has no FP8
     a100 = df.set_index("accelerator").loc["A100-SXM4-80GB"]
     assert not a100["fits"] and "fp8" in a100["reason"]
 
@@ -123,10 +127,10 @@ def test_a_chip_without_the_precision_is_kept_with_a_reason():
 def test_every_shipped_scenario_gets_an_answer_with_ordered_bands():
     for name in wb.scenario_names():
         s = wb.load_scenario(name)
-        df = perf.compare(s)
+        df = estimate.compare(s)
         ok = df[df["fits"].fillna(False).astype(bool)]
         assert len(ok) > 0, name
-        keys = perf.INFERENCE_KEYS if s.workload.task == "inference" else perf.TRAINING_KEYS
+        keys = list(terms.SERVING_KEYS) if s.workload.task == "inference" else list(terms.TRAINING_KEYS)
         for k in keys:
             v = ok[[k + "_low", k, k + "_high"]].astype(float).dropna()
             assert (v[k + "_low"] <= v[k] * (1 + 1e-9)).all() and (v[k] <= v[k + "_high"] * (1 + 1e-9)).all(), (name, k)
@@ -134,25 +138,25 @@ def test_every_shipped_scenario_gets_an_answer_with_ordered_bands():
 
 def test_pinned_cluster_is_estimated_on_exactly_that_setup():
     s = wb.load_scenario("llama2-7b-pretrain")  # A100 x 2048, Meta's run
-    df = perf.compare(s)
+    df = estimate.compare(s)
     assert list(df["accelerator"]) == ["A100-SXM4-80GB"] and int(df["chips"].iloc[0]) == 2048
 
 
 def test_training_chip_count_meets_the_deadline_with_whole_nodes():
     s = wb.load_scenario("llama-70b-pretrain")
-    r = perf.estimate_training(s, "H100-SXM5-80GB")
+    r = estimate.estimate_training(s, "H100-SXM5-80GB")
     assert r["fits"] and r["chips"] % 8 == 0 and r["training_days"] <= s.constraints.deadline_days
-    fewer = perf.estimate_training(s, "H100-SXM5-80GB", chips=r["chips"] - 8)
+    fewer = estimate.estimate_training(s, "H100-SXM5-80GB", chips=r["chips"] - 8)
     assert fewer["training_days"] > s.constraints.deadline_days
 
 
 def test_training_options_report_the_parallel_layout_of_the_best_configuration():
     """Issue 4 item 6: each training option carries tp, pp, dp, ep, cp, zero, recompute and
     micro_batch of the layout its step time comes from; the layout uses every chip."""
-    df = perf.compare(wb.load_scenario("llama-70b-pretrain"))
+    df = estimate.compare(wb.load_scenario("llama-70b-pretrain"))
     ok = df[df["fits"].fillna(False).astype(bool)]
     assert len(ok) >= 5
-    for c in perf.CONFIG_KEYS:
+    for c in terms.LAYOUT_KEYS:
         assert ok[c].notna().all(), c
     assert (ok["tp"] * ok["pp"] * ok["dp"] * ok["cp"] == ok["chips"]).all()
     assert set(ok["recompute"]) <= {"none", "selective", "full"}
@@ -160,11 +164,11 @@ def test_training_options_report_the_parallel_layout_of_the_best_configuration()
 
 def test_the_estimate_is_the_scaling_models_best_configuration():
     """No second, simpler path: the step time of an option is workbook.scaling's best layout for
-    that chip count with the calibrated efficiency (perf.training_config)."""
+    that chip count with the calibrated efficiency (estimate.training_config)."""
     s = wb.load_scenario("llama-70b-pretrain")
-    r = perf.estimate_training(s, "H100-SXM5-80GB")
+    r = estimate.estimate_training(s, "H100-SXM5-80GB")
     p = prof.workload_profile(s.workload)
-    cfg = perf.training_config(p, perf.accelerator_record("H100-SXM5-80GB"), r["chips"], s.workload)
+    cfg = estimate.training_config(p, catalog.accelerator_record("H100-SXM5-80GB"), r["chips"], s.workload)
     assert r["step_time_s"] == pytest.approx(cfg["step_time_s"])
     assert (r["tp"], r["pp"], r["dp"], r["zero"]) == (cfg["tp"], cfg["pp"], cfg["dp"], cfg["zero"])
 
@@ -174,26 +178,26 @@ def test_cluster_parallelism_pins_tensor_and_pipeline_parallelism():
     (1,024 H100s: data x context parallel 1024 / (8 x 16) = 8)."""
     s = wb.with_overrides(wb.load_scenario("llama-70b-pretrain"),
                           **{"cluster": {"accelerator": "H100-SXM5-80GB", "chips": 1024, "parallelism": {"tp": 8, "pp": 16}}})
-    r = perf.compare(s).iloc[0]
+    r = estimate.compare(s).iloc[0]
     assert (int(r["tp"]), int(r["pp"]), int(r["dp"]) * int(r["cp"]), int(r["chips"])) == (8, 16, 8, 1024)
-    free = perf.estimate_training(wb.with_overrides(s, **{"cluster.parallelism": None}), "H100-SXM5-80GB")
+    free = estimate.estimate_training(wb.with_overrides(s, **{"cluster.parallelism": None}), "H100-SXM5-80GB")
     assert free["step_time_s"] <= r["step_time_s"] * (1 + 1e-9)  # the free search can only do as well or better
 
 
 def test_a_pinned_layout_that_cannot_be_laid_out_says_which_field():
     s = wb.with_overrides(wb.load_scenario("llama-70b-pretrain"),
                           **{"cluster": {"accelerator": "H100-SXM5-80GB", "chips": 1024, "parallelism": {"tp": 3}}})
-    r = perf.compare(s).iloc[0]
+    r = estimate.compare(s).iloc[0]
     assert not r["fits"] and "cluster.parallelism.tp" in r["reason"]
 
 
 def test_a_repeated_comparison_reuses_the_layout_searches():
     """The widgets redraw on every change: a second compare of the same scenario runs no new search."""
     s = wb.load_scenario("llama-70b-pretrain")
-    perf.compare(s)
-    before = perf._training_config.cache_info().misses
-    perf.compare(s)
-    assert perf._training_config.cache_info().misses == before
+    estimate.compare(s)
+    before = estimate._CONFIGS.misses
+    estimate.compare(s)
+    assert estimate._CONFIGS.misses == before
 
 
 def test_small_models_lose_more_on_a_chip_with_a_higher_ridge_point():
@@ -201,23 +205,23 @@ def test_small_models_lose_more_on_a_chip_with_a_higher_ridge_point():
     fraction of peak on H100 (ridge 295 FLOP/byte in BF16) than on A100 (153), and in FP8 than in
     BF16 (the ridge doubles) - llm-foundry's MPT table: same code, A100 MFU 50-64%, H100 36-46%."""
     p = prof.model_profile("mpt-7b")
-    a100, h100 = perf.accelerator_record("A100-SXM4-80GB"), perf.accelerator_record("H100-SXM5-80GB")
-    assert perf.width_factor(p.hidden, perf.width_scale(h100, "bf16")) < perf.width_factor(p.hidden, perf.width_scale(a100, "bf16"))
-    assert perf.width_factor(p.hidden, perf.width_scale(h100, "fp8")) < perf.width_factor(p.hidden, perf.width_scale(h100, "bf16"))
+    a100, h100 = catalog.accelerator_record("A100-SXM4-80GB"), catalog.accelerator_record("H100-SXM5-80GB")
+    assert efficiency.width_factor(p.hidden, efficiency.width_scale(EFF, h100, "bf16")) < efficiency.width_factor(p.hidden, efficiency.width_scale(EFF, a100, "bf16"))
+    assert efficiency.width_factor(p.hidden, efficiency.width_scale(EFF, h100, "fp8")) < efficiency.width_factor(p.hidden, efficiency.width_scale(EFF, h100, "bf16"))
 
 
 def test_inference_without_targets_or_concurrency_runs_at_the_largest_batch_that_fits():
     s = wb.with_overrides(wb.load_scenario("small-model-cheap"), **{"workload.ttft_slo_ms": None, "workload.tpot_slo_ms": None,
                                                                     "workload.requests_per_s": None})
-    r = perf.estimate_inference(s, "L4")
+    r = estimate.estimate_inference(s, "L4")
     assert r["fits"] and r["batch"] == r["max_batch"] and r["replicas"] == 1
 
 
 def test_a_latency_target_lowers_the_batch():
     s = wb.load_scenario("mixtral-moe-serving")  # 40 ms per output token
     loose = wb.with_overrides(s, **{"workload.tpot_slo_ms": 1000})
-    strict_r = perf.estimate_inference(s, "H200-SXM-141GB", chips=1)
-    loose_r = perf.estimate_inference(loose, "H200-SXM-141GB", chips=1)
+    strict_r = estimate.estimate_inference(s, "H200-SXM-141GB", chips=1)
+    loose_r = estimate.estimate_inference(loose, "H200-SXM-141GB", chips=1)
     assert strict_r["tpot_ms"] <= 40 < loose_r["tpot_ms"]
     assert strict_r["batch"] < loose_r["batch"]
 
@@ -226,7 +230,7 @@ def test_a_model_too_big_for_one_node_says_how_many_chips_it_needs():
     s = wb.with_overrides(wb.load_scenario("chat-70b-realtime"), **{"workload.model": "llama-3.1-405b",
                                                                     "workload.precision": "bf16",
                                                                     "workload.kv_cache_precision": "bf16"})
-    r = perf.estimate_inference(s, "L4")
+    r = estimate.estimate_inference(s, "L4")
     assert not r["fits"]
     need = 405.85e9 * 2 / (24e9 * 0.9)  # bf16 weights over 90% of a 24 GB L4
     assert r["chips"] == math.ceil(need) and "at least" in r["reason"]
@@ -235,14 +239,14 @@ def test_a_model_too_big_for_one_node_says_how_many_chips_it_needs():
 def test_single_node_tensor_parallelism_fits_a_70b_model_on_80gb_chips():
     s = wb.with_overrides(wb.load_scenario("chat-70b-realtime"), **{"workload.precision": "bf16",
                                                                     "workload.kv_cache_precision": "bf16"})
-    r = perf.estimate_inference(s, "H100-SXM5-80GB")
+    r = estimate.estimate_inference(s, "H100-SXM5-80GB")
     assert r["fits"] and r["tp"] >= 2 and r["chips"] == r["tp"] * r["replicas"]
 
 
 def test_the_load_sets_the_number_of_replicas():
     s = wb.load_scenario("nightly-batch-8b")
-    one = perf.estimate_inference(s, "H100-SXM5-80GB")
-    double = perf.estimate_inference(wb.with_overrides(s, **{"workload.requests_per_s": 2 * s.workload.requests_per_s}),
+    one = estimate.estimate_inference(s, "H100-SXM5-80GB")
+    double = estimate.estimate_inference(wb.with_overrides(s, **{"workload.requests_per_s": 2 * s.workload.requests_per_s}),
                                      "H100-SXM5-80GB")
     assert double["replicas"] >= 2 * one["replicas"] - 1
     assert one["output_tokens_per_s"] >= s.workload.requests_per_s * s.workload.output_tokens
@@ -250,15 +254,15 @@ def test_the_load_sets_the_number_of_replicas():
 
 def test_bands_are_wider_for_an_uncalibrated_family():
     """Families without their own parameters use pooled ones and the spread of family-out predictions."""
-    lo_c, hi_c = perf.band("mfu", "nvidia-hopper")
-    lo_u, hi_u = perf.band("mfu", "amd-cdna3")
+    lo_c, hi_c = efficiency.band(EFF, "mfu", "nvidia-hopper")
+    lo_u, hi_u = efficiency.band(EFF, "mfu", "amd-cdna3")
     assert lo_u < lo_c < 1 < hi_c < hi_u
 
 
 def test_generic_workload_trains_from_flops_per_sample():
     s = wb.parse_scenario({"name": "cnn", "title": "a CNN", "workload": {
         "task": "training", "generic": {"params": 25e6, "train_flops_per_sample": 12e9}, "samples": 1.28e8}})
-    r = perf.estimate_training(s, "H100-SXM5-80GB", chips=8)
+    r = estimate.estimate_training(s, "H100-SXM5-80GB", chips=8)
     assert r["fits"] and r["training_days"] > 0
 
 
@@ -266,8 +270,8 @@ def test_roofline_chart_puts_the_workload_points_on_each_chip():
     from workbook.charts import perf as cp
 
     s = wb.load_scenario("chat-70b-realtime")
-    options = perf.compare(s)
-    spec = cp.roofline(perf.roofline_lines(s), perf.operating_points(s, options)).to_dict()
+    options = estimate.compare(s)
+    spec = cp.roofline(tables.roofline_lines(s), tables.operating_points(s, options)).to_dict()
     assert len(spec["layer"]) == 2
     assert spec["layer"][1]["encoding"]["shape"]["field"] == "point"
 
@@ -275,7 +279,7 @@ def test_roofline_chart_puts_the_workload_points_on_each_chip():
 def test_comparison_chart_has_an_error_bar_from_the_bands():
     from workbook.charts import perf as cp
 
-    df = perf.compare(wb.load_scenario("llama-8b-finetune"))
+    df = estimate.compare(wb.load_scenario("llama-8b-finetune"))
     spec = cp.comparison(df).to_dict()
     marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in spec["layer"]]
     assert "errorbar" in marks and spec["layer"][1]["encoding"]["x2"]["field"] == "training_days_high"
@@ -283,7 +287,7 @@ def test_comparison_chart_has_an_error_bar_from_the_bands():
 
 def test_memory_breakdown_sums_to_sixteen_bytes_per_parameter_plus_activations():
     s = wb.load_scenario("llama-70b-pretrain")
-    df = perf.memory_breakdown(s)
+    df = tables.memory_breakdown(s)
     full = df[df["setting"].str.endswith("full")]
     p = prof.workload_profile(s.workload)
     states = full[full["component"] != "activations"]["bytes"].sum()
@@ -292,7 +296,7 @@ def test_memory_breakdown_sums_to_sixteen_bytes_per_parameter_plus_activations()
 
 def test_explanation_table_names_a_source_for_every_figure():
     for name in ("llama-70b-pretrain", "chat-70b-realtime"):
-        t = perf.explain(wb.load_scenario(name))
+        t = tables.formulas(wb.load_scenario(name))
         assert t["formula"].str.len().gt(5).all() and len(t) >= 6
 
 
@@ -302,4 +306,4 @@ def test_widgets_build_from_the_scenario():
         assert wb.widgets.profile_explorer(s).children
         box = wb.widgets.comparison_explorer(s)
         cands = [c for c in box.children[0].children if "wb-compare-candidates" in c._dom_classes][0]
-        assert list(cands.value) == perf.candidate_accelerators(s)
+        assert list(cands.value) == estimate.candidate_accelerators(s)

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workbook import profile as prof
+from workbook.model import profile as prof
 from workbook.scenario import Architecture, GenericProfile, Workload
 
 

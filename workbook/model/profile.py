@@ -24,8 +24,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from . import catalog
-from .scenario import Architecture, Workload
+from .. import catalog
+from ..scenario import Architecture, Workload
 
 BYTES_PER_VALUE = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
 

@@ -5,7 +5,13 @@ from contextlib import redirect_stdout
 import numpy as np
 import pytest
 
-from workbook import calibrate, catalog, paths, perf
+from workbook import catalog, paths
+from workbook.calibrate import fit as calfit
+from workbook.calibrate import runs as calruns
+from workbook.model import estimate, serving
+from workbook.model.efficiency import Efficiency
+
+EFF = Efficiency.from_csv()
 from workbook.cli import main
 from workbook.errors import InputError
 
@@ -20,30 +26,30 @@ HOLDOUT_THROUGHPUT_BOUND = 0.30
 
 @pytest.fixture(scope="module")
 def table():
-    return calibrate.calibration_table()
+    return calruns.calibration_table()
 
 
 @pytest.fixture(scope="module")
 def summary(table):
-    return calibrate.error_summary(table)
+    return calruns.error_summary(table)
 
 
 def test_every_used_run_value_is_its_published_figure_converted():
-    runs = calibrate.reference_runs()
+    runs = calruns.reference_runs()
     for _, r in runs.iterrows():
-        assert calibrate.convert(r) == pytest.approx(r["value"], rel=1e-4), r["run"]
+        assert calruns.convert(r) == pytest.approx(r["value"], rel=1e-4), r["run"]
 
 
 def test_every_used_run_names_a_catalog_accelerator_and_a_model_or_shape():
-    runs = calibrate.reference_runs()
+    runs = calruns.reference_runs()
     assert len(runs) >= 150
     for _, r in runs.iterrows():
         assert catalog.resolve("accelerators", r["accelerator"]) == r["accelerator"]
-        assert calibrate.run_profile(r).params_total > 1e8
+        assert calruns.run_profile(r).params_total > 1e8
 
 
 def test_excluded_runs_say_why():
-    runs = calibrate.reference_runs(include_excluded=True)
+    runs = calruns.reference_runs(include_excluded=True)
     ex = runs[runs["split"] == "excluded"]
     assert len(ex) > 0 and ex["conversion"].str.startswith("excluded:").all()
 
@@ -51,20 +57,20 @@ def test_excluded_runs_say_why():
 def test_narayanan_hardware_tflops_convert_to_about_three_quarters_in_model_flops():
     """Narayanan et al. 2021 count recomputation (4 passes of 2N instead of 3): GPT-3 175B at
     153 TFLOP/s per A100 is ≈ 153·3/4 / 312 ≈ 37% MFU."""
-    runs = calibrate.reference_runs().set_index("run")
+    runs = calruns.reference_runs().set_index("run")
     assert runs.loc["a100-megatron-ptdp-gpt-3-175b-384", "value"] == pytest.approx(153 * 0.75 / 312, rel=0.02)
 
 
 def test_llama2_model_card_gpu_hours_give_about_44_percent_mfu():
     """184,320 A100 GPU-hours for 2T tokens (Llama 2 model card): 3,014 tokens/s per GPU at
     (6·6.6e9 + 12·32·4096·4096) FLOPs per token over 312 TFLOP/s ≈ 45%."""
-    runs = calibrate.reference_runs().set_index("run")
+    runs = calruns.reference_runs().set_index("run")
     assert runs.loc["a100-meta-llama-2-7b-model-card", "value"] == pytest.approx(0.445, abs=0.005)
 
 
 def test_parameter_file_is_a_fresh_fit_of_the_runs():
     """data/efficiency.csv must be what `python -m workbook calibrate --write` produces today."""
-    params, _ = calibrate.fit()
+    params, _ = calfit.fit()
     stored = {(p, s): v for p, s, v in catalog.load("efficiency")[["parameter", "scope", "value"]].itertuples(index=False)}
     assert set(stored) == set(params)
     for k, v in params.items():
@@ -73,7 +79,7 @@ def test_parameter_file_is_a_fresh_fit_of_the_runs():
 
 def test_every_parameter_names_the_runs_that_set_it():
     df = catalog.load("efficiency")
-    known = set(calibrate.reference_runs()["run"])
+    known = set(calruns.reference_runs()["run"])
     for _, r in df.iterrows():
         runs = [x for x in str(r["runs"]).split(";") if x]
         assert len(runs) == r["n_runs"] > 0, r["parameter"]
@@ -98,12 +104,12 @@ def test_held_out_runs_are_predicted_within_bounds(summary, kind, bound):
 
 def test_holdout_runs_are_not_used_by_the_fit():
     """Changing a held-out run's published value must not change any fitted parameter."""
-    runs = calibrate.reference_runs()
+    runs = calruns.reference_runs()
     i = runs.index[runs["split"] == "holdout"][0]
     changed = runs.copy()
     changed.loc[i, "value"] = changed.loc[i, "value"] * 3
-    a, _ = calibrate.fit_training(runs)
-    b, _ = calibrate.fit_training(changed)
+    a, _ = calfit.fit_training(runs)
+    b, _ = calfit.fit_training(changed)
     assert a == b
 
 
@@ -133,41 +139,41 @@ def test_calibrate_markdown_is_a_table():
 
 def test_a_bad_inline_architecture_names_the_key():
     with pytest.raises(InputError, match="layrs"):
-        calibrate.parse_architecture("layrs=4;hidden=64", "reference_runs.csv: run x: architecture")
+        calruns.parse_architecture("layrs=4;hidden=64", "reference_runs.csv: run x: architecture")
 
 
 def test_unknown_basis_is_an_input_error():
-    row = calibrate.reference_runs().iloc[0].to_dict()
+    row = calruns.reference_runs().iloc[0].to_dict()
     row["basis"] = "furlongs"
     with pytest.raises(InputError, match="basis"):
-        calibrate.convert(row)
+        calruns.convert(row)
 
 
 def test_prediction_is_the_same_code_as_the_estimates():
-    """A calibration prediction for a single-chip inference run equals perf.serving_point on that setup."""
-    runs = calibrate.reference_runs().set_index("run", drop=False)
+    """A calibration prediction for a single-chip inference run equals serving.serving_point on that setup."""
+    runs = calruns.reference_runs().set_index("run", drop=False)
     r = runs.loc["h100-vllm-inferencebench-llama-3.1-8b-c1-tpot"]
-    from workbook.profile import model_profile
-    pt = perf.serving_point(model_profile("llama-3.1-8b"), perf.accelerator_record("H100-SXM5-80GB"), 1, None, None, 1,
+    from workbook.model.profile import model_profile
+    pt = serving.serving_point(EFF, model_profile("llama-3.1-8b"), catalog.accelerator_record("H100-SXM5-80GB"), 1, None, None, 1,
                             "bf16", "bf16", "bf16")
-    assert float(calibrate.predict_run(r)) == pytest.approx(float(pt["tpot_s"]) * 1e3)
-    assert np.isfinite(float(calibrate.predict_run(r)))
+    assert float(calruns.predict_run(r)) == pytest.approx(float(pt["tpot_s"]) * 1e3)
+    assert np.isfinite(float(calruns.predict_run(r)))
 
 
 # --- training with the multi-chip model switched on ----------------------------------------------------
 
 def test_training_prediction_is_the_code_path_of_the_estimate():
-    """A training run is predicted by perf.training_config (workbook.scaling's best layout with the
+    """A training run is predicted by estimate.training_config (model.training's best layout with the
     calibrated efficiency), the function estimate_training uses, with its published layout pinned."""
-    runs = calibrate.reference_runs().set_index("run", drop=False)
+    runs = calruns.reference_runs().set_index("run", drop=False)
     r = runs.loc["h100-sxm5-80gb-nemo-llama-2-70b-64"]  # TP4 PP4 VP20, GBS 128, MBS 1 (NeMo 24.07)
-    cfg = calibrate.training_prediction(r)
+    cfg = calruns.training_prediction(r)
     assert (cfg["tp"], cfg["pp"], cfg["vpp"], cfg["micro_batch"], cfg["global_batch_seqs"]) == (4, 4, 20, 1, 128)
-    from workbook.profile import model_profile
-    direct = perf.training_config(model_profile("llama-2-70b"), perf.accelerator_record("H100-SXM5-80GB"), 64,
-                                  calibrate.run_workload(r), calibrate.parse_parallelism(r["parallelism"])[0],
-                                  calibrate.CALIBRATION_HEADROOM, vpp=20)
-    assert float(calibrate.predict_run(r)) == pytest.approx(direct["mfu"])
+    from workbook.model.profile import model_profile
+    direct = estimate.training_config(model_profile("llama-2-70b"), catalog.accelerator_record("H100-SXM5-80GB"), 64,
+                                  calruns.run_workload(r), calruns.parse_parallelism(r["parallelism"])[0],
+                                  calruns.CALIBRATION_HEADROOM, vpp=20)
+    assert float(calruns.predict_run(r)) == pytest.approx(direct["mfu"])
 
 
 def test_training_predictions_are_not_biased_low(table):
@@ -199,13 +205,13 @@ def test_fitted_matmul_ceilings_stay_below_the_measured_matmul_limit():
 def test_a_network_loss_is_fitted_only_where_a_scaling_series_demands_it():
     """The communication model prices the network; a per-doubling loss is left only for families
     whose fit runs hold one model and code at three or more chip counts beyond one fast domain."""
-    runs = calibrate.reference_runs()
-    params, _ = calibrate.fit_training(runs)
+    runs = calruns.reference_runs()
+    params, _ = calfit.fit_training(runs)
     with_loss = {s for (p, s) in params if p == "network_loss_per_doubling"}
     tr = runs[(runs["kind"] == "training") & (runs["split"] == "fit")]
-    feats = calibrate._training_features(tr[tr["family"].isin(with_loss | {"nvidia-ampere", "tpu-v5p"})], params)
+    feats = calfit._training_features(tr[tr["family"].isin(with_loss | {"nvidia-ampere", "tpu-v5p"})], params)
     for fam, g in feats[feats["moe_x"] == 0].groupby("family"):
-        assert calibrate._has_series(g) == (fam in with_loss), fam
+        assert calfit._has_series(g) == (fam in with_loss), fam
     assert with_loss <= {"tpu-v5e", "nvidia-hopper"}
 
 
@@ -213,9 +219,9 @@ def test_small_models_are_predicted_within_the_training_bound(table):
     """Models under 2B parameters (llm-foundry MPT-125M to 1B, Megatron 1.7B): the element-wise share
     h / (h + kappa x ridge point) explains why they reach less of the peak, more so on H100 than A100
     and in FP8 (MPT-350M in FP8 was predicted 110% too high by a width penalty fitted to large models)."""
-    runs = calibrate.reference_runs().set_index("run")
+    runs = calruns.reference_runs().set_index("run")
     small = [r for r in table["run"] if table.set_index("run").loc[r, "kind"] == "training"
-             and calibrate.run_profile(runs.loc[r]).params_total < 2e9]
+             and calruns.run_profile(runs.loc[r]).params_total < 2e9]
     errs = table.set_index("run").loc[small, "error"].abs()
     assert len(small) >= 5
     assert errs.median() <= TRAINING_BOUND
@@ -224,21 +230,21 @@ def test_small_models_are_predicted_within_the_training_bound(table):
 
 def test_deepseek_v3_with_latent_attention_is_a_held_out_run():
     """DeepSeek-V3 on 512 TPU v5p (tpu-recipes): usable once MLA is counted (37.5B active weights)."""
-    runs = calibrate.reference_runs().set_index("run")
+    runs = calruns.reference_runs().set_index("run")
     r = runs.loc["tpu-v5p-deepseek-v3"]
     assert r["split"] == "holdout" and int(r["chips"]) == 512
-    assert abs(float(calibrate.predict_run(r)) / r["value"] - 1) <= 0.25
+    assert abs(float(calruns.predict_run(r)) / r["value"] - 1) <= 0.25
 
 
 def test_a_published_layout_is_parsed_into_pins_and_limits():
-    par, limits = calibrate.parse_parallelism("tp=8;pp=8;cp=2;vpp=8;micro_batch=1;recompute=full")
+    par, limits = calruns.parse_parallelism("tp=8;pp=8;cp=2;vpp=8;micro_batch=1;recompute=full")
     assert (par.tp, par.pp, par.cp, par.micro_batch, par.recompute) == (8, 8, 2, 1, "full") and limits == {"vpp": 8}
     with pytest.raises(InputError, match="tpp"):
-        calibrate.parse_parallelism("tpp=8", "reference_runs.csv: run x: parallelism")
+        calruns.parse_parallelism("tpp=8", "reference_runs.csv: run x: parallelism")
 
 
 def test_readme_shows_the_current_calibration_table(summary):
     """The README's table is what `python -m workbook calibrate --markdown` prints today."""
     readme = (paths.DATA_DIR.parent / "README.md").read_text()
     block = readme.split("<!-- calibration-table -->")[1].split("<!-- end calibration-table -->")[0]
-    assert calibrate.summary_markdown(summary) in block
+    assert calruns.summary_markdown(summary) in block

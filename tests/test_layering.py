@@ -1,0 +1,140 @@
+"""The package's layering (README "Architecture"): imports only go downward, every import is at the top
+of its module, no module hides an import error of its own package, and no module is too long to read
+in one sitting. Checked on the source with ``ast``, so a violation fails here before it bites."""
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "workbook"
+MAX_LINES = 600
+
+# Each module's layer: a module may import only modules of a lower layer. Sub-package
+# ``__init__`` modules take the layer of the highest module they import.
+LAYERS = {
+    "errors": 0, "paths": 0, "terms": 0,
+    "catalog": 1,
+    "scenario": 2, "prices": 2,
+    "model.profile": 3, "model.comm": 3, "model.efficiency": 4, "model.training": 5, "model.serving": 5,
+    "model.estimate": 6, "model.tables": 7,
+    "cost.rates": 3, "cost.bill": 4, "cost.uncertainty": 5,
+    "decision.rules": 6, "decision.rank": 7, "decision.recommend": 8, "decision.evidence": 8,
+    "calibrate.runs": 8, "calibrate.fit": 9,
+    "analysis": 10,
+    "views.text": 11, "views.charts.perf": 12, "views.charts.scaling": 12, "views.charts.cost": 12,
+    "views.widgets": 13,
+    "app.panels": 14, "app.page": 15, "app.__main__": 16,
+    "report.assemble": 14, "report.execute": 15, "report.batch": 16,
+    "cli": 99, "__init__": 99, "__main__": 99,
+}
+# pairs the layer numbers alone would allow but the architecture does not
+FORBIDDEN = [
+    ("cost.", "model."), ("cost.", "decision."),          # money knows prices and rows, not the model
+    ("model.", "cost."), ("model.", "decision."),
+    ("decision.", "model.estimate"), ("decision.", "model.training"), ("decision.", "model.serving"),
+    ("decision.", "model.tables"), ("decision.", "model.efficiency"),
+]
+
+
+def _modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).with_suffix("")
+        parts = list(rel.parts)
+        yield ".".join(parts), path
+
+
+def _name_of(path: Path) -> str:
+    return ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
+
+
+def _resolve(module: str, node: ast.ImportFrom | ast.Import) -> list[str]:
+    """The workbook modules an import statement in ``module`` reaches (dotted, without 'workbook.')."""
+    pkg = module.split(".")[:-1] if not module.endswith("__init__") else module.split(".")[:-1]
+    out = []
+    if isinstance(node, ast.Import):
+        for a in node.names:
+            if a.name == "workbook" or a.name.startswith("workbook."):
+                out.append(a.name[len("workbook."):] or "__init__")
+        return out
+    if node.level == 0:
+        if not (node.module or "").startswith("workbook"):
+            return []
+        base = (node.module or "")[len("workbook."):].split(".") if node.module != "workbook" else []
+    else:
+        base = pkg[: len(pkg) - (node.level - 1)] + ((node.module or "").split(".") if node.module else [])
+    base = [b for b in base if b]
+    for a in node.names:
+        cand = base + [a.name]
+        if (PACKAGE.joinpath(*cand).with_suffix(".py")).exists() or (PACKAGE.joinpath(*cand) / "__init__.py").exists():
+            out.append(".".join(cand))
+        else:
+            out.append(".".join(base) if base else "__init__")
+    return out
+
+
+def _layer(name: str) -> int:
+    if name in LAYERS:
+        return LAYERS[name]
+    if name.endswith(".__init__") or (PACKAGE / name.replace(".", "/") / "__init__.py").exists():
+        pkg = name[: -len(".__init__")] if name.endswith(".__init__") else name
+        inner = [v for k, v in LAYERS.items() if k.startswith(pkg + ".")]
+        if inner:
+            return max(inner)
+    raise KeyError(name)
+
+
+ALL = list(_modules())
+
+
+@pytest.mark.parametrize("name,path", ALL, ids=[n for n, _ in ALL])
+def test_every_module_has_a_layer(name, path):
+    try:
+        _layer(name)
+    except KeyError:
+        pytest.fail(f"workbook/{path.relative_to(PACKAGE)}: not in tests/test_layering.py LAYERS: give it a layer")
+
+
+def test_imports_only_go_downward():
+    bad = []
+    for name, path in ALL:
+        tree = ast.parse(path.read_text())
+        mine = _layer(name)
+        for node in tree.body:
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            for target in _resolve(name, node):
+                if target == name or target == "__init__" and name.endswith("__init__"):
+                    continue
+                if _layer(target) >= mine and not name.endswith("__init__"):
+                    bad.append(f"workbook/{path.relative_to(PACKAGE)}:{node.lineno}: {name} (layer {mine}) imports "
+                               f"{target} (layer {_layer(target)})")
+                for a, b in FORBIDDEN:
+                    if name.startswith(a) and target.startswith(b):
+                        bad.append(f"workbook/{path.relative_to(PACKAGE)}:{node.lineno}: {name} must not import {target}")
+    assert not bad, "\n".join(bad)
+
+
+def test_no_function_level_or_guarded_imports_of_the_package():
+    bad = []
+    for name, path in ALL:
+        tree = ast.parse(path.read_text())
+        top = set(id(n) for n in tree.body)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in top and _resolve(name, node):
+                bad.append(f"workbook/{path.relative_to(PACKAGE)}:{node.lineno}: import of the package inside a "
+                           f"function or block")
+            if isinstance(node, ast.Try):
+                guarded = any(isinstance(n, (ast.Import, ast.ImportFrom)) and _resolve(name, n)
+                              for b in node.body for n in ast.walk(b))
+                catches = any(isinstance(h.type, ast.Name) and h.type.id in ("ImportError", "ModuleNotFoundError")
+                              for h in node.handlers)
+                if guarded and catches:
+                    bad.append(f"workbook/{path.relative_to(PACKAGE)}:{node.lineno}: try/except ImportError "
+                               f"around the package's own modules")
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("name,path", ALL, ids=[n for n, _ in ALL])
+def test_modules_stay_readable(name, path):
+    n = len(path.read_text().splitlines())
+    assert n <= MAX_LINES, f"workbook/{path.relative_to(PACKAGE)}: {n} lines (at most {MAX_LINES}): split it"

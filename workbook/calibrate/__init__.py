@@ -1,0 +1,5 @@
+"""Calibration: the performance model against published runs (``data/reference_runs.csv``).
+
+``runs`` reads the runs, converts each to one definition, predicts it and tabulates the errors;
+``fit`` fits the efficiency parameters (``data/efficiency.csv``) and is the ``calibrate`` command.
+"""

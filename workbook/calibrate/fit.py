@@ -1,0 +1,377 @@
+"""Fit the efficiency parameters on the reference runs and write ``data/efficiency.csv`` (each number
+with the runs that set it); the ``calibrate`` command.
+
+The fit (``fit``) is deliberately small: for training a matmul ceiling per accelerator family, one
+pooled width constant κ (the element-wise penalty h / (h + κ · ridge point), which also sets how
+much FP8 gains) and a mixture-of-experts constant per platform; for inference an HBM-bandwidth
+efficiency, a matmul ceiling and a per-collective latency per family. Training predictions are the
+multi-chip model's (``model.training`` through ``model.estimate.training_config``, as in
+``estimate``), so the training parameters are fitted at a fixed point where that model reproduces
+the published MFU (``fit_training``). Every trial is an explicit ``Efficiency`` value passed to the
+model (``Efficiency.from_table``): nothing global changes while fitting. Family values are medians
+(L1 in log space), pooled values come from a grid search: see ``model.efficiency`` for the formulas.
+The per-doubling network loss is fitted (as ``model.training``'s synchronisation term) only for a
+family whose runs hold one model and code at three or more chip counts beyond one fast domain, and
+the data leave one only for TPU v5e's MaxText multi-slice runs (the H100 GPT-3 175B series fits 0).
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pandas as pd
+
+from .. import catalog, paths
+from ..model import comm
+from ..model.efficiency import Efficiency, dp_bytes_per_s, width_factor, peak, _from_csv
+from .runs import predict_run, reference_runs, run_chips, run_profile, training_prediction, _n, calibration_table, error_summary, summary_markdown
+
+# --- the fit ---------------------------------------------------------------------------------------
+
+KAPPA_GRID = np.arange(0.0, 12.0001, 0.25)
+MEM_GRID = np.arange(0.10, 1.0001, 0.02)
+LAT_GRID = np.arange(0.0, 300e-6 + 1e-12, 10e-6)
+CEIL_GRID = np.arange(0.05, 1.0001, 0.025)
+# the fixed point of the training fit: start values (any reasonable values reach the same point) and
+# the stopping rule
+FIT_START = {("width_hidden_per_ridge", "pooled"): 4.0, ("matmul_ceiling", "pooled"): 0.6,
+             ("moe_bytes_per_flop", "pooled"): 0.0}
+FIT_PASSES = 6
+FIT_TOLERANCE = 0.005
+# the synchronisation loss per doubling of fast domains (``efficiency.network_loss``): fitted only for a
+# family with a controlled series, one model and framework at >= GAMMA_MIN_SCALES chip counts beyond
+# one fast domain
+GAMMA_GRID = np.arange(0.0, 0.1001, 0.0025)
+GAMMA_MIN_SCALES = 3
+
+
+def _training_features(df: pd.DataFrame, table: dict) -> pd.DataFrame:
+    """Per training run, under the parameters ``table``: the best configuration's MFU and the matmul
+    efficiency it ran at; ``share`` = MFU / efficiency is the fraction of the step the scaling model
+    gives to matmul work at that efficiency (compute over step, in model FLOPs)."""
+    eff = Efficiency.from_table(table)
+    rows = []
+    for _, r in df.iterrows():
+        p = run_profile(r)
+        acc = catalog.accelerator_record(r["accelerator"])
+        cfg = training_prediction(r, eff)
+        pk = peak(acc, r["precision"])
+        chips = run_chips(r)
+        domain = comm.topology(pd.Series(acc), chips).domain_chips
+        core = cfg["step_time_s"] - cfg["sync_s"]  # the step without the synchronisation term
+        rows.append({"run": r["run"], "family": acc["family"], "platform": acc["platform"], "hidden": p.hidden,
+                     "ridge": pk / float(acc["memory_bytes_per_s"]), "peak": pk, "dp_bw": dp_bytes_per_s(acc),
+                     "moe_x": (p.params_total / p.params_active - 1.0) if p.is_moe else 0.0,
+                     "chips": chips, "doublings": float(np.log2(max(chips / max(domain, 1), 1.0))),
+                     "series": f"{_n(r.get('model'), '')}|{_n(r.get('architecture'), '')}|{_n(r.get('framework'), '')}",
+                     "mfu": cfg["mfu"], "share": cfg["mfu"] * cfg["step_time_s"] / core / cfg["efficiency"],
+                     "obs": float(r["value"]), "split": r["split"]})
+    return pd.DataFrame(rows)
+
+
+def _has_series(f: pd.DataFrame) -> bool:
+    """Whether runs ``f`` (one family) hold one model and framework at >= GAMMA_MIN_SCALES chip
+    counts beyond one fast domain: the only evidence that separates a loss per doubling of domains
+    from differences between models and codes."""
+    beyond = f[f["doublings"] > 0]
+    return bool(len(beyond)) and int(beyond.groupby("series")["chips"].nunique().max()) >= GAMMA_MIN_SCALES
+
+
+def _fit_on_shares(f: pd.DataFrame) -> tuple[dict, dict]:
+    """One refit of the training parameters on ``target = observed MFU / share`` (the matmul
+    efficiency each run needs under the scaling model, its synchronisation term left out): κ by grid
+    search (L1 of log error over every dense run) and, for a family with a controlled series
+    (``_has_series``), its γ by the same grid search; each family's ceiling the median of
+    target · (1 + γ·doublings) / width over its dense runs (the L1 optimum in log space), the pooled
+    ceiling the median over families; each MoE run solved exactly for the MoE constant c, the
+    platform taking the median (pooled: median of all)."""
+    target = f["obs"] / f["share"]
+    dense = f[f["moe_x"] == 0]
+    td = np.log(target[dense.index].to_numpy())
+    fam = dense["family"].to_numpy()
+    fams = sorted(set(fam))
+    dbl = dense["doublings"].to_numpy()
+    own_gamma = {fm: _has_series(dense[fam == fm]) for fm in fams}
+    log1p_g = np.log1p(GAMMA_GRID[:, None] * dbl[None, :])  # (gamma, runs)
+    best = None
+    for k in KAPPA_GRID:
+        lw = np.log(width_factor(dense["hidden"].to_numpy(), k * dense["ridge"].to_numpy()))
+        loss, gammas = 0.0, {}
+        for fm in fams:
+            m = fam == fm
+            gi = np.arange(len(GAMMA_GRID)) if own_gamma[fm] else np.array([0])
+            x = td[m][None, :] - lw[m][None, :] + log1p_g[gi][:, m]  # (gamma, runs)
+            l1 = np.abs(x - np.median(x, axis=1, keepdims=True)).sum(axis=1)
+            j = int(np.argmin(l1))
+            loss += float(l1[j])
+            gammas[fm] = float(GAMMA_GRID[gi[j]])
+        if best is None or loss < best[0] - 1e-9:
+            best = (loss, float(k), gammas)
+    _, kappa, gammas = best
+    runs_dense = list(dense["run"])
+    params = {("width_hidden_per_ridge", "pooled"): kappa}
+    prov = {("width_hidden_per_ridge", "pooled"): runs_dense}
+    w = width_factor(dense["hidden"].to_numpy(), kappa * dense["ridge"].to_numpy())
+    ceilings = {}
+    for fm in fams:
+        m = fam == fm
+        ceilings[fm] = float(np.exp(np.median(td[m] - np.log(w[m]) + np.log1p(gammas[fm] * dbl[m]))))
+        params[("matmul_ceiling", fm)] = ceilings[fm]
+        prov[("matmul_ceiling", fm)] = list(dense.loc[m, "run"])
+        if own_gamma[fm]:
+            params[("network_loss_per_doubling", fm)] = gammas[fm]
+            prov[("network_loss_per_doubling", fm)] = list(dense.loc[m, "run"])
+    params[("matmul_ceiling", "pooled")] = float(np.median(list(ceilings.values())))
+    prov[("matmul_ceiling", "pooled")] = runs_dense
+    # families without runs take the median of their kind (a GPU's matmuls behave like other GPUs'
+    # more than like a TPU's systolic arrays)
+    kinds = {r["family"]: r["kind"] for r in catalog.accelerator_records().values()}
+    for kind in sorted({kinds[fm] for fm in fams}):
+        members = [fm for fm in fams if kinds[fm] == kind]
+        params[("matmul_ceiling", kind)] = float(np.median([ceilings[fm] for fm in members]))
+        prov[("matmul_ceiling", kind)] = [r for fm in members for r in prov[("matmul_ceiling", fm)]]
+    # mixture of experts: target = dense / (1 + c·x·peak·dense/bw)  =>  c = (dense/target − 1)·bw / (x·peak·dense)
+    cs = {}
+    for i, r in f[f["moe_x"] > 0].iterrows():
+        ceil = params.get(("matmul_ceiling", r["family"]), params[("matmul_ceiling", "pooled")])
+        g = params.get(("network_loss_per_doubling", r["family"]), 0.0)
+        dense_eff = ceil * float(width_factor(r["hidden"], kappa * r["ridge"])) / (1.0 + g * r["doublings"])
+        c = max((dense_eff / target[i] - 1.0) * r["dp_bw"] / (r["moe_x"] * r["peak"] * dense_eff), 0.0)
+        cs.setdefault(r["platform"], []).append((c, r["run"]))
+    allc = [c for v in cs.values() for c in v]
+    params[("moe_bytes_per_flop", "pooled")] = float(np.median([c for c, _ in allc])) if allc else 0.0
+    prov[("moe_bytes_per_flop", "pooled")] = [r for _, r in allc]
+    for plat, v in cs.items():
+        params[("moe_bytes_per_flop", plat)] = float(np.median([c for c, _ in v]))
+        prov[("moe_bytes_per_flop", plat)] = [r for _, r in v]
+    return params, prov
+
+
+def _close(a: dict, b: dict, tol: float) -> bool:
+    return set(a) == set(b) and all(abs(a[k] - b[k]) <= tol * max(abs(a[k]), abs(b[k]), 1e-12) for k in a)
+
+
+def fit_training(runs: pd.DataFrame) -> tuple[dict, dict]:
+    """Fit the training efficiency on the ``split == "fit"`` training runs, with the multi-chip
+    model switched on.
+
+    Published MFU is end to end: it already contains the run's communication, pipeline bubbles,
+    recomputation and optimizer time. The scaling model adds those explicitly, so the efficiency is
+    fitted to observed MFU / share, where share (``_training_features``) is the fraction of the
+    run's best configuration (its published layout pinned, ``parallelism``) that is matmul work.
+    The share depends on the efficiency (faster matmuls expose more communication), so the fit
+    iterates to a fixed point: from ``FIT_START``, price every run, refit (``_fit_on_shares``), and
+    repeat until no parameter moves more than ``FIT_TOLERANCE`` (relative; at most ``FIT_PASSES``
+    passes). Returns (parameters, provenance: parameter key -> run ids)."""
+    tr = runs[(runs["kind"] == "training") & (runs["split"] == "fit")]
+    table = dict(FIT_START)
+    params, prov = table, {}
+    for _ in range(FIT_PASSES):
+        params, prov = _fit_on_shares(_training_features(tr, table))
+        if _close(params, table, FIT_TOLERANCE):
+            break
+        table = params
+    return params, prov
+
+
+# A parameter is "not identified" by a family's runs when every value within IDENTIFY_TOL (mean
+# |log error| per run) of the best fit spans more than IDENTIFY_SPAN of its grid.
+IDENTIFY_TOL = 0.05
+IDENTIFY_SPAN = 0.5
+
+
+def fit_inference(runs: pd.DataFrame, train_params: dict) -> tuple[dict, dict]:
+    """Fit, per family, the decode memory efficiency, the inference matmul ceiling and the
+    per-collective TP latency on the ``split == "fit"`` inference runs (throughput, TPOT and TTFT).
+
+    A grid search minimises the sum of |log(observed/predicted)| over the family's runs. A parameter
+    that the family's runs do not constrain (values within ``IDENTIFY_TOL`` of the best fit span more
+    than ``IDENTIFY_SPAN`` of its grid; e.g. HBM efficiency when every run is compute-bound, the TP
+    latency without tensor-parallel runs) takes the pooled value, the median over the families that do
+    constrain it, and the others are refitted with it fixed."""
+    inf = runs[(runs["kind"] == "inference") & (runs["split"] == "fit")]
+    fams = {}
+    for _, r in inf.iterrows():
+        fams.setdefault(catalog.accelerator_record(r["accelerator"])["family"], []).append(r)
+    keys = ("decode_memory_efficiency", "tp_collective_latency_s", "inference_matmul_ceiling")
+    grids = {"decode_memory_efficiency": MEM_GRID, "tp_collective_latency_s": LAT_GRID, "inference_matmul_ceiling": CEIL_GRID}
+    table = dict(train_params)
+    for k in keys:  # placeholders: every prediction below passes its own values
+        table[(k, "pooled")] = 1.0
+
+    def loss_grid(rows, fixed):
+        axes = [np.array([fixed[k]]) if k in fixed else grids[k] for k in keys]
+        m, l, c = np.meshgrid(*axes, indexing="ij")
+        eff = Efficiency.from_table(table)
+        loss = sum(np.abs(np.log(predict_run(r, mem_eff=m, latency_s=l, ceiling=c, eff=eff) / r["value"])) for r in rows)
+        return loss, axes
+
+    def solve(rows, fixed):
+        loss, axes = loss_grid(rows, fixed)
+        idx = np.unravel_index(int(np.argmin(loss)), loss.shape)
+        best = {k: float(ax[i]) for k, ax, i in zip(keys, axes, idx)}
+        identified = {}
+        for d, k in enumerate(keys):
+            if k in fixed:
+                continue
+            sl = list(idx)
+            sl[d] = slice(None)
+            prof = loss[tuple(sl)]
+            near = axes[d][prof <= prof.min() + IDENTIFY_TOL * len(rows)]
+            identified[k] = (near.max() - near.min()) <= IDENTIFY_SPAN * (axes[d].max() - axes[d].min())
+        return best, identified
+
+    first = {f: solve(rows, {}) for f, rows in fams.items()}
+    params, prov = {}, {}
+    for k in keys:
+        vals = [first[f][0][k] for f in fams if first[f][1][k]]
+        params[(k, "pooled")] = float(np.median(vals)) if vals else float(np.median(grids[k]))
+        prov[(k, "pooled")] = [r["run"] for f in fams if first[f][1][k] for r in fams[f]]
+    for f, rows in fams.items():
+        best, ident = first[f]
+        fixed = {k: params[(k, "pooled")] for k in keys if not ident[k]}
+        if fixed:
+            best, _ = solve(rows, fixed)
+        for k in keys:
+            if k not in fixed:
+                params[(k, f)] = best[k]
+                prov[(k, f)] = [r["run"] for r in rows]
+    return params, prov
+
+
+def _predict_all(runs: pd.DataFrame, eff: Efficiency) -> np.ndarray:
+    return np.array([float(predict_run(r, eff=eff)) for _, r in runs.iterrows()])
+
+
+def _pooled(eff: Efficiency) -> Efficiency:
+    """The same parameters with every family-specific value removed (family-out predictions)."""
+    return eff.without_scopes({r["family"] for r in catalog.accelerator_records().values()})
+
+
+BAND_MIN_RUNS = 5
+
+
+def fit(runs: pd.DataFrame | None = None) -> tuple[dict, dict]:
+    """Fit every efficiency parameter and the P10/P90 bands. Returns (parameters, provenance)."""
+    runs = reference_runs() if runs is None else runs
+    params, prov = fit_training(runs)
+    ip, iprov = fit_inference(runs, params)
+    params.update(ip)
+    prov.update(iprov)
+    # bands: observed/predicted over every used run (fit + holdout)
+    eff = Efficiency.from_table(params)
+    pred = _predict_all(runs, eff)
+    fam_out = _predict_all(runs, _pooled(eff))
+    ratio = runs["value"].to_numpy() / pred
+    ratio_out = runs["value"].to_numpy() / fam_out
+    for metric in sorted(set(runs["metric"])):
+        m = (runs["metric"] == metric).to_numpy()
+        for scope, sel, r in [("pooled", m, ratio), ("uncalibrated", m, ratio_out)]:
+            params[(f"band_p10_{metric}", scope)] = float(np.quantile(r[sel], 0.1))
+            params[(f"band_p90_{metric}", scope)] = float(np.quantile(r[sel], 0.9))
+            prov[(f"band_p10_{metric}", scope)] = prov[(f"band_p90_{metric}", scope)] = list(runs.loc[sel, "run"])
+        for fam in sorted(set(runs.loc[m, "family"])):
+            sel = m & (runs["family"] == fam).to_numpy()
+            if sel.sum() >= BAND_MIN_RUNS:
+                params[(f"band_p10_{metric}", fam)] = float(np.quantile(ratio[sel], 0.1))
+                params[(f"band_p90_{metric}", fam)] = float(np.quantile(ratio[sel], 0.9))
+                prov[(f"band_p10_{metric}", fam)] = prov[(f"band_p90_{metric}", fam)] = list(runs.loc[sel, "run"])
+    return params, prov
+
+
+# --- parameters file -------------------------------------------------------------------------------
+
+PARAM_DOCS = {
+    "matmul_ceiling": ("fraction of the dense peak of the compute precision",
+                       "fixed point with the multi-chip model: median over the family's dense training runs of "
+                       "(MFU / scaling-model compute share) / width; gpu/tpu/asic = median over the calibrated "
+                       "families of that kind (used by families without runs); pooled = median over families"),
+    "inference_matmul_ceiling": ("fraction of the dense peak of the compute precision",
+                                 "grid search on the family's inference runs (prefill and compute-bound decode); "
+                                 "pooled = median of families that constrain it"),
+    "width_hidden_per_ridge": ("hidden units per FLOP/byte of ridge point",
+                               "grid search (L1 of log error) over all dense training runs, at the fixed point"),
+    "moe_bytes_per_flop": ("bytes per FLOP", "each MoE training run solved exactly at the fixed point, median per "
+                           "platform; pooled = median of all"),
+    "network_loss_per_doubling": ("per doubling of fast domains (step-time fraction)",
+                                  f"grid search at the fixed point, only for a family whose fit runs hold one model "
+                                  f"and framework at >= {GAMMA_MIN_SCALES} chip counts beyond one fast domain; none "
+                                  f"(0) for every other family"),
+    "decode_memory_efficiency": ("fraction of HBM bandwidth", "grid search on the family's inference runs; pooled = "
+                                 "median of families that constrain it"),
+    "tp_collective_latency_s": ("s per all-reduce", "grid search on the family's tensor-parallel inference runs; "
+                                "pooled = median of families that constrain it"),
+}
+
+
+def _doc(name: str) -> tuple[str, str]:
+    if name.startswith("band_p"):
+        return ("observed / predicted", f"{'10th' if 'p10' in name else '90th'} percentile over every used run of the "
+                f"metric (family with >= {BAND_MIN_RUNS} runs, else pooled; 'uncalibrated' = predictions from pooled "
+                f"parameters)")
+    return PARAM_DOCS[name]
+
+
+def parameters_frame(params: dict, prov: dict, as_of: str | None = None) -> pd.DataFrame:
+    """The fitted parameters as the rows of ``data/efficiency.csv`` (schema ``catalog.SCHEMAS['efficiency']``)."""
+    as_of = as_of or pd.Timestamp.today().date().isoformat()
+    rows = []
+    for (name, scope), v in sorted(params.items()):
+        unit, method = _doc(name)
+        runs = prov.get((name, scope), [])
+        rows.append({"parameter": name, "scope": scope, "value": float(f"{v:.6g}"), "unit": unit, "n_runs": len(runs),
+                     "runs": ";".join(runs), "method": method,
+                     "source": "fitted by workbook/calibrate.py on data/reference_runs.csv (split = fit; bands: all used runs)",
+                     "as_of": as_of})
+    return pd.DataFrame(rows, columns=list(catalog.SCHEMAS["efficiency"]))
+
+
+def write_parameters(path=None) -> pd.DataFrame:
+    """Refit and write ``data/efficiency.csv``; clears the caches so the new values are used."""
+    params, prov = fit()
+    df = parameters_frame(params, prov)
+    df.to_csv(path or paths.DATA_DIR / "efficiency.csv", index=False)
+    catalog.load.cache_clear()
+    _from_csv.cache_clear()
+    return df
+
+
+# --- command line -------------------------------------------------------------------------------------
+
+def add_arguments(p) -> None:
+    p.add_argument("--write", action="store_true", help="refit the parameters and write data/efficiency.csv first")
+    p.add_argument("--markdown", action="store_true", help="print only the summary as a markdown table")
+    p.add_argument("--csv", action="store_true", help="print the per-run table as CSV")
+    p.add_argument("--params", action="store_true", help="print the fitted parameters (data/efficiency.csv)")
+
+
+def run(args) -> int:
+    if args.write:
+        df = write_parameters()
+        print(f"wrote data/efficiency.csv ({len(df)} parameters)", file=sys.stderr)
+    if args.params:
+        df = catalog.load("efficiency")[["parameter", "scope", "value", "unit", "n_runs"]]
+        with pd.option_context("display.max_rows", None, "display.width", 200):
+            print(df.to_string(index=False))
+        return 0
+    table = calibration_table()
+    summary = error_summary(table)
+    if args.markdown:
+        print(summary_markdown(summary))
+        return 0
+    if args.csv:
+        table.to_csv(sys.stdout, index=False)
+        return 0
+    view = table[["run", "family", "metric", "published_value", "published_metric", "value", "predicted", "error", "split"]].copy()
+    view["error"] = (view["error"] * 100).round(1).astype(str) + "%"
+    for c in ("value", "predicted"):
+        view[c] = view[c].map(lambda v: f"{v:.4g}")
+    view["published_metric"] = view["published_metric"].str.slice(0, 34)
+    with pd.option_context("display.max_rows", None, "display.width", 250, "display.max_colwidth", 60):
+        print(view.to_string(index=False))
+        print()
+        s = summary.copy()
+        for c in ("median_abs_error", "median_abs_error_holdout"):
+            s[c] = s[c].map(lambda v: "-" if pd.isna(v) else f"{v:.1%}")
+        print(s.to_string(index=False))
+    return 0

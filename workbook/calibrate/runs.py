@@ -1,0 +1,363 @@
+"""Reference runs: the published runs of ``data/reference_runs.csv`` read, converted to one definition,
+predicted by the performance model, and the calibration table (error per run, per kind and family).
+
+``python -m workbook calibrate`` prints, for every run, the published figure converted to one
+definition, the model's prediction and the error, then the median absolute error per kind and per
+accelerator family, on every run and on the held-out runs alone. ``--write`` refits the efficiency
+parameters on the runs marked ``split = fit`` and writes ``data/efficiency.csv`` (each number with
+the runs that set it).
+
+One definition per metric (what ``value`` holds in ``reference_runs.csv``):
+- training ``mfu``: model FLOPs utilisation, ``(6N + 12·L·H·Q·S) · tokens/s / (chips · dense peak of
+  the compute precision)``, PaLM's definition (Chowdhery et al. 2022, App. B); N = weights in
+  matmuls per token (``profile.train_flops_per_token``). Published figures on other bases (tokens/s,
+  sequences/s, GPU-hours, hardware TFLOP/s with recomputation) are converted by ``convert``.
+- inference ``output_tokens_per_s_per_chip`` (generated tokens per second over all chips of the run),
+  ``tpot_ms`` (time per output token), ``ttft_ms`` (time to first token).
+
+The fit (``fit``) is deliberately small: for training a matmul ceiling per accelerator family, one
+pooled width constant κ (the element-wise penalty h / (h + κ · ridge point), which also sets how
+much FP8 gains) and a mixture-of-experts constant per platform; for inference an HBM-bandwidth
+efficiency, a matmul ceiling and a per-collective latency per family. Training predictions are the
+multi-chip model's (``model.training`` through ``model.estimate.training_config``, as in ``estimate``), so
+the training parameters are fitted at a fixed point where that model reproduces the published MFU
+(``fit_training``). Family values are medians (L1 in log space), pooled values come from a grid
+search: see ``model.efficiency`` for the formulas. The per-doubling network loss of the earlier model is gone
+where the communication model explains the runs; it is fitted (as ``workbook.scaling``'s
+synchronisation term) only for a family whose runs hold one model and code at three or more chip
+counts beyond one fast domain, and the data leave one only for TPU v5e's MaxText multi-slice runs
+(the H100 GPT-3 175B series fits 0).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import catalog, paths
+from ..errors import InputError
+from ..model import serving
+from ..model.efficiency import Efficiency, default
+from ..model.estimate import training_config
+from ..model.profile import Profile, model_profile, profile_from_architecture, train_flops_per_token
+from ..scenario import Architecture, Parallelism, Workload
+
+RUNS_FILE = "reference_runs"
+
+# --- reading the runs ------------------------------------------------------------------------------
+
+
+def _key_values(text: str, where: str):
+    """``"a=1;b=2"`` as (key, value) string pairs; InputError naming ``where`` on a malformed part."""
+    for part in str(text).split(";"):
+        part = part.strip()
+        if not part:
+            continue
+        if "=" not in part:
+            raise InputError(f"{where}: expected key=value pairs separated by ';', got {part!r}")
+        k, v = (x.strip() for x in part.split("=", 1))
+        yield k, v
+
+
+def parse_architecture(text: str, where: str = "architecture") -> Architecture:
+    """An inline shape ``"layers=48;hidden=6144;..."`` (keys of ``scenario.Architecture``)."""
+    data = {}
+    for k, v in _key_values(text, where):
+        if k not in Architecture.model_fields:
+            raise InputError(f"{where}: unknown key {k!r}{catalog._suggest(k, list(Architecture.model_fields))}")
+        data[k] = v.lower() in ("true", "1", "yes") if k in ("gated_mlp", "tied_embeddings") else int(float(v))
+    try:
+        return Architecture.model_validate(data)
+    except Exception as e:  # pydantic ValidationError -> one line
+        raise InputError(f"{where}: {e}".splitlines()[0]) from None
+
+
+def run_profile(row) -> Profile:
+    """The workload profile of one reference run: its catalog model or its inline architecture."""
+    model = row.get("model")
+    if isinstance(model, str) and model:
+        return model_profile(model)
+    arch = row.get("architecture")
+    if not isinstance(arch, str) or not arch:
+        raise InputError(f"reference_runs.csv: run {row.get('run')!r}: expected a model id or an architecture")
+    return profile_from_architecture(parse_architecture(arch, f"reference_runs.csv: run {row.get('run')}: architecture"),
+                                     str(row.get("run")))
+
+
+def megatron_hw_flops_per_token(p: Profile, seq_len) -> float:
+    """Hardware FLOPs per token counted by Megatron-LM / Megatron-DeepSpeed *with* full activation
+    recomputation (a second forward pass): 96·L·h²·(1 + S/(6h) + V/(16·L·h)) per token.
+
+    Narayanan et al. 2021 (arXiv 2104.04473) §5.1, eq. (3); the same formula with
+    ``checkpoint_activations_factor = 4`` is what Megatron-DeepSpeed (BLOOM) logs as TFLOP/s."""
+    L, h, V = p.layers, p.hidden, p.vocab
+    return 96.0 * L * h * h * (1.0 + seq_len / (6.0 * h) + V / (16.0 * L * h))
+
+
+def convert(row, acc: pd.Series | None = None) -> float:
+    """The published figure of one run in the package's one definition (see module docstring).
+
+    ``basis`` says how the publisher counted:
+    - ``mfu_palm``: MFU in % with the same definition (MaxText, Megatron-LM, llm-foundry count
+      6N + 12·L·H·Q·S over the dense peak of the compute precision): divided by 100, unchanged;
+    - ``tokens_per_s_per_chip`` / ``seqs_per_s_total`` / ``gpu_hours_total`` (with ``train_tokens``):
+      turned into tokens/s per chip, then MFU = train_flops_per_token · tokens/s / peak;
+    - ``hw_tflops_per_chip_recompute``: achieved TFLOP/s counted with recomputation
+      (``megatron_hw_flops_per_token``) -> tokens/s -> MFU;
+    - ``output_tokens_per_s_total``: generated tokens/s of the whole run -> per chip;
+    - ``tpot_ms`` / ``ttft_ms``: unchanged.
+    """
+    basis = row["basis"]
+    v = float(row["published_value"])
+    if basis in ("tpot_ms", "ttft_ms"):
+        return v
+    if basis == "output_tokens_per_s_total":
+        return v / float(row["chips"])
+    if basis == "mfu_palm":
+        return v / 100.0
+    p = run_profile(row)
+    acc = catalog.accelerator(row["accelerator"]) if acc is None else acc
+    peak = float(catalog.peak_flops_per_s(acc, row["precision"]))
+    seq = float(row["seq_len"])
+    if basis == "tokens_per_s_per_chip":
+        tps = v
+    elif basis == "seqs_per_s_total":
+        tps = v * seq / float(row["chips"])
+    elif basis == "gpu_hours_total":
+        tps = float(row["train_tokens"]) / (v * 3600.0)
+    elif basis == "hw_tflops_per_chip_recompute":
+        tps = v * 1e12 / megatron_hw_flops_per_token(p, seq)
+    else:
+        raise InputError(f"reference_runs.csv: run {row['run']!r}: basis: unknown {basis!r}")
+    return float(train_flops_per_token(p, seq)) * tps / peak
+
+
+@functools.lru_cache(maxsize=None)
+def _runs_cached() -> pd.DataFrame:
+    df = catalog.load(RUNS_FILE).copy()
+    dup = df["run"][df["run"].duplicated()]
+    if len(dup):
+        raise InputError(f"data/{RUNS_FILE}.csv: run: duplicate id {dup.iloc[0]!r}")
+    used = df["split"] != "excluded"
+    known = catalog.resolve_map("accelerators")
+    for i in np.flatnonzero(used.to_numpy()):
+        row = df.iloc[i]
+        if row["accelerator"] not in known:
+            raise InputError(f"data/{RUNS_FILE}.csv: row {i + 2}: accelerator: unknown id {row['accelerator']!r}"
+                             f"{catalog._suggest(row['accelerator'], set(known.values()))}")
+        if pd.isna(row["value"]) or pd.isna(row["metric"]):
+            raise InputError(f"data/{RUNS_FILE}.csv: row {i + 2}: value: expected the converted figure for a used run")
+    acc = catalog.accelerators().set_index("accelerator")
+    df["accelerator"] = [catalog.resolve("accelerators", a) if u else a for a, u in zip(df["accelerator"], used)]
+    df["family"] = [acc.loc[a, "family"] if u else None for a, u in zip(df["accelerator"], used)]
+    return df
+
+
+def reference_runs(include_excluded: bool = False) -> pd.DataFrame:
+    """``data/reference_runs.csv``, validated, with each run's accelerator ``family``.
+
+    Excluded runs (``split = excluded``: no usable throughput, a chip not in the catalog, a feature
+    the profile does not model) are dropped unless ``include_excluded``."""
+    df = _runs_cached()
+    return df.copy() if include_excluded else df[df["split"] != "excluded"].reset_index(drop=True)
+
+
+# --- predictions -----------------------------------------------------------------------------------
+
+CALIBRATION_HEADROOM = 0.1  # vLLM's default gpu_memory_utilization = 0.9 (vLLM engine arguments)
+
+
+def _n(x, default=None):
+    return default if x is None or (isinstance(x, float) and np.isnan(x)) or x is pd.NA else x
+
+
+def parse_parallelism(text, where: str = "parallelism") -> tuple[Parallelism | None, dict]:
+    """A published layout ``"tp=8;pp=4;vpp=20;micro_batch=1;recompute=full"``: the pins of
+    ``cluster.parallelism`` (tp, pp, dp, ep, cp, zero, micro_batch, recompute) and the grid limits
+    that are not scenario keys (``vpp``: interleaved stages per chip)."""
+    if not isinstance(text, str) or not text.strip():
+        return None, {}
+    pins, limits = {}, {}
+    for k, v in _key_values(text, where):
+        if k == "vpp":
+            limits["vpp"] = int(v)
+        elif k in Parallelism.model_fields:
+            pins[k] = v if k == "recompute" else int(v)
+        else:
+            raise InputError(f"{where}: unknown key {k!r}{catalog._suggest(k, list(Parallelism.model_fields) + ['vpp'])}")
+    try:
+        return (Parallelism.model_validate(pins) if pins else None), limits
+    except Exception as e:  # pydantic ValidationError -> one line
+        raise InputError(f"{where}: {e}".splitlines()[0]) from None
+
+
+def run_chips(row) -> int:
+    """Chips of a training run; when unpublished (Llama 2 model card), one sequence of the published
+    global batch per chip (1,024 A100s for Llama 2's 4M-token batches of 4,096-token sequences):
+    the package's default layout, an assumption stated in data/README.md."""
+    chips = _n(row.get("chips"))
+    if chips is None:
+        chips = _n(row.get("global_batch_seqs"))
+    if chips is None:
+        raise InputError(f"reference_runs.csv: run {row.get('run')!r}: chips: expected the chip count or "
+                         f"global_batch_seqs of a training run")
+    return int(chips)
+
+
+def run_workload(row) -> Workload:
+    """The training workload of a reference run: its model or inline shape, precision, sequence
+    length and global batch (``global_batch_seqs``; unpublished: one sequence per chip)."""
+    seqs = int(_n(row.get("global_batch_seqs"), run_chips(row)))
+    seq = int(row["seq_len"])
+    shape = {"model": row["model"]} if isinstance(row.get("model"), str) and row["model"] else {
+        "architecture": parse_architecture(row["architecture"], f"reference_runs.csv: run {row.get('run')}: architecture")}
+    return Workload(task="training", precision=row["precision"], seq_len=seq, global_batch_tokens=float(seqs * seq),
+                    tokens=1e12, **shape)
+
+
+def training_prediction(row, eff: Efficiency | None = None) -> dict:
+    """The multi-chip model's best configuration for a training run (``estimate.training_config``, the
+    code path of ``estimate``), with the run's published layout pinned (``parallelism``) and the
+    rest searched, evaluated with ``eff`` (default: data/efficiency.csv). Raises InputError when no
+    layout fits (the run should then be excluded)."""
+    acc = catalog.accelerator_record(row["accelerator"])
+    par, limits = parse_parallelism(row.get("parallelism"), f"reference_runs.csv: run {row.get('run')}: parallelism")
+    cfg = training_config(run_profile(row), acc, run_chips(row), run_workload(row), par, CALIBRATION_HEADROOM,
+                          default(eff), **limits)
+    if cfg is None:
+        raise InputError(f"reference_runs.csv: run {row.get('run')!r}: no parallel layout fits memory")
+    return cfg
+
+
+def predict_run(row, acc: dict | None = None, mem_eff=None, latency_s=None, ceiling=None,
+                eff: Efficiency | None = None):
+    """The model's figure for one run, in the run's ``metric`` (array when ``mem_eff``/``latency_s`` are
+    arrays: the fit evaluates a grid at once).
+
+    Training: the MFU of the best configuration of ``workbook.scaling`` (``training_prediction``:
+    compute at ``efficiency.compute_efficiency`` plus communication, bubbles, recomputation and optimizer
+    time), the same code as ``estimate``. Inference: ``serving.serving_point`` at the run's batch per
+    replica (or, for saturated runs, the largest batch that fits memory with vLLM's default 10%
+    headroom, capped by the engine's ``max_batch``), divided per chip."""
+    eff = default(eff)
+    if row["kind"] == "training":
+        return training_prediction(row, eff)["mfu"]
+    p = run_profile(row)
+    acc = catalog.accelerator_record(row["accelerator"]) if acc is None else acc
+    tp = int(_n(row.get("tp"), 1))
+    chips = int(_n(row.get("chips"), tp))
+    replicas = max(chips // tp, 1)
+    wprec = _n(row.get("weight_precision"), row["precision"])
+    kvprec = _n(row.get("kv_precision"), "bf16")
+    I, O = _n(row.get("input_tokens")), _n(row.get("output_tokens"))
+    if _n(row.get("batch")) is not None:
+        b = float(row["batch"]) / replicas
+    else:
+        b = float(serving.max_batch_fit(p, acc, tp, (I or 0) + (O or 0), wprec, kvprec, CALIBRATION_HEADROOM))
+        if _n(row.get("max_batch")) is not None:
+            b = min(b, float(row["max_batch"]) / replicas)
+        b = max(b, 1.0)
+    pt = serving.serving_point(eff, p, acc, b, I, O, tp, row["precision"], wprec, kvprec, mem_eff=mem_eff, latency_s=latency_s,
+                            ceiling=ceiling, static=row.get("batching") == "static")
+    metric = row["metric"]
+    if metric == "output_tokens_per_s_per_chip":
+        return pt["output_tokens_per_s"] / tp
+    if metric == "tpot_ms":
+        return pt["tpot_s"] * 1e3
+    if metric == "ttft_ms":
+        return pt["ttft_s"] * 1e3
+    raise InputError(f"reference_runs.csv: run {row['run']!r}: metric: unknown {metric!r}")
+
+
+# --- the calibration table ---------------------------------------------------------------------------
+
+KIND_OF_METRIC = {"mfu": "training", "output_tokens_per_s_per_chip": "inference throughput",
+                  "tpot_ms": "inference TPOT", "ttft_ms": "inference TTFT"}
+
+
+def _table_cache_key() -> str:
+    """Content hash of what the table of the shipped runs depends on: every data CSV (runs, catalogs,
+    data/efficiency.csv), the package's Python source (the model) and the pandas/numpy versions."""
+    h = hashlib.sha256(f"pandas {pd.__version__} numpy {np.__version__}\n".encode())
+    pkg = paths.PACKAGE_DIR
+    for f in sorted(paths.DATA_DIR.glob("*.csv")) + sorted(pkg.rglob("*.py")):
+        h.update(f"{f.name} {hashlib.sha256(f.read_bytes()).hexdigest()}\n".encode())
+    return h.hexdigest()
+
+
+_TABLES: dict[str, pd.DataFrame] = {}
+
+
+def calibration_table(runs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per used run: published figure, the same in the one definition (``value``), the model's
+    ``predicted`` figure with data/efficiency.csv, and ``error`` = predicted / value − 1.
+
+    The table of the shipped runs (``runs`` None, about 0.6 s) is cached by content: in memory and as
+    a pickle in ``$WORKBOOK_CACHE_DIR`` (default ``~/.cache/workbook``), keyed by ``_table_cache_key``
+    (any change to a data file or to the package source gives a new key). Callers get a copy."""
+    if runs is not None:
+        return _calibration_table(runs)
+    key = _table_cache_key()
+    if key not in _TABLES:
+        folder = Path(os.environ.get("WORKBOOK_CACHE_DIR") or Path.home() / ".cache" / "workbook")
+        path = folder / f"calibration-{key[:32]}.pkl"
+        try:
+            _TABLES[key] = pd.read_pickle(path)
+        except Exception:  # missing, unreadable or from another pandas: compute it
+            _TABLES[key] = _calibration_table(reference_runs())
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(f".{path.name}.{os.getpid()}")
+                _TABLES[key].to_pickle(tmp)
+                os.replace(tmp, path)
+            except OSError:  # read-only home: the in-memory cache still holds
+                pass
+    return _TABLES[key].copy()
+
+
+def _calibration_table(runs: pd.DataFrame) -> pd.DataFrame:
+    pred = np.array([float(predict_run(r)) for _, r in runs.iterrows()])
+    out = runs[["run", "kind", "family", "accelerator", "model", "chips", "precision", "published_value",
+                "published_metric", "metric", "value", "split"]].copy()
+    out["model"] = out["model"].fillna("(inline shape)")
+    out["predicted"] = pred
+    out["error"] = pred / out["value"] - 1.0
+    out["kind"] = out["metric"].map(KIND_OF_METRIC)
+    return out
+
+
+def error_summary(table: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Median absolute error per kind and accelerator family: on every used run and on the held-out
+    runs alone (``n``, ``median_abs_error``, ``n_holdout``, ``median_abs_error_holdout``)."""
+    t = calibration_table() if table is None else table
+    t = t.assign(abs_error=t["error"].abs())
+    rows = []
+    for (kind, fam), g in t.groupby(["kind", "family"], sort=True):
+        h = g[g["split"] == "holdout"]
+        rows.append({"kind": kind, "family": fam, "n": len(g), "median_abs_error": g["abs_error"].median(),
+                     "n_holdout": len(h), "median_abs_error_holdout": h["abs_error"].median() if len(h) else np.nan})
+    for kind, g in t.groupby("kind", sort=True):
+        h = g[g["split"] == "holdout"]
+        rows.append({"kind": kind, "family": "(all)", "n": len(g), "median_abs_error": g["abs_error"].median(),
+                     "n_holdout": len(h), "median_abs_error_holdout": h["abs_error"].median() if len(h) else np.nan})
+    order = list(KIND_OF_METRIC.values())
+    df = pd.DataFrame(rows)
+    df["_k"] = df["kind"].map(order.index)
+    return df.sort_values(["_k", "family"]).drop(columns="_k").reset_index(drop=True)
+
+
+def summary_markdown(summary: pd.DataFrame | None = None) -> str:
+    """The per-kind, per-family error table as GitHub markdown (for the README)."""
+    s = error_summary() if summary is None else summary
+    lines = ["| kind | family | runs | median abs. error | held-out runs | median abs. error (held out) |",
+             "|---|---|---:|---:|---:|---:|"]
+    for _, r in s.iterrows():
+        ho = "-" if pd.isna(r["median_abs_error_holdout"]) else f"{r['median_abs_error_holdout']:.0%}"
+        lines.append(f"| {r['kind']} | {r['family']} | {r['n']} | {r['median_abs_error']:.0%} | {r['n_holdout']} | {ho} |")
+    return "\n".join(lines)
+
+
