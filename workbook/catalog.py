@@ -376,3 +376,24 @@ def catalog_versions(data_dir: str | None = None) -> dict[str, str]:
         if p.exists():
             out[name] = hashlib.sha256(p.read_bytes()).hexdigest()[:12]
     return out
+
+
+def is_superseded(off: pd.DataFrame) -> pd.Series:
+    """Offerings whose on-demand price an older vintage carries (marked in id and notes)."""
+    return off["offering"].str.endswith("-superseded") | off["notes"].fillna("").str.startswith("SUPERSEDED")
+
+
+def hardware() -> pd.DataFrame:
+    """``data/hardware.csv`` (systems to buy) with canonical accelerator ids (foreign key to
+    accelerators.csv), or an empty frame when the file is absent."""
+    if not (paths.DATA_DIR / "hardware.csv").exists():
+        return pd.DataFrame(columns=["system", "accelerator", "chips_per_system", "purchase_usd", "system_power_w",
+                                     "hosting_usd_per_month", "as_of", "source", "notes"])
+    hw = load("hardware").copy()
+    known = resolve_map("accelerators")
+    for i, a in enumerate(hw["accelerator"]):
+        if a not in known:
+            raise InputError(f"data/hardware.csv: row {i + 2}: accelerator: unknown id {a!r}"
+                             f"{_suggest(a, set(known.values()))}")
+    hw["accelerator"] = hw["accelerator"].map(known)
+    return hw
