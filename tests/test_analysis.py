@@ -20,3 +20,12 @@ def test_analyse_computes_every_table_once_and_the_summary_is_strict_json():
     d = analysis.summary_json(a)
     assert d["recommendation"]["accelerator"] in set(a.perf["accelerator"])
     json.dumps(d, allow_nan=False)
+
+
+def test_analyse_composes_fit_prices_and_exclusions():
+    a = analysis.analyse(load_scenario("llama2-7b-pretrain"), n_draws=200)
+    assert set(a.fit["accelerator"]) == set(a.perf["accelerator"])
+    assert {"excluded_reason", "excluded_codes"} <= set(a.priced)
+    passing = a.priced["excluded_reason"].isna()
+    assert (a.priced.loc[passing, "excluded_codes"].map(len) == 0).all()
+    assert (a.priced.loc[~passing, "excluded_codes"].map(len) > 0).all()

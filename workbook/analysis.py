@@ -1,7 +1,7 @@
 """The one pipeline: a scenario in, every table of the decision out.
 
-``analyse(s)`` runs the performance model on each candidate, prices every offering and way to pay,
-draws the Monte Carlo and recommends, once; the CLI (``estimate``), the five notebooks, the widgets,
+``analyse(s)`` runs the performance model on each candidate, checks the software fit, prices every
+offering and way to pay, marks the hard constraints, draws the Monte Carlo and recommends, once; the CLI (``estimate``), the five notebooks, the widgets,
 the app and the batch reports all call it and read its ``Analysis``. ``summary_json(a)`` is the
 ``estimate --json`` object (the batch reports' ``summary.json``): its keys (``options``,
 ``recommendation``, ``monte_carlo``, ...) are a contract that scripts outside the repository read.
@@ -32,15 +32,27 @@ class Analysis:
     perf: pd.DataFrame                 # one row per accelerator considered (terms.ESTIMATE_COLUMNS)
     priced: pd.DataFrame               # every accelerator x offering x pricing model, excluded ones marked
     mc: pd.DataFrame                   # Monte Carlo summary per option
-    recommendation: object             # decision.Recommendation
+    recommendation: decision.Recommendation
+    fit: pd.DataFrame | None = None    # software fit per accelerator (decision.framework_fit)
+
+
+def price(s: Scenario, perf_df: pd.DataFrame, fit: pd.DataFrame | None = None,
+          offerings: pd.DataFrame | None = None, systems: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every option priced, with its exclusions: framework_fit -> price_options (with the porting
+    cost of the fit) -> apply_constraints. ``offerings``/``systems`` replace the catalogs (tests)."""
+    fit = decision.framework_fit(s, perf_df["accelerator"]) if fit is None else fit
+    priced = cost.price_options(s, perf_df, fit, offerings=offerings, systems=systems)
+    return decision.apply_constraints(s, priced, fit)
 
 
 def analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0) -> Analysis:
-    """The whole analysis of ``s``: performance, prices, Monte Carlo, recommendation."""
+    """The whole analysis of ``s``: performance, software fit, prices and exclusions, Monte Carlo,
+    recommendation."""
     perf_df = estimate.compare(s)
-    priced = cost.price_options(s, perf_df)
+    fit = decision.framework_fit(s, perf_df["accelerator"])
+    priced = price(s, perf_df, fit)
     mc = cost.monte_carlo(s, priced, n=n_draws, seed=seed)
-    return Analysis(s, perf_df, priced, mc, decision.recommend(s, perf_df, priced, mc))
+    return Analysis(s, perf_df, priced, mc, decision.recommend(s, perf_df, priced, mc), fit)
 
 
 def jsonable(x):

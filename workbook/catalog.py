@@ -404,3 +404,24 @@ def accelerator_records() -> dict[str, dict]:
 def usable_accelerators(precision: str) -> list[str]:
     """Catalog accelerators with a published dense peak for ``precision``."""
     return [a for a, r in _acc_records().items() if not math.isnan(peak_flops_per_s(r, precision))]
+
+
+def is_superseded(off: pd.DataFrame) -> pd.Series:
+    """Offerings whose on-demand price an older vintage carries (marked in id and notes)."""
+    return off["offering"].str.endswith("-superseded") | off["notes"].fillna("").str.startswith("SUPERSEDED")
+
+
+def hardware() -> pd.DataFrame:
+    """``data/hardware.csv`` (systems to buy) with canonical accelerator ids (foreign key to
+    accelerators.csv), or an empty frame when the file is absent."""
+    if not (paths.DATA_DIR / "hardware.csv").exists():
+        return pd.DataFrame(columns=["system", "accelerator", "chips_per_system", "purchase_usd", "system_power_w",
+                                     "hosting_usd_per_month", "as_of", "source", "notes"])
+    hw = load("hardware").copy()
+    known = resolve_map("accelerators")
+    for i, a in enumerate(hw["accelerator"]):
+        if a not in known:
+            raise InputError(f"data/hardware.csv: row {i + 2}: accelerator: unknown id {a!r}"
+                             f"{_suggest(a, set(known.values()))}")
+    hw["accelerator"] = hw["accelerator"].map(known)
+    return hw

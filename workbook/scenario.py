@@ -213,6 +213,16 @@ class Pricing(_Strict):
     egress_tb_per_month: Annotated[float, Field(ge=0)] = 0
     porting_cost_usd: Annotated[float, Field(ge=0)] = 0
 
+    @property
+    def restart_h(self) -> float:
+        """``restart_min`` in hours."""
+        return self.restart_min / 60.0
+
+    @property
+    def checkpoint_interval_h(self) -> float:
+        """``checkpoint_interval_min`` in hours."""
+        return self.checkpoint_interval_min / 60.0
+
 
 class Weights(_Strict):
     cost: Frac = 0.4
@@ -245,6 +255,11 @@ class Scenario(_Strict):
         if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", v):
             raise ValueError(f"expected a lower-case id of letters, digits, '.', '_' or '-', got {v!r}")
         return v
+
+    @property
+    def is_training(self) -> bool:
+        """Training or fine-tuning (anything but inference)."""
+        return self.workload.task != "inference"
 
 
 # --- YAML loading -----------------------------------------------------------------------------

@@ -1,22 +1,181 @@
-"""Test public claims against the scenario: does it hold here, by how much, and why.
+"""The evidence behind a decision: the assumptions ledger and the public claims tested on the scenario.
 
-The claims are in ``data/claims.csv`` (what was claimed, where, and the range that counts as the
-claim holding); each row names a ``check``, one function below, that measures the same quantity
-from the catalogs, the performance estimate and the priced options of the scenario. A claim that
-the scenario cannot test (a serving claim on a training scenario, a chip not among the
+``assumptions`` lists every input the decision used, with its source and date, and flags stale
+prices. The claims are in ``data/claims.csv`` (what was claimed, where, and the range that counts
+as the claim holding); each row names a ``check``, one function below, that measures the same
+quantity from the catalogs, the performance estimate and the priced options of the scenario. A
+claim that the scenario cannot test (a serving claim on a training scenario, a chip not among the
 candidates) is "not applicable", with the reason.
 """
 from __future__ import annotations
 
+import datetime as _dt
+
 import numpy as np
 import pandas as pd
 
-from . import catalog, cost, profile
-from .scenario import Scenario
-from .narrative import usd as _usd
+from .. import catalog
+from ..model import profile
+from ..narrative import usd
+from ..scenario import Scenario
+from ..terms import HOURS_PER_MONTH, pricing_label
+from .rules import PHYSICAL, needed_capabilities
 
+STALE_DAYS = 180
 HOLDS, FAILS, NA = "holds", "does not hold", "not applicable"
 
+
+# --- assumptions ledger -------------------------------------------------------------------------------
+
+def _flatten(prefix: str, obj, out: list):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            _flatten(f"{prefix}.{k}" if prefix else k, v, out)
+    else:
+        out.append((prefix, obj))
+
+
+def _field_description(s: Scenario, dotted: str) -> str | None:
+    node = s
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        node = getattr(node, part, None)
+        if node is None or not hasattr(type(node), "model_fields"):
+            return None
+    f = type(node).model_fields.get(parts[-1])
+    return f.description if f is not None else None
+
+
+def age_days(as_of, today: _dt.date) -> float:
+    """Days from ``as_of`` (a date or its text) to ``today``; NaN when it is not a date."""
+    try:
+        d = pd.Timestamp(str(as_of)).date()
+    except (ValueError, TypeError):
+        return np.nan
+    return float((today - d).days)
+
+
+
+def _scenario_rows(s: Scenario) -> list[dict]:
+    flat: list = []
+    _flatten("", s.model_dump(exclude_none=True, exclude={"name", "title", "description"}), flat)
+    rows = []
+    for k, v in flat:
+        desc = _field_description(s, k)
+        rows.append({"category": "scenario", "item": k, "value": ", ".join(map(str, v)) if isinstance(v, list) else v,
+                     "source": f"data/scenarios/{s.name}.yaml or the default" + (f": {desc}" if desc else ""),
+                     "as_of": None})
+    return rows
+
+
+def _performance_rows(s: Scenario, perf_df: pd.DataFrame) -> list[dict]:
+    keys = (["chips", "training_days", "mfu", "tokens_per_s"] if s.is_training
+            else ["chips", "replicas", "tp", "ttft_ms", "tpot_ms", "output_tokens_per_s"])
+    rows = []
+    for _, r in perf_df.iterrows():
+        vals = ", ".join(f"{k} {r[k]:,.4g}" for k in keys
+                         if k in r and pd.notna(r[k]) and isinstance(r[k], (int, float, np.number)))
+        rows.append({"category": "performance", "item": r["accelerator"], "value": vals,
+                     "source": "workbook.perf.compare (performance model)", "as_of": None})
+    return rows
+
+
+def _price_rows(priced: pd.DataFrame) -> list[dict]:
+    used = priced[priced["offering"].notna()].drop_duplicates(["offering", "pricing_model"])
+    rows = []
+    for _, r in used.iterrows():
+        notes = str(r.get("notes") or "")
+        rows.append({"category": "price", "item": f"{r['offering']} {r['pricing_model']}",
+                     "value": f"{usd(r['usd_per_instance_hour'])} per instance-hour ({r['chips_per_instance']:.0f} "
+                              f"chips; {r['price_basis']})",
+                     "source": r["source"], "as_of": r["as_of"],
+                     "_date_unknown": ("NOT the price date" in notes or "snapshot date unknown" in notes
+                                       or "date not in file" in notes)})
+    return rows
+
+
+def _catalog_rows(s: Scenario, perf_df: pd.DataFrame) -> list[dict]:
+    """The accelerators compared and the software support of their platforms."""
+    rows = []
+    acc = catalog.accelerators().set_index("accelerator")
+    for a in pd.unique(perf_df["accelerator"]):
+        if a in acc.index:
+            r = acc.loc[a]
+            rows.append({"category": "accelerator", "item": a,
+                         "value": f"{r['memory_bytes'] / 1e9:.0f} GB, {r['memory_bytes_per_s'] / 1e12:.2f} TB/s, "
+                                  f"platform {r['platform']}",
+                         "source": r["source"], "as_of": r["as_of"]})
+    sw = catalog.software()
+    plats = set(acc.loc[[a for a in pd.unique(perf_df["accelerator"]) if a in acc.index], "platform"])
+    caps = set(list(s.constraints.frameworks or [s.workload.framework]) + needed_capabilities(s)
+               + ["multi_cloud", "on_prem"])
+    for _, r in sw[sw["platform"].isin(plats) & sw["capability"].isin(caps)].iterrows():
+        rows.append({"category": "software", "item": f"{r['platform']} {r['capability']}", "value": r["support"],
+                     "source": r["source"], "as_of": r["as_of"]})
+    return rows
+
+
+def _hardware_rows(priced: pd.DataFrame) -> list[dict]:
+    if not (priced["pricing_model"] == "purchase").any():
+        return []
+    return [{"category": "hardware", "item": r["system"],
+             "value": f"{usd(r['purchase_usd'])} for {r['chips_per_system']} x {r['accelerator']}",
+             "source": r["source"], "as_of": r["as_of"]} for _, r in catalog.hardware().iterrows()]
+
+
+def _convention_rows(s: Scenario) -> list[dict]:
+    conv = [
+        ("hours per month", HOURS_PER_MONTH, "8,760 h / 12: the billing month (offerings' committed hourly = monthly / 730)"),
+        ("spot work lost per interruption", "checkpoint interval / 2 + restart",
+         "Young 1974 (CACM 17(9)); Daly 2006 (FGCS 22(3))"),
+        ("job interruption rate", "instances x rate per instance", "a job stops when any of its instances is reclaimed"),
+        ("spot spares (latency-bound serving)",
+         f"smallest k with P(N > k) <= 1 - {s.pricing.spot_availability_target:g} (pricing.spot_availability_target, "
+         "a planning choice), N ~ Poisson((instances + k) x rate x restart); k spares paid",
+         "M/G/inf: number in service is Poisson(arrival rate x mean service time) (Gross & Harris, Fundamentals "
+         "of Queueing Theory); workbook.cost.rates.spare_instances"),
+        ("reserved capacity", "paid hours = max(1, duty/u) / duty x max(term, horizon) / horizon per used hour",
+         "workbook.cost.rates.reserved_factor"),
+        ("on-demand serving", "pays serving hours only (ideal autoscaling)", "workbook.cost.bill module docstring"),
+        ("support scale", "native 1, supported 2/3, partial 1/3, none 0",
+         "equally spaced ordinal scale (workbook.decision.rules.SUPPORT_SCORE)"),
+        ("performance band", "perf _low/_high read as P10/P90 of a log-normal",
+         "data/efficiency.csv band_p10_*/band_p90_* rows: P10 and P90 of observed / predicted over "
+         "data/reference_runs.csv; drawn by workbook.cost.uncertainty.mc_draws"),
+        ("Monte Carlo", "10,000 draws, seed 0", "workbook.cost.uncertainty.monte_carlo"),
+    ]
+    return [{"category": "model convention", "item": item, "value": v, "source": src, "as_of": None}
+            for item, v, src in conv]
+
+
+def _flag(r) -> str | None:
+    f = []
+    if r["category"] == "price" and pd.notna(r["age_days"]) and r["age_days"] > STALE_DAYS:
+        f.append(f"stale: older than {STALE_DAYS} days")
+    if r["category"] == "price" and r.get("_date_unknown") is True:
+        f.append("price date unknown (as_of is when it was collected)")
+    return "; ".join(f) if f else None
+
+
+def assumptions(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, today: _dt.date | None = None) -> pd.DataFrame:
+    """Every input the decision used: the scenario's values, the catalog rows (prices with their
+    sources and dates, chips, software support), the performance estimates and the model's own
+    conventions. ``flag`` marks prices older than 180 days (relative to ``today``) and prices whose
+    date is only the collection date."""
+    today = today or _dt.date.today()
+    rows = (_scenario_rows(s) + _performance_rows(s, perf_df) + _price_rows(priced) + _catalog_rows(s, perf_df)
+            + _convention_rows(s) + _hardware_rows(priced))
+    df = pd.DataFrame(rows)
+    if "_date_unknown" not in df:
+        df["_date_unknown"] = False
+    df["age_days"] = [(age_days(a, today) if a is not None and not (isinstance(a, float) and np.isnan(a)) else np.nan)
+                      for a in df["as_of"]]
+    df["flag"] = [_flag(r) for _, r in df.iterrows()]
+    df["value"] = df["value"].map(lambda v: v if isinstance(v, str) else (f"{v:g}" if isinstance(v, float) else str(v)))
+    return df[["category", "item", "value", "source", "as_of", "age_days", "flag"]]
+
+
+# --- public claims ------------------------------------------------------------------------------------
 
 def claims() -> pd.DataFrame:
     """``data/claims.csv``, validated."""
@@ -28,8 +187,8 @@ def _servable(priced: pd.DataFrame) -> pd.DataFrame:
     whatever the budget, deadline or framework preference says."""
     metric = priced["metric"].iloc[0] if len(priced) else "cost_usd"
     ok = priced[priced[metric].notna()]
-    bad = ok["excluded_reason"].fillna("").str.contains(r"(?:^|; )(?:memory|latency|instance|not priced|spot):", regex=True)
-    return ok[~bad]
+    bad = ok["excluded_codes"].map(lambda codes: any(c in PHYSICAL for c in codes))
+    return ok[~bad.astype(bool)]
 
 
 def _result(row, status, measured, why, by=None):
@@ -78,7 +237,7 @@ def _peak_bf16(row, s, perf_df, priced):
 
 
 def _cost_ratio(row, s, perf_df, priced):
-    if cost.is_training(s):
+    if s.is_training:
         return _result(row, NA, None, "A serving claim; this scenario trains.")
     subj = row["subject"]
     ok = _servable(priced)
@@ -101,8 +260,8 @@ def _cost_ratio(row, s, perf_df, priced):
     a = mine.loc[mine["usd_per_million_tokens"].idxmin()]
     b = base.loc[base["usd_per_million_tokens"].idxmin()]
     ratio = float(a["usd_per_million_tokens"] / b["usd_per_million_tokens"])
-    why = (f"At your load, {subj} on-demand ({a['offering']}) costs {_usd(a['usd_per_million_tokens'])} per million "
-           f"output tokens vs {_usd(b['usd_per_million_tokens'])} for {b['accelerator']} ({b['offering']}): "
+    why = (f"At your load, {subj} on-demand ({a['offering']}) costs {usd(a['usd_per_million_tokens'])} per million "
+           f"output tokens vs {usd(b['usd_per_million_tokens'])} for {b['accelerator']} ({b['offering']}): "
            f"{ratio:.2f}x.")
     return _result(row, HOLDS if _within(ratio, row) else FAILS, ratio, why,
                    f"{1 - ratio:.0%} cheaper" if ratio < 1 else f"{ratio - 1:.0%} more expensive")
@@ -111,8 +270,6 @@ def _cost_ratio(row, s, perf_df, priced):
 def _first_reason(priced, acc):
     r = priced.loc[priced["accelerator"] == acc, "excluded_reason"].dropna()
     return r.iloc[0] if len(r) else "no price"
-
-
 
 
 def _pair_savings(priced: pd.DataFrame, model: str) -> pd.DataFrame:
@@ -174,14 +331,14 @@ def _mixed(row, s, perf_df, priced):
         return f"saves {v:.0%}" if v >= 0 else f"costs {-v:.0%} more"
 
     why = ("A mix saves a weighted average of its parts, so at most the larger part. Best offering of each here: "
-           + "; ".join(f"{cost.MODEL_LABEL[k]} {said(v)}" for k, v in sorted(best.items(), key=lambda kv: -kv[1]))
+           + "; ".join(f"{pricing_label(k)} {said(v)}" for k, v in sorted(best.items(), key=lambda kv: -kv[1]))
            + " than on-demand.")
     return _result(row, HOLDS if top >= row["claimed_low"] else FAILS, top, why,
                    "possible here" if top >= row["claimed_low"] else _pct_gap(top, row))
 
 
 def _checkpointing(row, s, perf_df, priced):
-    if not cost.is_training(s):
+    if not s.is_training:
         return _result(row, NA, None, "A training claim; this scenario serves.")
     p = profile.workload_profile(s.workload)
     none = float(np.asarray(profile.activation_bytes_per_token_per_layer(p, s.workload.seq_len, "none")))
@@ -229,7 +386,7 @@ CHECKS = {
 }
 
 
-def check(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, table: pd.DataFrame | None = None) -> pd.DataFrame:
+def check_claims(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, table: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per claim: ``status`` (holds / does not hold / not applicable), ``measured`` (the figure the
     scenario gives), ``claimed``, ``by_how_much``, ``why`` (a sentence with the numbers), ``source``."""
     table = claims() if table is None else table

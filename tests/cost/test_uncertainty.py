@@ -1,0 +1,93 @@
+"""Monte Carlo, histogram and tornado (workbook.cost.uncertainty)."""
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from workbook import cost
+from workbook.errors import InputError
+from workbook.scenario import parse_scenario
+
+from pricing_helpers import LIVE, SERVE, offering, offers, price, serve_perf
+
+
+def _mc_setup():
+    s = parse_scenario(SERVE)
+    perf = pd.concat([serve_perf(), serve_perf(acc="A100-SXM4-80GB", tpot=30.0)], ignore_index=True)
+    perf["output_tokens_per_s_low"], perf["output_tokens_per_s_high"] = 700.0, 1200.0
+    o = offers(offering("o1"), offering("o2", od=60.0, spot=25.0), offering("a1", acc="A100-SXM4-80GB", od=40.0,
+                                                                            spot=12.0, c1=np.nan, c3=np.nan))
+    return s, price(s, perf, offerings=o)
+
+
+def test_monte_carlo_percentiles_are_ordered_and_stable_for_a_seed():
+    s, p = _mc_setup()
+    a = cost.monte_carlo(s, p, n=5000, seed=1)
+    b = cost.monte_carlo(s, p, n=5000, seed=1)
+    pd.testing.assert_frame_equal(a, b)
+    assert (a["p10"] <= a["p50"]).all() and (a["p50"] <= a["p90"]).all()
+    assert a["p_cheapest"].sum() == pytest.approx(1.0)
+    c = cost.monte_carlo(s, p, n=20000, seed=2)
+    m = a.set_index("option")["p50"].div(c.set_index("option")["p50"])
+    assert ((m - 1).abs() < 0.03).all()
+
+
+def test_monte_carlo_median_matches_the_point_estimate_without_spread():
+    s, p = _mc_setup()
+    s2 = parse_scenario({**SERVE, "pricing": {**SERVE["pricing"], "utilization_spread": 0.0, "interruption_spread": 1.0,
+                                               "spot_price_p90_over_p10": 1.0}})
+    p2 = price(s2, serve_perf(), offerings=offers(offering("o1")))
+    mc = cost.monte_carlo(s2, p2, n=1000, seed=0)
+    point = p2.set_index("option")["usd_per_million_tokens"]
+    assert np.allclose(mc.set_index("option")["p50"], point.loc[mc["option"]].to_numpy())
+
+
+def test_monte_carlo_of_ten_thousand_draws_for_every_option_is_fast():
+    """120 options (the shipped scenarios have up to about 110 feasible ones) x 10,000 draws; best of 3
+    runs, so that a busy shared machine does not decide the result."""
+    s, p = _mc_setup()
+    big = pd.concat([p] * 10, ignore_index=True)
+    big["option"] = big["option"] + big.index.astype(str)
+    times = []
+    for _ in range(3):
+        t = time.perf_counter()
+        cost.monte_carlo(s, big, n=10000, seed=0)
+        times.append(time.perf_counter() - t)
+    assert min(times) < 1.0, f"{len(big)} options: {times}"
+
+
+def test_monte_carlo_rejects_zero_draws():
+    s, p = _mc_setup()
+    with pytest.raises(InputError):
+        cost.monte_carlo(s, p, n=0)
+
+
+def test_tornado_ranks_inputs_by_swing():
+    s, p = _mc_setup()
+    spot = p[(p["pricing_model"] == "spot") & p["excluded_reason"].isna()].iloc[0]["option"]
+    t = cost.tornado(s, p, spot)
+    assert list(t["swing"]) == sorted(t["swing"], reverse=True)
+    assert {"efficiency (performance band)", "spot price", "spot interruptions per hour"} <= set(t["input"])
+    od = p[p["pricing_model"] == "on_demand"].iloc[0]["option"]
+    assert "spot price" not in set(cost.tornado(s, p, od)["input"])
+    with pytest.raises(InputError):
+        cost.tornado(s, p, "no such option")
+
+
+def test_histogram_shares_sum_to_at_most_one_per_option():
+    s, p = _mc_setup()
+    h = cost.mc_histogram(s, p, n=2000)
+    assert (h.groupby("option")["share"].sum() <= 1.0 + 1e-9).all()
+
+
+def test_monte_carlo_rederives_spares_for_each_interruption_rate():
+    """One instance, 10-min restarts, 99%: 0.05/h needs no spare (above); 0.1/h: m = 0.01667,
+    P(N > 0) = 0.0165 > 0.01, so one spare (k = 1: m = 0.0333, P(N > 1) = 0.00054)."""
+    s = parse_scenario({**LIVE, "pricing": {**LIVE["pricing"], "restart_min": 10}})
+    p = price(s, serve_perf(), offerings=offers(offering("o1")))
+    spot = p[p["pricing_model"] == "spot"]
+    out = cost.bill.bill(spot, False, hours_multiplier=np.ones((1, 2)), price_mult=1.0, utilization=0.5,
+                    interruptions_per_hour=np.array([[0.05, 0.1]]))
+    np.testing.assert_allclose(out["factor"][0], [1.0, 2.0])
+    np.testing.assert_allclose(out["cost"][0], [730 * 20.0, 2 * 730 * 20.0])

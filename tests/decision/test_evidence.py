@@ -1,0 +1,111 @@
+"""Evidence (workbook.decision.evidence): the assumptions ledger, and public claims that hold, do not
+hold, or do not apply to the scenario, with the measured figure and the reason."""
+import datetime as dt
+
+import pandas as pd
+import pytest
+
+from workbook import decision
+from workbook.scenario import parse_scenario
+
+from pricing_helpers import SERVE, TRAIN, offering, offers, price, scenario, serve_perf, train_perf, two_chip_perf
+
+
+def test_ledger_lists_inputs_and_flags_old_prices():
+    s = scenario()
+    o = offers(offering("h", od=100.0, as_of="2025-01-01"), offering("a", acc="A100-SXM4-80GB", od=30.0))
+    perf = two_chip_perf()
+    priced = price(s, perf, offerings=o)
+    led = decision.assumptions(s, perf, priced, today=dt.date(2026, 11, 29))
+    assert {"scenario", "performance", "price", "accelerator", "software", "model convention"} <= set(led["category"])
+    old = led[(led["category"] == "price") & led["item"].str.startswith("h ")]
+    assert old["flag"].str.contains("older than 180 days").all()
+    new = led[(led["category"] == "price") & led["item"].str.startswith("a ")]
+    assert new["flag"].isna().all()
+    assert led.loc[led["item"] == "pricing.utilization", "value"].iloc[0] == "0.9"
+
+
+def _status(table, claim_id):
+    return table.set_index("claim_id").loc[claim_id]
+
+
+def _train():
+    s = parse_scenario(TRAIN)
+    perf = train_perf()
+    return s, perf, price(s, perf, offerings=offers(offering("o1")))
+
+
+def test_every_claim_has_a_source_a_date_and_a_known_check():
+    t = decision.claims()
+    assert len(t) >= 8
+    assert t["source"].str.len().gt(10).all() and t["as_of"].notna().all()
+    assert set(t["check"]) <= set(decision.evidence.CHECKS)
+
+
+def test_tpu_v5e_393_tflops_bf16_does_not_hold():
+    """Google's TPU v5e docs: 197 TFLOP/s BF16, 393 TOPS INT8."""
+    s, perf, priced = _train()
+    r = _status(decision.check_claims(s, perf, priced), "tpu-v5e-393-tflops-bf16")
+    assert r["status"] == decision.FAILS
+    assert r["measured"] == pytest.approx(1.97e14)
+    assert "INT8" in r["why"]
+
+
+def test_spec_claims_that_match_the_datasheets_hold():
+    s, perf, priced = _train()
+    t = decision.check_claims(s, perf, priced)
+    assert _status(t, "tpu-v5p-8960-chips")["status"] == decision.HOLDS
+    assert _status(t, "trn1-16-chips-per-node")["status"] == decision.HOLDS
+
+
+def test_serving_claims_do_not_apply_to_a_training_scenario():
+    s, perf, priced = _train()
+    t = decision.check_claims(s, perf, priced)
+    assert _status(t, "tpu-v5e-half-a100-cost")["status"] == decision.NA
+    assert _status(t, "xla-80pct-matmul")["status"] == decision.NA
+
+
+def test_gradient_checkpointing_cuts_more_than_claimed_for_llama2_7b():
+    """Korthikanti et al. 2022 with FlashAttention, h = 4096, f = 11008 gated: per layer
+    11h + (3h + 6f) + 4h = 139,776 bytes per token; full recompute keeps 2h = 8,192: 94% less."""
+    s, perf, priced = _train()
+    r = _status(decision.check_claims(s, perf, priced), "checkpointing-60")
+    assert r["measured"] == pytest.approx(1 - 8192 / 139776)
+    assert r["status"] == decision.FAILS
+
+
+def test_spot_discount_after_interruptions():
+    """Sticker $20 vs $80 is 75% off; 8 instances at 0.05/h add 20% to the hours: 1 - 0.25 x 1.2 = 70%."""
+    s, perf, priced = _train()
+    r = _status(decision.check_claims(s, perf, priced), "spot-70-90")
+    assert r["measured"] == pytest.approx(0.70)
+    assert r["status"] == decision.HOLDS
+    assert "75%" in r["why"]
+
+
+def test_three_year_commitment_saving_at_the_scenarios_utilisation():
+    """$30 vs $80 lists 62.5% off, but a 36-month term over 12 months at 90%: 1 - 30 x 3 / 0.9 / 80 = -25%."""
+    s, perf, priced = _train()
+    r = _status(decision.check_claims(s, perf, priced), "commit-3y-over-50")
+    assert r["measured"] == pytest.approx(1 - 30 * 3 / 0.9 / 80)
+    assert r["status"] == decision.FAILS
+
+
+def test_tpu_v5e_cost_per_token_against_a100_on_a_serving_scenario():
+    s = parse_scenario(SERVE)
+    perf = pd.concat([serve_perf(acc="TPU-v5e", replicas=1, tp=4), serve_perf(acc="A100-SXM4-80GB")],
+                     ignore_index=True)
+    o = offers(offering("t", acc="TPU-v5e", od=9.6), offering("a", acc="A100-SXM4-80GB", od=40.0))
+    priced = price(s, perf, offerings=o)
+    r = _status(decision.check_claims(s, perf, priced), "tpu-v5e-half-a100-cost")
+    assert r["measured"] == pytest.approx(9.6 / 40.0)
+    assert r["status"] == decision.HOLDS
+
+
+def test_checks_run_on_every_shipped_scenario_shape():
+    s = parse_scenario(SERVE)
+    perf = serve_perf()
+    priced = price(s, perf, offerings=offers(offering("o1")))
+    t = decision.check_claims(s, perf, priced)
+    assert set(t["status"]) <= {decision.HOLDS, decision.FAILS, decision.NA}
+    assert t["why"].str.len().gt(10).all()

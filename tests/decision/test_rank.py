@@ -1,0 +1,44 @@
+"""The ranking (workbook.decision.rank): it moves the expected way when weights move; flip conditions hold."""
+import numpy as np
+import pandas as pd
+
+from workbook import decision
+
+from pricing_helpers import decide, offering, offers, scenario
+
+
+def test_cost_weight_picks_the_cheaper_run_and_time_weight_the_faster():
+    """A100: 8 x 240 h x $30 = $57,600; H100: 8 x 120 h x $100 = $96,000 but twice as fast."""
+    cheap, _ = decide(scenario({"cost": 1, "time": 0, "ecosystem": 0, "portability": 0}))
+    fast, _ = decide(scenario({"cost": 0.1, "time": 1, "ecosystem": 0, "portability": 0}))
+    assert cheap.accelerator == "A100-SXM4-80GB"
+    assert fast.accelerator == "H100-SXM5-80GB"
+    assert cheap.runner_up["accelerator"] == "H100-SXM5-80GB"
+
+
+def test_ecosystem_weight_moves_the_choice_toward_native_support():
+    """TPU v5e is cheaper but PyTorch support on TPU is partial (software.csv)."""
+    perf = pd.DataFrame({"accelerator": ["TPU-v5e", "A100-SXM4-80GB"], "chips": [64, 64], "fits": [True, True],
+                         "reason": [None, None], "training_days": [10.0, 10.0]})
+    o = offers(offering("t", acc="TPU-v5e", od=20.0, spot=np.nan, c1=np.nan, c3=np.nan),
+               offering("a", acc="A100-SXM4-80GB", od=30.0, spot=np.nan, c1=np.nan, c3=np.nan))
+    cheap, _ = decide(scenario({"cost": 1, "time": 0, "ecosystem": 0, "portability": 0}), perf, o)
+    eco, _ = decide(scenario({"cost": 0.3, "time": 0, "ecosystem": 1, "portability": 0}), perf, o)
+    assert cheap.accelerator == "TPU-v5e"
+    assert eco.accelerator == "A100-SXM4-80GB"
+
+
+def test_weight_flip_threshold_really_flips_the_ranking():
+    s = scenario({"cost": 0.6, "time": 0.4, "ecosystem": 0, "portability": 0})
+    rec, priced = decide(s)
+    ranked = decision.rank(s, priced)
+    flips = [f for f in rec.flip_conditions if f.startswith("If the time weight")]
+    assert flips, rec.flip_conditions
+    new = float(flips[0].split(" to ")[1].split(" ")[0])
+    after = decision.rank(scenario({"cost": 0.6, "time": new + 0.02, "ecosystem": 0, "portability": 0}), priced)
+    assert after.iloc[0]["accelerator"] != ranked.iloc[0]["accelerator"]
+
+
+def test_pareto_front():
+    front = decision.pareto_front([1, 2, 3, 2], [3, 2, 1, 3])
+    assert list(front) == [True, True, True, False]

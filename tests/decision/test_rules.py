@@ -1,0 +1,143 @@
+"""Hard constraints (workbook.decision.rules): what rules an option out, with a code and a sentence."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from workbook import cost, decision
+from workbook.scenario import parse_scenario
+
+from pricing_helpers import SERVE, TRAIN, decide, offering, offers, price, row, scenario, serve_perf, train_perf, two_chip_offers, two_chip_perf
+
+
+def test_a_deadline_rules_out_the_slow_option():
+    rec, priced = decide(scenario({"cost": 1, "time": 0, "ecosystem": 0, "portability": 0}, {"deadline_days": 7}))
+    assert rec.accelerator == "H100-SXM5-80GB"
+    assert rec.excluded["constraint"].str.startswith("deadline: 10.0 days > 7").any()
+
+
+def test_a_budget_rules_out_the_dear_option():
+    rec, _ = decide(scenario({"cost": 0, "time": 1, "ecosystem": 0, "portability": 0}, {"budget_usd": 60000}))
+    assert rec.accelerator == "A100-SXM4-80GB"
+    assert rec.excluded["constraint"].str.startswith("budget: $96,000 > $60,000").any()
+
+
+def test_an_option_that_does_not_fit_is_never_recommended():
+    perf = two_chip_perf()
+    perf.loc[1, ["fits", "reason"]] = [False, "needs 90 GB per chip, has 80 GB"]
+    rec, priced = decide(scenario({"cost": 1, "time": 0, "ecosystem": 0, "portability": 0}), perf)
+    assert rec.accelerator == "H100-SXM5-80GB"
+    assert (priced.loc[priced["accelerator"] == "A100-SXM4-80GB", "excluded_reason"]
+            .str.startswith("memory: needs 90 GB").all())
+    assert "A100-SXM4-80GB" not in set(rec.ranking["accelerator"])
+
+
+def test_a_missed_latency_target_is_never_recommended():
+    s = parse_scenario({**SERVE, "workload": {**SERVE["workload"], "tpot_slo_ms": 25}})
+    perf = pd.concat([serve_perf(), serve_perf(acc="A100-SXM4-80GB", tpot=40.0)], ignore_index=True)
+    perf.loc[1, "meets_slo"] = False
+    o = offers(offering("h"), offering("a", acc="A100-SXM4-80GB", od=10.0, spot=2.0))
+    rec, priced = decide(s, perf, o)
+    assert rec.accelerator == "H100-SXM5-80GB"
+    assert rec.excluded["constraint"].str.contains("latency: 40 ms per token > 25 ms").any()
+
+
+def test_max_chips_rules_out_larger_fleets():
+    perf = two_chip_perf()
+    perf.loc[0, "chips"] = 128
+    rec, _ = decide(scenario({"cost": 0, "time": 1, "ecosystem": 0, "portability": 0}, {"max_chips": 64}), perf)
+    assert rec.accelerator == "A100-SXM4-80GB"
+
+
+def test_custom_cuda_kernels_rule_out_tpus_unless_a_port_is_paid_for():
+    perf = pd.DataFrame({"accelerator": ["TPU-v5e", "A100-SXM4-80GB"], "chips": [64, 64], "fits": [True, True],
+                         "reason": [None, None], "training_days": [5.0, 10.0]})
+    o = offers(offering("t", acc="TPU-v5e", od=9.6, spot=np.nan, c1=np.nan, c3=np.nan),
+               offering("a", acc="A100-SXM4-80GB", od=30.0, spot=np.nan, c1=np.nan, c3=np.nan))
+    w = {"cost": 1, "time": 0, "ecosystem": 0, "portability": 0}
+    rec, priced = decide(scenario(w, workload={"custom_cuda_kernels": True}), perf, o)
+    assert rec.accelerator == "A100-SXM4-80GB"
+    assert priced.loc[priced["accelerator"] == "TPU-v5e", "excluded_reason"].str.contains("custom CUDA kernels").all()
+    rec2, priced2 = decide(scenario(w, workload={"custom_cuda_kernels": True}, pricing={"porting_cost_usd": 5000}), perf, o)
+    tpu = priced2[priced2["accelerator"] == "TPU-v5e"].iloc[0]
+    assert tpu["excluded_reason"] is None
+    assert tpu["cost_usd"] == pytest.approx(8 * 120 * 9.6 + 5000)
+    assert rec2.accelerator == "TPU-v5e"
+    assert any("porting" in r for r in rec2.reasons)
+
+
+def test_a_framework_nobody_supports_rules_the_platform_out():
+    perf = pd.DataFrame({"accelerator": ["Trainium1", "A100-SXM4-80GB"], "chips": [64, 64], "fits": [True, True],
+                         "reason": [None, None], "training_days": [5.0, 10.0]})
+    o = offers(offering("t", acc="Trainium1", cpi=16, od=21.5, spot=np.nan, c1=np.nan, c3=np.nan),
+               offering("a", acc="A100-SXM4-80GB", od=30.0, spot=np.nan, c1=np.nan, c3=np.nan))
+    s = scenario({"cost": 1, "time": 0, "ecosystem": 0, "portability": 0},
+                 {"frameworks": ["tensorflow"]}, workload={"framework": "tensorflow"})
+    rec, priced = decide(s, perf, o)
+    assert rec.accelerator == "A100-SXM4-80GB"
+    assert priced.loc[priced["accelerator"] == "Trainium1", "excluded_reason"].str.startswith("framework: none of").all()
+
+
+def test_spot_job_that_can_never_finish_is_ruled_out():
+    """512 instances x 0.05/h x (15 + 10 min) > 1: the job restarts before it checkpoints."""
+    s = parse_scenario(TRAIN)
+    p = price(s, train_perf(chips=4096), offerings=offers(offering("o1")))
+    r = row(p, "spot")
+    assert math.isnan(r["cost_usd"])
+    assert "never finishes" in r["excluded_reason"]
+
+
+def test_every_exclusion_carries_a_code_and_its_sentence():
+    perf = two_chip_perf()
+    perf.loc[1, ["fits", "reason"]] = [False, "needs 90 GB per chip, has 80 GB"]
+    s = scenario({"cost": 1, "time": 0, "ecosystem": 0, "portability": 0}, {"deadline_days": 7})
+    priced = price(s, perf, offerings=two_chip_offers())
+    a100 = priced[priced["accelerator"] == "A100-SXM4-80GB"].iloc[0]
+    assert a100["excluded_codes"] == ("memory", "deadline")
+    assert a100["excluded_reason"] == "memory: needs 90 GB per chip, has 80 GB; deadline: 10.0 days > 7"
+    h100 = priced[priced["accelerator"] == "H100-SXM5-80GB"].iloc[0]
+    assert h100["excluded_codes"] == () and h100["excluded_reason"] is None
+    found = decision.exclusions(s, priced)
+    assert [(e.code, e.text) for e in found[a100.name]] == [("memory", "memory: needs 90 GB per chip, has 80 GB"),
+                                                            ("deadline", "deadline: 10.0 days > 7")]
+    assert set(decision.CONSTRAINTS) >= {c for codes in priced["excluded_codes"] for c in codes}
+
+
+def test_a_chip_without_a_published_peak_is_a_precision_exclusion_not_a_memory_one():
+    perf = two_chip_perf()
+    perf["peak_flops_per_s"] = [9.9e14, float("nan")]
+    perf.loc[1, ["fits", "reason"]] = [False, "no published dense fp8 peak"]
+    priced = price(scenario(), perf, offerings=two_chip_offers())
+    a100 = priced[priced["accelerator"] == "A100-SXM4-80GB"].iloc[0]
+    assert a100["excluded_codes"] == ("precision",)
+    assert a100["excluded_reason"] == "precision: no published dense fp8 peak"
+
+
+def test_the_excluded_table_groups_by_codes_not_by_parsing_sentences():
+    # a performance reason with its own "word:" parts must not create extra kinds of constraint
+    perf = two_chip_perf()
+    perf.loc[1, ["fits", "reason"]] = [False, "needs 90 GB; kv: 12 GB; weights: 78 GB"]
+    rec, priced = decide(scenario({"cost": 1, "time": 0, "ecosystem": 0, "portability": 0}), perf)
+    ex = rec.excluded[rec.excluded["accelerator"] == "A100-SXM4-80GB"]
+    assert len(ex) == 1 and ex["constraint"].iloc[0].startswith("memory: needs 90 GB")
+
+
+def test_price_options_alone_applies_no_constraint():
+    perf = two_chip_perf()
+    perf.loc[1, ["fits", "reason"]] = [False, "too big"]
+    s = scenario(constraints={"deadline_days": 1})
+    bare = cost.price_options(s, perf, offerings=two_chip_offers())
+    assert "excluded_reason" not in bare and "excluded_codes" not in bare
+    marked = decision.apply_constraints(s, bare)
+    assert marked["excluded_reason"].notna().all()
+    assert marked.drop(columns=["excluded_reason", "excluded_codes"]).columns.tolist() == bare.columns.tolist()
+
+
+def test_porting_cost_is_an_input_of_the_bill():
+    s = scenario()
+    base = cost.price_options(s, two_chip_perf(), offerings=two_chip_offers())
+    ported = cost.price_options(s, two_chip_perf(), {"A100-SXM4-80GB": 5000.0}, offerings=two_chip_offers())
+    a = (ported["accelerator"] == "A100-SXM4-80GB").to_numpy()
+    assert ported.loc[a, "cost_usd"].to_numpy() == pytest.approx(base.loc[a, "cost_usd"].to_numpy() + 5000.0)
+    assert ported.loc[~a, "cost_usd"].to_numpy() == pytest.approx(base.loc[~a, "cost_usd"].to_numpy())

@@ -1,0 +1,209 @@
+"""Billing and break-even formulas over scalars or arrays (numpy broadcasting).
+
+Each function derives its equation in the docstring, gives an example where useful and says when
+it returns inf. Sources: Young 1974 "A first order approximation to the optimum checkpoint
+interval" (CACM 17(9)) and Daly 2006 "A higher order estimate of the optimum checkpoint interval
+for restart dumps" (FGCS 22(3)) for the work lost per interruption (half a checkpoint interval
+plus the restart); the M/G/infinity result (Gross & Harris, "Fundamentals of Queueing Theory": the
+number in service is Poisson with mean arrival rate x mean service time, whatever the
+service-time distribution) for the instances down at once; the break-even formulas are the
+equalities of the billing rules of ``workbook.cost.bill``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..terms import HOURS_PER_MONTH
+
+Z90 = 1.2815515655446004  # standard normal 90th percentile: a P10-P90 band is +/- Z90 sigma
+
+
+def spot_overhead_factor(interruptions_per_hour, checkpoint_interval_h, restart_h, instances=1):
+    """Paid hours per useful hour for a checkpointed job on spot capacity.
+
+    Each interruption loses, on average, half a checkpoint interval of work plus the restart time
+    (Young 1974; Daly 2006). A job spread over ``instances`` machines stops when any one is reclaimed,
+    at rate n·λ. Wall time W then satisfies W = useful + n·λ·W·(τ/2 + R), so
+    W / useful = 1 / (1 - n·λ·(τ/2 + R)), and the job never finishes (inf) when n·λ·(τ/2 + R) >= 1.
+    Always >= 1: spot never costs less than its sticker price per useful hour."""
+    loss = np.asarray(instances, dtype=float) * np.asarray(interruptions_per_hour, dtype=float) * (
+        np.asarray(checkpoint_interval_h, dtype=float) / 2.0 + np.asarray(restart_h, dtype=float))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(loss < 1.0, 1.0 / (1.0 - loss), np.inf)
+
+
+def spot_serving_factor(interruptions_per_hour, restart_h):
+    """Instance-hours held per useful instance-hour for a serving fleet on spot capacity.
+
+    A reclaimed replica is out for the restart time R (no training progress is lost, in-flight
+    requests are retried), so a fleet keeps its capacity by holding 1 / (1 - λ·R) times the
+    instance-hours (same renewal argument as ``spot_overhead_factor`` with τ = 0, n = 1)."""
+    return spot_overhead_factor(interruptions_per_hour, 0.0, restart_h, 1)
+
+
+def poisson_sf(k: int, mean):
+    """P(N > k) for N ~ Poisson(mean), k a non-negative integer, ``mean`` an array: 1 - sum of the
+    first k+1 terms e^-m m^j / j! (absolute error ~1e-16, ample for availability targets)."""
+    m = np.asarray(mean, dtype=float)
+    term = np.exp(-m)
+    cdf = term.copy()
+    for j in range(1, int(k) + 1):
+        term = term * m / j
+        cdf += term
+    return np.maximum(0.0, 1.0 - cdf)
+
+
+MAX_SPARES = 1000  # search limit of spare_instances: beyond it spot cannot meet the target (inf)
+
+
+def spare_instances(instances, interruptions_per_hour, restart_h, availability_target):
+    """Spare spot instances a latency-bound fleet of ``instances`` needs to keep its full capacity
+    ``availability_target`` of the time.
+
+    Each instance is reclaimed as a Poisson process at rate r (per hour) and is out for the restart
+    time R. The reclaims of a fleet of n + k instances arrive at rate (n + k)·r and each keeps an
+    instance out for R, so the number out at a random moment is the number in service of an M/G/inf
+    queue: Poisson with mean (n + k)·r·R (Gross & Harris, "Fundamentals of Queueing Theory", M/G/inf:
+    arrival rate x mean service time, whatever the service-time distribution). Approximation: the
+    exact count is Binomial(n + k, rR / (1 + rR)) (each instance an alternating up/restart renewal
+    process); the Poisson form keeps reclaiming instances that are already out, so its tail is
+    slightly heavier (conservative) and the two agree when rR << 1 (r = 0.05/h, R = 10 min:
+    rR = 0.0083). The spares are spot instances too, hence the n + k.
+
+    Returns the smallest k >= 0 with P(N > k) <= 1 - target, N ~ Poisson((n + k)·r·R); inf when
+    no k up to ``MAX_SPARES`` does (rR >= 1: an instance is out more than it is up); NaN where n is
+    unknown. Example: n = 1, r = 0.05/h, R = 10 min: P(N > 0) = 1 - e^-0.00833 = 0.0083, so a 0.99
+    target needs no spare and a 0.999 target needs one."""
+    n = np.asarray(instances, dtype=float)
+    rho = np.asarray(interruptions_per_hour, dtype=float) * np.asarray(restart_h, dtype=float)
+    eps = 1.0 - np.asarray(availability_target, dtype=float)
+    n, rho, eps = np.broadcast_arrays(n, rho, eps)
+    out = np.full(n.shape, np.nan)
+    known = np.isfinite(n) & np.isfinite(rho) & np.isfinite(eps)
+    out[known & (rho >= 1.0)] = np.inf
+    idx = np.flatnonzero(known & (rho < 1.0))
+    nn, rr, ee = n.ravel()[idx], rho.ravel()[idx], eps.ravel()[idx]
+    flat = out.ravel()
+    for k in range(MAX_SPARES + 1):
+        if idx.size == 0:
+            break
+        ok = poisson_sf(k, (nn + k) * rr) <= ee
+        flat[idx[ok]] = k
+        idx, nn, rr, ee = idx[~ok], nn[~ok], rr[~ok], ee[~ok]
+    flat[idx] = np.inf
+    return flat.reshape(n.shape) if n.ndim else float(flat[0])
+
+
+def spot_spares_factor(instances, interruptions_per_hour, restart_h, availability_target):
+    """Instance-hours paid per instance-hour the load needs for a latency-bound fleet on spot:
+    (n + k) / n with k = ``spare_instances``. Every one of the n + k slots is paid every hour (a
+    reclaimed instance stops billing, its replacement bills while it starts), so no separate
+    lost-hours term; >= 1 always: spot never costs less than n + k instances at the spot price."""
+    n = np.asarray(instances, dtype=float)
+    k = spare_instances(n, interruptions_per_hour, restart_h, availability_target)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (n + k) / n
+
+
+def breakeven_interruptions_spot_spares(spot_usd_per_hour, on_demand_usd_per_hour, restart_h, instances,
+                                        availability_target):
+    """Interruptions per instance-hour above which a latency-bound spot fleet of n instances costs
+    more than on-demand: spot·(n + k)/n < OD allows k_max = ceil(n·(OD/spot - 1)) - 1 spares, and
+    the rate r* is where ``spare_instances`` first exceeds k_max (found by bisection: k grows with r).
+    0 when even no spare is too dear (spot >= OD)."""
+    spot, od, n = float(spot_usd_per_hour), float(on_demand_usd_per_hour), float(instances)
+    if not (spot > 0 and od > 0 and n > 0 and restart_h > 0) or spot >= od:
+        return 0.0
+    k_max = math.ceil(n * (od / spot - 1.0)) - 1
+    if k_max < 0:
+        return 0.0
+    # k_max spares suffice at rate r when P(N > k_max) <= 1 - target with N ~ Poisson((n + k_max)·r·R)
+    # (the test ``spare_instances`` applies at k = k_max; it grows with r, so bisect on it directly:
+    # one Poisson tail per step instead of a search over k).
+    eps = 1.0 - float(availability_target)
+    lo, hi = 0.0, 1.0 / restart_h  # at r·R = 1 no number of spares suffices
+    for _ in range(60):
+        mid = (lo + hi) / 2.0
+        if float(poisson_sf(k_max, (n + k_max) * mid * restart_h)) <= eps:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def reserved_factor(utilization, duty_fraction, term_months, horizon_months):
+    """Paid hours per used hour for capacity billed every hour of a term (commitment, monthly server,
+    purchase).
+
+    The work uses the capacity ``duty_fraction`` of the day (training 1; serving hours_per_day / 24) and keeps a
+    fraction ``utilization`` of the paid hours busy; when utilisation is below the duty cycle the
+    fleet must also cover the peaks, so paid hours are max(1, duty/u) / duty per used hour. A term T
+    longer than the horizon of use m is paid in full: x max(T, m) / m."""
+    u = np.asarray(utilization, dtype=float)
+    duty = np.asarray(duty_fraction, dtype=float)
+    term = np.asarray(term_months, dtype=float)
+    m = np.asarray(horizon_months, dtype=float)
+    return np.maximum(1.0, duty / u) / duty * np.maximum(term, m) / m
+
+
+def energy_usd_per_hour(power_w, pue, usd_per_kwh):
+    """Electricity for one system at full power: kW x PUE x $/kWh (PUE as defined by The Green Grid,
+    facility energy / IT energy)."""
+    return np.asarray(power_w, dtype=float) / 1000.0 * pue * usd_per_kwh
+
+
+def breakeven_months_commit(commit_usd_per_hour, on_demand_usd_per_hour, term_months, utilization=1.0):
+    """Months of use after which a commitment of ``term_months`` costs less than on-demand.
+
+    On-demand for m months pays m·730·u·OD (only the used hours); the commitment pays
+    max(T, m)·730·C. For m <= T they are equal at m* = T·C / (u·OD). When C/u >= OD the commitment
+    never pays (inf); m* <= T otherwise."""
+    c = np.asarray(commit_usd_per_hour, dtype=float)
+    od = np.asarray(on_demand_usd_per_hour, dtype=float)
+    u = np.asarray(utilization, dtype=float)
+    m = np.asarray(term_months, dtype=float) * c / (u * od)
+    return np.where(c / u < od, m, np.inf)
+
+
+def breakeven_utilization_commit(commit_usd_per_hour, on_demand_usd_per_hour, term_months=0.0, horizon_months=1.0):
+    """Utilisation above which a commitment beats on-demand over a horizon of m months:
+    C·max(T, m)/m / u = OD  ->  u* = C/OD · max(T, m)/m (> 1 means never)."""
+    c = np.asarray(commit_usd_per_hour, dtype=float)
+    od = np.asarray(on_demand_usd_per_hour, dtype=float)
+    return c / od * np.maximum(term_months, horizon_months) / np.asarray(horizon_months, dtype=float)
+
+
+def breakeven_months_purchase(purchase_usd, on_demand_usd_per_hour, energy_usd_per_hour_=0.0, utilization=1.0,
+                              hosting_usd_per_month=0.0):
+    """Months of use after which buying beats renting on-demand.
+
+    Buying costs P + m·(hosting + 730·u·E); renting costs m·730·u·OD, equal at
+    m* = P / (730·u·(OD - E) - hosting); never (inf) when the denominator is <= 0."""
+    p = np.asarray(purchase_usd, dtype=float)
+    margin = HOURS_PER_MONTH * np.asarray(utilization, dtype=float) * (
+        np.asarray(on_demand_usd_per_hour, dtype=float) - energy_usd_per_hour_) - hosting_usd_per_month
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(margin > 0, p / margin, np.inf)
+
+
+def breakeven_interruptions_spot(spot_usd_per_hour, on_demand_usd_per_hour, checkpoint_interval_h, restart_h,
+                                 instances=1):
+    """Interruptions per instance-hour above which spot costs more than on-demand:
+    spot / (1 - n·λ·(τ/2 + R)) = OD  ->  λ* = (1 - spot/OD) / (n·(τ/2 + R))."""
+    ratio = np.asarray(spot_usd_per_hour, dtype=float) / np.asarray(on_demand_usd_per_hour, dtype=float)
+    k = np.asarray(instances, dtype=float) * (np.asarray(checkpoint_interval_h, dtype=float) / 2.0 + restart_h)
+    return np.maximum(0.0, 1.0 - ratio) / k
+
+
+def spot_goodput_breakeven(spot_usd_per_hour, on_demand_usd_per_hour):
+    """The useful fraction of paid spot hours below which spot stops paying: spot / on-demand."""
+    return np.asarray(spot_usd_per_hour, dtype=float) / np.asarray(on_demand_usd_per_hour, dtype=float)
+
+
+def lognormal_from_band(low, high):
+    """(mu, sigma) of a log-normal whose P10 and P90 are ``low`` and ``high`` (> 0)."""
+    low = np.asarray(low, dtype=float)
+    high = np.asarray(high, dtype=float)
+    return (np.log(low) + np.log(high)) / 2.0, (np.log(high) - np.log(low)) / (2.0 * Z90)

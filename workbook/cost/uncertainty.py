@@ -1,0 +1,210 @@
+"""Uncertainty of the bill: Monte Carlo draws and their summaries, a histogram, a tornado.
+
+Each uncertain input is a P10/P90 band (``workbook.cost.rates.lognormal_from_band`` for the
+multiplicative ones); the draws are evaluated by the one bill formula (``workbook.cost.bill.bill``)
+as (options x draws) arrays.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .. import catalog
+from ..errors import InputError
+from ..scenario import Scenario
+from .bill import bill
+from .rates import Z90, lognormal_from_band
+
+
+def _feasible(priced: pd.DataFrame) -> pd.DataFrame:
+    metric = priced["metric"].iloc[0] if len(priced) and "metric" in priced else "cost_usd"
+    ok = priced[priced[metric].notna()]
+    if "excluded_reason" in ok:
+        ok = ok[ok["excluded_reason"].isna()]
+    return ok
+
+
+def mc_draws(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0) -> dict:
+    """Draw ``n`` joint scenarios for the options in ``priced`` (all rows passed in) and evaluate
+    their bills. Uncertain inputs, each a P10/P90 band:
+
+    - efficiency: perf's ``_low``/``_high`` band (a log-normal), one draw per accelerator shared by
+      all its offerings and ways to pay;
+    - spot price: log-normal around the catalog price with P90/P10 = ``spot_price_p90_over_p10``,
+      one draw per spot option;
+    - utilisation: normal with P10/P90 = utilization -/+ ``utilization_spread`` (clipped to 0.01-1),
+      shared by all options;
+    - interruption rate: log-normal with P10/P90 = rate / and x ``interruption_spread``, shared.
+
+    Returns arrays (options x draws): ``cost`` (training USD per run, serving USD per month),
+    ``metric`` (the ranking figure: cost per run or USD per million tokens), ``days``."""
+    p = s.pricing
+    training = s.is_training
+    rng = np.random.default_rng(seed)
+    accs, acc_idx = np.unique(priced["accelerator"].to_numpy(str), return_inverse=True)
+    z_acc = rng.standard_normal((len(accs), n))
+    mu, sig = lognormal_from_band(priced["hours_multiplier_low"].to_numpy(float),
+                                  priced["hours_multiplier_high"].to_numpy(float))
+    eff = np.exp(mu[:, None] + sig[:, None] * z_acc[acc_idx])
+    spot = np.flatnonzero((priced["kind"] == "spot").to_numpy())
+    s_sig = math.log(p.spot_price_p90_over_p10) / (2 * Z90)
+    spot_mult = np.exp(s_sig * rng.standard_normal((len(spot), n))) if len(spot) else None
+    u = np.clip(p.utilization + p.utilization_spread / Z90 * rng.standard_normal((1, n)), 0.01, 1.0)
+    lam = p.spot_interruptions_per_hour * np.exp(math.log(p.interruption_spread) / Z90 * rng.standard_normal((1, n)))
+    out = bill(priced, training, hours_multiplier=eff, price_mult=1.0, utilization=u, interruptions_per_hour=lam,
+               spot_price_mult=spot_mult)
+    cost = out["cost"]
+    metric = cost if training else cost / priced["tokens_per_month"].to_numpy(float)[:, None] * 1e6
+    return {"cost": cost, "metric": metric, "days": out["days"], "options": priced["option"].to_numpy(),
+            "accelerators": priced["accelerator"].to_numpy(), "utilization": u[0], "interruptions_per_hour": lam[0]}
+
+
+def _percentiles(x: np.ndarray) -> np.ndarray:
+    """P10/P50/P90 per row; a draw that never finishes (NaN) counts as infinitely expensive, so a
+    percentile that reaches such draws is NaN ("unbounded")."""
+    with np.errstate(invalid="ignore"):
+        q = np.percentile(np.where(np.isnan(x), np.inf, x), [10, 50, 90], axis=1)
+    return np.where(np.isfinite(q), q, np.nan)
+
+
+def monte_carlo(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0) -> pd.DataFrame:
+    """P10/P50/P90 of cost and time for every option not ruled out, and the probability that each
+    is the cheapest (``p_cheapest``) and that its accelerator has the cheapest option
+    (``p_cheapest_accelerator``); with a budget, ``p_within_budget``; with a deadline,
+    ``p_meets_deadline``. Vectorised: one (options x draws) array per quantity."""
+    if n < 1:
+        raise InputError(f"monte_carlo: n: expected a positive number of draws, got {n}")
+    training = s.is_training
+    ok = _feasible(priced).reset_index(drop=True)
+    cols = ["option", "accelerator", "offering", "provider", "pricing_model", "metric", "p10", "p50", "p90",
+            "p_cheapest", "p_cheapest_accelerator"]
+    if ok.empty:
+        return pd.DataFrame(columns=cols)
+    d = mc_draws(s, ok, n=n, seed=seed)
+    metric = d["metric"]
+    filled = np.where(np.isnan(metric), np.inf, metric)
+    winner = np.argmin(filled, axis=0)
+    p_cheapest = np.bincount(winner, minlength=len(ok)) / n
+    accs, acc_idx = np.unique(ok["accelerator"].to_numpy(str), return_inverse=True)
+    p_acc = np.bincount(acc_idx[winner], minlength=len(accs)) / n
+    q = _percentiles(metric)
+    out = ok[["option", "accelerator", "offering", "provider", "pricing_model"]].copy()
+    out["metric"] = "cost_usd" if training else "usd_per_million_tokens"
+    out["p10"], out["p50"], out["p90"] = q[0], q[1], q[2]
+    if training:
+        tq = _percentiles(d["days"])
+        out["days_p10"], out["days_p50"], out["days_p90"] = tq[0], tq[1], tq[2]
+    else:
+        cq = _percentiles(d["cost"])
+        out["usd_per_month_p10"], out["usd_per_month_p50"], out["usd_per_month_p90"] = cq[0], cq[1], cq[2]
+    out["p_cheapest"] = p_cheapest
+    out["p_cheapest_accelerator"] = p_acc[acc_idx]
+    c = s.constraints
+    if c.budget_usd is not None:
+        total = d["cost"] if training else d["cost"] * s.pricing.horizon_months
+        out["p_within_budget"] = np.mean(total <= c.budget_usd, axis=1)
+    if training and c.deadline_days is not None:
+        out["p_meets_deadline"] = np.mean(d["days"] <= c.deadline_days, axis=1)
+    return out.sort_values("p50", kind="stable").reset_index(drop=True)
+
+
+def mc_histogram(s: Scenario, priced: pd.DataFrame, options: list[str] | None = None, n: int = 10000, seed: int = 0,
+                 bins: int = 40, top: int = 5) -> pd.DataFrame:
+    """Binned Monte Carlo distribution of the ranking figure for a few options (default: the
+    ``top`` by median), ready to chart: option, bin_start, bin_end, share."""
+    ok = _feasible(priced).reset_index(drop=True)
+    if ok.empty:
+        return pd.DataFrame(columns=["option", "bin_start", "bin_end", "share"])
+    if options is None:
+        mc = monte_carlo(s, priced, n=n, seed=seed)
+        best = mc.sort_values("p50").drop_duplicates(["accelerator", "pricing_model"])
+        options = list(best["option"].head(top))
+    sub = ok[ok["option"].isin(options)].reset_index(drop=True)
+    d = mc_draws(s, sub, n=n, seed=seed)
+    vals = d["metric"]
+    finite = vals[np.isfinite(vals)]
+    lo, hi = np.percentile(finite, [0.5, 99.5]) if finite.size else (0.0, 1.0)
+    edges = np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
+    rows = []
+    for i, opt in enumerate(sub["option"]):
+        counts, _ = np.histogram(np.clip(vals[i][np.isfinite(vals[i])], edges[0], edges[-1]), bins=edges)
+        rows.append(pd.DataFrame({"option": opt, "bin_start": edges[:-1], "bin_end": edges[1:], "share": counts / n}))
+    return pd.concat(rows, ignore_index=True)
+
+
+# --- tornado -------------------------------------------------------------------------------------
+
+def _commit_ratio_range(model: str) -> tuple[float, float] | None:
+    """Range of published commit/on-demand ratios in offerings.csv (for a derived committed price)."""
+    off = catalog.offerings()
+    col = f"{model}_usd_per_hour"
+    both = off[off[col].notna() & off["on_demand_usd_per_hour"].notna() & ~catalog.is_superseded(off)]
+    if both.empty:
+        return None
+    r = both[col] / both["on_demand_usd_per_hour"]
+    return float(r.min()), float(r.max())
+
+
+def _option_row(priced: pd.DataFrame, option) -> pd.Series:
+    if isinstance(option, str):
+        hit = priced[priced["option"] == option]
+        if hit.empty:
+            raise InputError(f"tornado: option: unknown option {option!r}{catalog._suggest(option, priced['option'])}")
+        return hit.iloc[0]
+    return priced.loc[option]
+
+
+def tornado(s: Scenario, priced: pd.DataFrame, option=None) -> pd.DataFrame:
+    """How far each uncertain input, moved across its P10-P90 band with the others at their point
+    values, moves one option's ranking figure (cost per run or USD per million tokens). Sorted by
+    swing, largest first. ``option`` is an ``option`` id or a row label of ``priced``; default: the
+    cheapest option that passes the hard constraints."""
+    p = s.pricing
+    training = s.is_training
+    if option is None:
+        ok = _feasible(priced)
+        if ok.empty:
+            return pd.DataFrame(columns=["input", "unit", "low", "high", "value_at_low", "value_at_high", "base",
+                                         "swing", "option", "metric"])
+        option = ok.loc[ok[ok["metric"].iloc[0]].idxmin(), "option"]
+    row = _option_row(priced, option)
+    one = pd.DataFrame([row])
+
+    def value(eff=1.0, price_mult=1.0, u=p.utilization, lam=p.spot_interruptions_per_hour, rec=one):
+        r = bill(rec, training, hours_multiplier=np.array([eff]), price_mult=np.array([price_mult]), utilization=u,
+                 interruptions_per_hour=lam)
+        c = float(r["cost"][0])
+        return c if training else c / float(rec["tokens_per_month"].iloc[0]) * 1e6
+
+    base = value()
+    sq = math.sqrt(p.spot_price_p90_over_p10)
+    model = row["pricing_model"]
+    lo, hi = row["hours_multiplier_low"], row["hours_multiplier_high"]
+    inputs = [("efficiency (performance band)", "x", lo, hi, value(eff=lo), value(eff=hi))]
+    if row["kind"] == "reserved":
+        u_lo, u_hi = max(0.01, p.utilization - p.utilization_spread), min(1.0, p.utilization + p.utilization_spread)
+        inputs.append(("utilisation", "fraction", u_lo, u_hi, value(u=u_lo), value(u=u_hi)))
+    if model == "spot":
+        lam = p.spot_interruptions_per_hour
+        f = p.interruption_spread
+        inputs.append(("spot interruptions per hour", "1/h", lam / f, lam * f, value(lam=lam / f), value(lam=lam * f)))
+        inputs.append(("spot price", "x catalog", 1 / sq, sq, value(price_mult=1 / sq), value(price_mult=sq)))
+    if model in ("commit_1y", "commit_3y") and "x (1 -" in str(row.get("price_basis", "")):
+        rng = _commit_ratio_range(model)
+        if rng is not None:
+            disc = p.commit_1y_discount if model == "commit_1y" else p.commit_3y_discount
+            od = row["usd_per_instance_hour"] / (1 - disc)
+            vals = []
+            for ratio in (rng[1], rng[0]):  # smallest discount first
+                rec = one.copy()
+                rec["usd_per_instance_hour"] = od * ratio
+                vals.append(value(rec=rec))
+            inputs.append(("commitment discount (published GCP range)", "fraction", 1 - rng[1], 1 - rng[0], vals[0], vals[1]))
+    out = pd.DataFrame(inputs, columns=["input", "unit", "low", "high", "value_at_low", "value_at_high"])
+    out["base"] = base
+    out["swing"] = (out["value_at_high"] - out["value_at_low"]).abs()
+    out["option"] = row["option"]
+    out["metric"] = "cost_usd" if training else "usd_per_million_tokens"
+    return out.sort_values("swing", ascending=False, kind="stable").reset_index(drop=True)

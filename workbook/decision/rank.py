@@ -1,0 +1,282 @@
+"""Ranking the options that pass the hard constraints, and what would flip the choice.
+
+- cost: cheapest / this option's cost (training: USD per run; serving: USD per million output
+  tokens; Monte Carlo P50 when given), so 1 is the cheapest;
+- time: fastest / this option's time (training days; serving time per output token);
+- ecosystem: mean support of the capabilities the workload needs on the chip's platform
+  (``software.csv``), on an equally spaced scale native 1, supported 2/3, partial 1/3, none 0;
+- portability: mean support of ``multi_cloud`` and ``on_prem`` on the same scale;
+- supply risk: provider-regions offering the chip in ``offerings.csv`` / the most any candidate
+  has (more places to buy = less risk of waiting for capacity).
+
+The score is the weight-averaged criterion score (0-1); the Pareto front of cost vs time is marked.
+Flip conditions are solved exactly where the score is linear (a weight), by bisection where it is
+not (a price), and from the break-even formulas of ``workbook.cost.rates``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import cost
+from ..narrative import usd
+from ..scenario import Scenario
+from ..terms import pricing_label
+from .rules import framework_fit, percent_text, supply_scores
+
+CRITERIA = ("cost", "time", "ecosystem", "portability", "supply_risk")
+
+
+def describe(r: pd.Series) -> str:
+    """An option in words: "H100 on spot (AWS, p5.48xlarge, us-east-1)"."""
+    where = ", ".join(str(x) for x in (r.get("provider"), r.get("instance"), r.get("region")) if pd.notna(x) and x)
+    return f"{r['accelerator']} on {pricing_label(r['pricing_model'])} ({where})"
+
+
+def metric_of(s: Scenario) -> str:
+    """The ranking figure's column: cost per run (training) or USD per million output tokens."""
+    return "cost_usd" if s.is_training else "usd_per_million_tokens"
+
+
+def weights(s: Scenario) -> dict[str, float]:
+    """The scenario's criterion weights, by criterion."""
+    return s.weights.model_dump()
+
+
+def _criteria(s: Scenario, feasible: pd.DataFrame, mc: pd.DataFrame | None) -> pd.DataFrame:
+    training = s.is_training
+    metric = "cost_usd" if training else "usd_per_million_tokens"
+    df = feasible.copy()
+    df["cost_value"] = df[metric].astype(float)
+    if mc is not None and len(mc) and "p50" in mc:
+        p50 = mc.set_index("option")["p50"]
+        df["cost_value"] = df["option"].map(p50).fillna(df["cost_value"])
+        df["p_cheapest"] = df["option"].map(mc.set_index("option")["p_cheapest"])
+        if "p_cheapest_accelerator" in mc:
+            df["p_cheapest_accelerator"] = df["option"].map(mc.set_index("option")["p_cheapest_accelerator"])
+        if training and "days_p50" in mc:
+            df["training_days_p50"] = df["option"].map(mc.set_index("option")["days_p50"])
+    if training:
+        df["time_value"] = df["training_days"].astype(float)
+    else:
+        df["time_value"] = df["tpot_ms"].astype(float) if "tpot_ms" in df else np.nan
+    fit = framework_fit(s, df["accelerator"].unique())
+    df = df.merge(fit[["accelerator", "ecosystem_score", "portability_score", "framework", "framework_support",
+                       "needs_porting", "porting_why"]], on="accelerator", how="left")
+    df["supply_score"] = df["accelerator"].map(supply_scores(df["accelerator"].unique()))
+    return df
+
+
+def _score(df: pd.DataFrame, w: dict[str, float], cost_values=None) -> pd.DataFrame:
+    cv = df["cost_value"].to_numpy(float) if cost_values is None else cost_values
+    tv = df["time_value"].to_numpy(float)
+    out = pd.DataFrame(index=df.index)
+    out["cost_score"] = np.nanmin(cv) / cv
+    out["time_score"] = np.nanmin(tv) / tv if np.isfinite(tv).any() else 1.0
+    out["time_score"] = out["time_score"].fillna(0.0)
+    out["ecosystem_score"] = df["ecosystem_score"].to_numpy(float)
+    out["portability_score"] = df["portability_score"].to_numpy(float)
+    out["supply_risk_score"] = df["supply_score"].to_numpy(float)
+    total = sum(w.values())
+    out["score"] = sum(w[k] * out[f"{k}_score"] for k in CRITERIA) / total
+    return out
+
+
+def pareto_front(cost_values, time_values) -> np.ndarray:
+    """True where no other option is at least as cheap and as fast and strictly better in one."""
+    c = np.asarray(cost_values, dtype=float)
+    t = np.asarray(time_values, dtype=float)
+    le = (c[None, :] <= c[:, None]) & (t[None, :] <= t[:, None])
+    lt = (c[None, :] < c[:, None]) | (t[None, :] < t[:, None])
+    dominated = (le & lt).any(axis=1)
+    return ~dominated
+
+
+def rank(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every option that passes the hard constraints, scored and sorted (best first), with its
+    criterion scores, weighted score and Pareto flag (cost vs time)."""
+    metric = "cost_usd" if s.is_training else "usd_per_million_tokens"
+    feasible = priced[priced["excluded_reason"].isna() & priced[metric].notna()]
+    if feasible.empty:
+        return pd.DataFrame()
+    df = _criteria(s, feasible, mc)
+    sc = _score(df, weights(s))
+    df = pd.concat([df.drop(columns=[c for c in sc.columns if c in df]), sc], axis=1)
+    df["pareto"] = pareto_front(df["cost_value"], df["time_value"].fillna(np.inf))
+    df = df.sort_values(["score", "cost_value"], ascending=[False, True], kind="stable").reset_index(drop=True)
+    df.insert(0, "rank", np.arange(1, len(df) + 1))
+    return df
+
+
+def ranking_table(ranked: pd.DataFrame, s: Scenario) -> pd.DataFrame:
+    """The ranking a stakeholder reads: the best offering of each accelerator x way to pay."""
+    if ranked.empty:
+        return ranked
+    training = s.is_training
+    best = ranked.drop_duplicates(["accelerator", "pricing_model"]).copy()
+    best["rank"] = np.arange(1, len(best) + 1)
+    cols = ["rank", "accelerator", "pricing_model", "provider", "offering", "region"]
+    cols += (["cost_usd", "cost_usd_low", "cost_usd_high", "training_days"] if training
+             else ["usd_per_million_tokens", "usd_per_million_tokens_low", "usd_per_million_tokens_high",
+                   "usd_per_month", "tpot_ms"])
+    cols += [c for c in ("p_cheapest",) if c in best]
+    cols += ["cost_score", "time_score", "ecosystem_score", "portability_score", "supply_risk_score", "score", "pareto",
+             "option"]
+    return best[[c for c in cols if c in best]].reset_index(drop=True)
+
+
+
+def p_cheaper(s: Scenario, priced: pd.DataFrame, a: str, b: str, n: int = 10000, seed: int = 0) -> float:
+    """Share of Monte Carlo draws in which option ``a`` is cheaper than option ``b``."""
+    sub = priced[priced["option"].isin([a, b])].drop_duplicates("option").set_index("option").loc[[a, b]].reset_index()
+    d = cost.mc_draws(s, sub, n=n, seed=seed)
+    return float(np.mean(d["metric"][0] < d["metric"][1]))
+
+
+def _weight_flips(s: Scenario, ranked: pd.DataFrame) -> list[str]:
+    """For each criterion: the weight (others unchanged) at which another option overtakes the winner.
+    The score difference is linear in one weight w_k: D(w_k') = D + (w_k' - w_k)·d_k."""
+    w = weights(s)
+    win_row = ranked.iloc[0]
+    rivals = ranked.iloc[1:]
+    rivals = rivals[(rivals["accelerator"] != win_row["accelerator"]) | (rivals["pricing_model"] != win_row["pricing_model"])]
+    if rivals.empty:
+        return []
+    sc = rivals[[f"{k}_score" for k in CRITERIA]].to_numpy(float)
+    win = win_row[[f"{k}_score" for k in CRITERIA]].to_numpy(float)
+    d = win[None, :] - sc  # per rival x criterion
+    D = d @ np.array([w[k] for k in CRITERIA])
+    out = []
+    for j, k in enumerate(CRITERIA):
+        dk = d[:, j]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            new = w[k] - D / dk
+        # strictly inside (0, 1): at the threshold the two tie; beyond it the rival leads
+        ok = np.isfinite(new) & (dk != 0) & (new > 1e-9) & (new < 1) & (D > 0)
+        if not ok.any():
+            continue
+        i = int(np.argmin(np.where(ok, np.abs(new - w[k]), np.inf)))
+        rival = rivals.iloc[i]
+        direction = "rose" if new[i] > w[k] else "fell"
+        name = k.replace("_", " ")
+        digits = 2 if abs(new[i] - w[k]) >= 0.01 else 3 if abs(new[i] - w[k]) >= 0.001 else 4
+        out.append(f"If the {name} weight {direction} from {w[k]:.{digits}f} to {new[i]:.{digits}f} (others "
+                   f"unchanged), {describe(rival)} would rank first.")
+    return out
+
+
+def _price_flip(s: Scenario, ranked: pd.DataFrame, runner_idx: int) -> str | None:
+    """The winner's cost increase at which the runner-up overtakes (bisection on a multiplier; only
+    the cost score moves, so the rest of each score is computed once)."""
+    w = weights(s)
+    if w["cost"] <= 0:
+        return None
+    total = sum(w.values())
+    cv = ranked["cost_value"].to_numpy(float)
+    rest = (ranked[[f"{k}_score" for k in CRITERIA if k != "cost"]].to_numpy(float)
+            @ np.array([w[k] for k in CRITERIA if k != "cost"]))
+    others_min = np.nanmin(np.delete(cv, 0)) if len(cv) > 1 else np.inf
+
+    def gap(mult):
+        c0 = cv[0] * mult
+        cmin = min(c0, others_min)
+        s0 = (w["cost"] * cmin / c0 + rest[0]) / total
+        sr = (w["cost"] * cmin / cv[runner_idx] + rest[runner_idx]) / total
+        return s0 - sr
+
+    if gap(1.0) <= 0:
+        return None
+    lo, hi = 1.0, 1.0
+    for _ in range(60):
+        hi *= 1.5
+        if gap(hi) < 0:
+            break
+    else:
+        return None
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if gap(mid) > 0 else (lo, mid)
+    return (f"If the recommended option cost {percent_text(hi - 1)} more than estimated, "
+            f"{describe(ranked.iloc[runner_idx])} would rank first.")
+
+
+def _utilization_flip(s: Scenario, winner: pd.Series, priced: pd.DataFrame) -> str | None:
+    """Break-even utilization between a commitment and on-demand on the same offering, or the
+    interruption rate at which spot stops paying."""
+    p = s.pricing
+    same = priced[(priced["offering"] == winner["offering"]) & priced["usd_per_instance_hour"].notna()]
+    od = same[same["pricing_model"] == "on_demand"]
+    if winner["kind"] == "reserved" and winner["pricing_model"] != "purchase" and len(od):
+        u_star = float(cost.breakeven_utilization_commit(winner["usd_per_instance_hour"],
+                                                         float(od["usd_per_instance_hour"].iloc[0]),
+                                                         winner["term_months"], winner["horizon_eff_months"]))
+        if u_star <= min(1.0, winner["duty_fraction"]):
+            return (f"If utilisation fell below {u_star:.0%} (you assume {p.utilization:.0%}), on-demand on the same "
+                    f"instance would be cheaper than {pricing_label(winner['pricing_model'])}.")
+    if winner["pricing_model"] == "on_demand":
+        for model in ("commit_1y", "commit_3y"):
+            c = same[same["pricing_model"] == model]
+            if len(c):
+                r = c.iloc[0]
+                u_star = float(cost.breakeven_utilization_commit(r["usd_per_instance_hour"],
+                                                                 winner["usd_per_instance_hour"], r["term_months"],
+                                                                 r["horizon_eff_months"]))
+                if u_star <= 1.0 and u_star <= r["duty_fraction"]:
+                    return (f"If utilisation rose above {u_star:.0%} (you assume {p.utilization:.0%}), "
+                            f"{pricing_label(model)} on the same instance would be cheaper than on-demand.")
+    if winner["pricing_model"] == "spot" and len(od):
+        lam = cost.max_interruptions_per_hour(s, winner, winner["usd_per_instance_hour"],
+                                              float(od["usd_per_instance_hour"].iloc[0]))
+        return (f"If spot instances were interrupted more than {lam:.3g} times an hour (you assume "
+                f"{p.spot_interruptions_per_hour:g}), on-demand on the same instance would be cheaper.")
+    return None
+
+
+def _constraint_flips(s: Scenario, priced: pd.DataFrame, ranked: pd.DataFrame, mc) -> list[str]:
+    """Options ruled out only by a limit the team could move (budget, deadline, chips) that would
+    rank first if it moved."""
+    c = s.constraints
+    training = s.is_training
+    metric = "cost_usd" if training else "usd_per_million_tokens"
+    ex = priced[priced["excluded_reason"].notna() & priced[metric].notna()]
+    out = []
+    for key in ("budget", "deadline", "chips"):
+        only = ex[ex["excluded_codes"].map(lambda codes: tuple(codes) == (key,))]
+        if only.empty:
+            continue
+        cand = pd.concat([priced.loc[ranked["option"].map(dict(zip(priced["option"], priced.index)))], only])
+        cand = cand.drop_duplicates("option")
+        crit = _criteria(s, cand, None)
+        sc = _score(crit, weights(s))
+        crit = pd.concat([crit.drop(columns=[c for c in sc.columns if c in crit]), sc], axis=1).sort_values("score", ascending=False)
+        top = crit.iloc[0]
+        if top["option"] not in set(only["option"]):
+            continue
+        if key == "budget":
+            need = top["cost_usd"] if training else top["usd_total"]
+            text = f"If the budget were {usd(need)} instead of {usd(c.budget_usd)}"
+        elif key == "deadline":
+            text = f"If the deadline were {top['training_days']:.0f} days instead of {c.deadline_days:g}"
+        else:
+            text = f"If up to {top['chips']:,.0f} chips were allowed instead of {c.max_chips:,}"
+        out.append(f"{text}, {describe(top)} would rank first.")
+    return out
+
+
+def flip_conditions(s: Scenario, priced: pd.DataFrame, ranked: pd.DataFrame, mc, runner_idx: int | None) -> list[str]:
+    """What would change the choice: the runner-up's price gap, the break-even utilization or
+    interruption rate, each weight, and a limit the team could move."""
+    flips: list[str] = []
+    if runner_idx is not None:
+        pf = _price_flip(s, ranked, runner_idx)
+        if pf:
+            flips.append(pf)
+    uf = _utilization_flip(s, ranked.iloc[0], priced)
+    if uf:
+        flips.append(uf)
+    if len(ranked) > 1:
+        flips += _weight_flips(s, ranked)
+    flips += _constraint_flips(s, priced, ranked, mc)
+    if not flips:
+        flips.append("Nothing within the scenario's ranges changes the choice (weights, prices, utilisation).")
+    return flips

@@ -1,0 +1,314 @@
+"""The recommendation: the top-ranked option that passes every hard constraint, with its reasons in
+plain words (one sentence per criterion), the runner-up (the best option on a different
+accelerator), what would flip it, the ranking and the exclusions.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .. import catalog, cost
+from ..narrative import usd
+from ..scenario import Scenario
+from ..terms import FRAMEWORK_LABEL, PLATFORM_LABEL, PRICING_MODEL_IDS, pricing_label
+from .evidence import STALE_DAYS, age_days
+from .rank import describe, flip_conditions, metric_of, p_cheaper, rank, ranking_table, weights
+from .rules import percent_text
+
+# the ``estimate --json`` contract predates the one vocabulary: these keys keep their old names there
+JSON_KEYS = {"training_days": "time_days"}
+
+
+def _clean(v):
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not np.isfinite(v):
+        return None
+    if v is pd.NA:
+        return None
+    return v
+
+
+def _json_records(df, n=None) -> list[dict]:
+    if df is None or df.empty:
+        return []
+    d = df if n is None else df.head(n)
+    return [{JSON_KEYS.get(k, k): _clean(v) for k, v in r.items()} for r in d.to_dict("records")]
+
+
+@dataclass(repr=False)
+class Recommendation:
+    """What to choose and why. ``ranking`` is one row per accelerator x way to pay (best offering);
+    ``excluded`` lists what the hard constraints ruled out and why."""
+
+    scenario: str
+    accelerator: str | None
+    offering: str | None
+    provider: str | None
+    pricing_model: str | None
+    reasons: list[str]
+    runner_up: dict | None
+    flip_conditions: list[str]
+    ranking: pd.DataFrame
+    excluded: pd.DataFrame
+    metric: str = "cost_usd"
+    figures: dict = field(default_factory=dict)
+    description: str = ""
+
+    def headline(self) -> str:
+        """The choice in one sentence."""
+        if self.accelerator is None:
+            return "No option passes the hard constraints."
+        return self.description or (f"{self.accelerator} on {pricing_label(self.pricing_model)} "
+                                    f"({self.provider}, {self.offering})")
+
+    def as_dict(self) -> dict:
+        """JSON-ready (the ``recommendation`` of ``estimate --json``): the choice, reasons, runner-up,
+        flip conditions, top of the ranking, exclusions."""
+        return {"scenario": self.scenario, "summary": self.headline(), "accelerator": self.accelerator,
+                "offering": self.offering,
+                "provider": self.provider, "pricing_model": self.pricing_model, "metric": self.metric,
+                "figures": {JSON_KEYS.get(k, k): _clean(v) for k, v in self.figures.items()},
+                "reasons": list(self.reasons),
+                "runner_up": ({k: _clean(v) for k, v in self.runner_up.items()} if self.runner_up else None),
+                "flip_conditions": list(self.flip_conditions),
+                "ranking": _json_records(self.ranking, 15), "excluded": _json_records(self.excluded)}
+
+    # --- display (to move to workbook.views.text) ---
+
+    def summary(self) -> pd.DataFrame:
+        """The recommendation as a two-column table (renders well in notebooks and reports)."""
+        rows = [("recommendation", self.headline())]
+        if self.runner_up:
+            rows.append(("runner-up", self.runner_up.get("summary", "")))
+        rows += [("why", r) for r in self.reasons]
+        rows += [("what would change it", f) for f in self.flip_conditions]
+        return pd.DataFrame(rows, columns=["", "detail"])
+
+    def __repr__(self) -> str:
+        lines = [f"Recommendation: {self.headline()}"] + [f"  - {r}" for r in self.reasons]
+        if self.runner_up:
+            lines.append(f"Runner-up: {self.runner_up.get('summary', '')}")
+        lines += ["What would change it:"] + [f"  - {f}" for f in self.flip_conditions]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        import html
+        items = "".join(f"<li>{html.escape(r)}</li>" for r in self.reasons)
+        flips = "".join(f"<li>{html.escape(f)}</li>" for f in self.flip_conditions)
+        ru = html.escape(self.runner_up.get("summary", "")) if self.runner_up else "none"
+        return (f"<h3>Recommendation: {html.escape(self.headline())}</h3><ul>{items}</ul>"
+                f"<p><b>Runner-up:</b> {ru}</p><p><b>What would change the decision:</b></p><ul>{flips}</ul>")
+
+
+def _excluded_table(priced: pd.DataFrame) -> pd.DataFrame:
+    """What the hard constraints ruled out: one row per accelerator x way to pay x set of
+    constraints (``excluded_codes``), with the number of offerings and the reason of the least bad
+    of them."""
+    cols = ["option", "accelerator", "pricing_model", "offerings", "constraint"]
+    ex = priced[priced["excluded_reason"].notna()].copy()
+    if ex.empty:
+        return pd.DataFrame(columns=cols)
+    ex["kinds"] = ex["excluded_codes"].map(", ".join)
+    metric = ex["metric"].iloc[0] if "metric" in ex else "cost_usd"
+    ex = ex.sort_values(metric, na_position="last", kind="stable")
+    g = (ex.assign(offering=ex["offering"].fillna("-"))
+         .groupby(["accelerator", "pricing_model", "kinds"], sort=False)
+         .agg(offerings=("offering", "nunique"), constraint=("excluded_reason", "first")).reset_index())
+    g["option"] = (g["accelerator"] + " | " + g["offerings"].map(lambda k: f"{k} offering{'s' if k != 1 else ''}")
+                   + " | " + g["pricing_model"])
+    order = {m: i for i, m in enumerate(PRICING_MODEL_IDS)}
+    g["_o"] = g["pricing_model"].map(order)
+    return g.sort_values(["accelerator", "_o"], kind="stable")[cols].reset_index(drop=True)
+
+
+def _fmt_cost(s: Scenario, v: float) -> str:
+    return usd(v) + (" per million output tokens" if not s.is_training else "")
+
+
+def _choose(ranked: pd.DataFrame) -> tuple[pd.Series, int | None]:
+    """The winner (top of the ranking) and the runner-up's row: the best option on another
+    accelerator, else the second option."""
+    win = ranked.iloc[0]
+    others = ranked[ranked["accelerator"] != win["accelerator"]]
+    runner_idx = int(others.index[0]) if len(others) else (1 if len(ranked) > 1 else None)
+    return win, runner_idx
+
+
+def _reason_cost(s: Scenario, priced, ranked, win, ru, n_draws: int, seed: int) -> list[str]:
+    """The cost sentences: point estimate, band, Monte Carlo, and whether it is the cheapest."""
+    training, metric, w = s.is_training, metric_of(s), s.workload
+    unit = "for the run" if training else "per million output tokens"
+    load = (f" at your load ({w.requests_per_s:g} requests/s, {w.output_tokens} output tokens each)"
+            if not training and w.requests_per_s else "")
+    monthly = "" if training else f" ({usd(win['usd_per_month'])} a month)"
+    lo_, hi_ = win[metric + "_low"], win[metric + "_high"]
+    band = (f"band {usd(lo_)}-{usd(hi_)} from the performance estimate"
+            if pd.notna(lo_) and pd.notna(hi_) and hi_ > lo_ * 1.005 else "the performance estimate gives no band")
+    out = []
+    if ru is not None:
+        # One figure per sentence: the point estimate (as in the key figures and estimate --json), its
+        # band, and the Monte Carlo median that the ranking uses, labelled as such.
+        diff = 1 - win[metric] / ru[metric]
+        rel = f"{abs(diff):.0%} {'less' if diff >= 0 else 'more'}"
+        median = (f" (Monte Carlo median {usd(win['cost_value'])})"
+                  if abs(win["cost_value"] - win[metric]) > 0.005 * abs(win[metric]) else "")
+        out.append(f"{describe(win)} costs {usd(win[metric])} {unit}{monthly}{load}{median}; {band}. That is "
+                   f"{rel} than the runner-up, {describe(ru)} ({usd(ru[metric])}).")
+        p_win = p_cheaper(s, priced, win["option"], ru["option"], n=n_draws, seed=seed)
+        extra = ""
+        if "p_cheapest" in win and pd.notna(win.get("p_cheapest")):
+            extra = f"; it is the cheapest of all {len(ranked)} feasible options in {win['p_cheapest']:.0%} of them"
+        out.append(f"It is cheaper than the runner-up in {p_win:.0%} of {n_draws:,} Monte Carlo draws "
+                   f"(efficiency, spot price, utilisation and interruptions varied){extra}.")
+    else:
+        out.append(f"{describe(win)} is the only option that passes every hard constraint: "
+                   f"{usd(win['cost_value'])} {unit}{monthly}{load}; {band}.")
+    cheapest = ranked.loc[ranked[metric].astype(float).idxmin()]  # by the point estimate, as the sentences quote
+    if cheapest["option"] != win["option"]:
+        out.append(f"It is not the cheapest: {describe(cheapest)} costs {usd(cheapest[metric])} "
+                   f"({1 - cheapest[metric] / win[metric]:.0%} less) but scores lower on the other criteria.")
+    return out
+
+
+def _reason_freshness(win) -> list[str]:
+    age = age_days(win.get("as_of"), _dt.date.today())
+    if pd.notna(age) and age > STALE_DAYS:
+        return [f"Check its price before committing: the {describe(win)} price is dated {win['as_of']} "
+                f"({age / 30.4:.0f} months old, over the {STALE_DAYS}-day freshness limit; see the "
+                f"assumptions ledger)."]
+    return []
+
+
+def _reason_time(s: Scenario, win) -> str:
+    """How long the run takes (training) or the latency and fleet (serving)."""
+    w = s.workload
+    if s.is_training:
+        dl = f", inside the {s.constraints.deadline_days:g}-day deadline" if s.constraints.deadline_days else ""
+        band = ""
+        days = float(win["training_days"])
+        unit, scale = ("hours", 24.0) if days < 2 else ("days", 1.0)
+        if ("training_days_low" in win and pd.notna(win["training_days_low"]) and pd.notna(win["training_days_high"])
+                and win["training_days_high"] > win["training_days_low"] * 1.005):
+            band = f" (band {win['training_days_low'] * scale:.1f}-{win['training_days_high'] * scale:.1f})"
+        return (f"It finishes in {days * scale:.1f} {unit}{band} on {win['chips']:,.0f} chips "
+                f"({win['instances']:,.0f} x {win['instance']}){dl}.")
+    bits = []
+    if pd.notna(win.get("ttft_ms")):
+        bits.append(f"TTFT {win['ttft_ms']:.0f} ms" + (f" (target {w.ttft_slo_ms:g})" if w.ttft_slo_ms else ""))
+    if pd.notna(win.get("tpot_ms")):
+        bits.append(f"{win['tpot_ms']:.0f} ms per output token" + (f" (target {w.tpot_slo_ms:g})" if w.tpot_slo_ms else ""))
+    fleet = f"{win['chips']:,.0f} chip{'s' if win['chips'] != 1 else ''}"
+    if pd.notna(win.get("replicas")) and pd.notna(win.get("tp")):
+        fleet += f" ({win['replicas']:,.0f} replicas x TP {win['tp']:.0f})"
+    has_slo = w.ttft_slo_ms is not None or w.tpot_slo_ms is not None
+    return (f"It {'meets the latency targets' if has_slo else 'serves the load'} with {fleet} on "
+            f"{win['instances']:,.0f} x {win['instance']}: " + ", ".join(bits) + ".")
+
+
+def _reason_ecosystem(s: Scenario, win) -> str:
+    fw = FRAMEWORK_LABEL[win["framework"]]
+    plat = PLATFORM_LABEL.get(win.get("platform"), win.get("platform"))
+    if not win["needs_porting"]:
+        return (f"It runs {fw} with '{win['framework_support']}' support on {plat} (software.csv); "
+                f"ecosystem score {win['ecosystem_score']:.2f}, portability {win['portability_score']:.2f}.")
+    p = s.pricing
+    port = (f"a porting cost of {usd(p.porting_cost_usd)} is included" if p.porting_cost_usd > 0
+            else "no porting cost is included (set pricing.porting_cost_usd)")
+    sw = catalog.software()
+    here = sw[(sw["platform"] == win["platform"]) & sw["capability"].isin(list(FRAMEWORK_LABEL))]
+    good = [FRAMEWORK_LABEL[c] for c, sup in zip(here["capability"], here["support"]) if sup in ("native", "supported")]
+    route = f"it runs {' or '.join(good)} well on {plat}; " if good else ""
+    return f"It needs porting ({win['porting_why']}, software.csv): {route}{port}."
+
+
+def _reason_term(s: Scenario, win) -> list[str]:
+    """What the way to pay adds: idle hours of a term, spare spot instances or lost spot hours."""
+    p = s.pricing
+    if win["kind"] == "reserved":
+        term = win["term_months"]
+        return [f"{pricing_label(win['pricing_model']).capitalize()} is paid for {term:g} months whether used "
+                f"or not; at {p.utilization:.0%} utilisation over your {p.horizon_months:g}-month horizon it pays "
+                f"{win['paid_per_used_hour']:.2f} hours per hour of work ({win['price_basis']})."]
+    if win["pricing_model"] == "spot" and pd.notna(win.get("spot_availability_target", np.nan)):
+        k, n = float(win["spare_instances"]), float(win["instances"])
+        short = float(cost.poisson_sf(int(k), (n + k) * p.spot_interruptions_per_hour * p.restart_h))
+        target = f"{p.spot_availability_target * 100:g}% availability target"
+        how = (f"with {k:.0f} spare instance{'' if k == 1 else 's'} ({target}): +{k / n:.0%} instance-hours; "
+               if k > 0 else f"with 0 spare instances ({target}): ")
+        return [f"It keeps the latency targets through spot interruptions ({p.spot_interruptions_per_hour:g} per "
+                f"instance-hour, a {p.restart_min:g}-min restart each) {how}the fleet is short of capacity "
+                f"{short:.2%} of the time (instances out at once: Poisson, M/G/inf; "
+                "pricing.spot_availability_target)."]
+    if win["pricing_model"] == "spot":
+        how = (f"{p.checkpoint_interval_min:g}-min checkpoints, {p.restart_min:g}-min restarts" if s.is_training
+               else f"a {p.restart_min:g}-min restart each")
+        return [f"Spot interruptions ({p.spot_interruptions_per_hour:g} per instance-hour, {how}) add "
+                f"{percent_text(win['paid_per_used_hour'] - 1)} to the hours paid."]
+    return []
+
+
+def _reason_score(s: Scenario, win, ru) -> str:
+    wts = weights(s)
+    return ("Weighted score " + f"{win['score']:.2f} of 1 (weights: "
+            + ", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in wts.items() if v > 0)
+            + (f"); runner-up {ru['score']:.2f}." if ru is not None else ")."))
+
+
+def _runner_up(s: Scenario, ru, metric: str) -> dict | None:
+    if ru is None:
+        return None
+    return {"accelerator": ru["accelerator"], "offering": ru["offering"], "provider": ru["provider"],
+            "pricing_model": ru["pricing_model"], "score": float(ru["score"]), metric: float(ru[metric]),
+            "summary": f"{describe(ru)}: {_fmt_cost(s, ru['cost_value'])}, score {ru['score']:.2f}"}
+
+
+def _figures(s: Scenario, win, metric: str) -> dict:
+    figures = {metric: float(win[metric]), f"{metric}_low": float(win[f"{metric}_low"]),
+               f"{metric}_high": float(win[f"{metric}_high"]), "score": float(win["score"]),
+               "chips": float(win["chips"]), "instances": float(win["instances"])}
+    if s.is_training:
+        figures["training_days"] = float(win["training_days"])
+    else:
+        figures["usd_per_month"] = float(win["usd_per_month"])
+    if "p_cheapest" in win and pd.notna(win.get("p_cheapest")):
+        figures["p_cheapest"] = float(win["p_cheapest"])
+    figures[f"{metric}_p50"] = float(win["cost_value"])
+    return figures
+
+
+def _nothing_feasible(s: Scenario, ranked, excluded, metric: str) -> Recommendation:
+    why = excluded.groupby("constraint").size().sort_values(ascending=False)
+    reasons = ["Every option is ruled out. Most common reasons: "
+               + "; ".join(f"{k} ({v} option group{'s' if v != 1 else ''})" for k, v in why.head(3).items())]
+    return Recommendation(s.name, None, None, None, None, reasons, None,
+                          ["Relax a constraint (budget, deadline, max_chips, frameworks) or add candidates."],
+                          ranked, excluded, metric)
+
+
+def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.DataFrame | None = None,
+              n_draws: int = 10000, seed: int = 0) -> Recommendation:
+    """The top-ranked option that passes every hard constraint (``priced`` carries the exclusions of
+    ``apply_constraints``), with reasons in plain sentences (numbers included), the runner-up (best
+    option on another accelerator), the conditions that would flip the decision, the ranking and the
+    exclusions."""
+    metric = metric_of(s)
+    ranked = rank(s, priced, mc)
+    excluded = _excluded_table(priced)
+    if ranked.empty:
+        return _nothing_feasible(s, ranked, excluded, metric)
+    win, runner_idx = _choose(ranked)
+    ru = ranked.iloc[runner_idx] if runner_idx is not None else None
+    reasons = _reason_cost(s, priced, ranked, win, ru, n_draws, seed)
+    reasons += _reason_freshness(win)
+    reasons.append(_reason_time(s, win))
+    reasons.append(_reason_ecosystem(s, win))
+    reasons += _reason_term(s, win)
+    reasons.append(_reason_score(s, win, ru))
+    flips = flip_conditions(s, priced, ranked, mc, runner_idx)
+    return Recommendation(s.name, win["accelerator"], win["offering"], win["provider"], win["pricing_model"],
+                          reasons, _runner_up(s, ru, metric), flips, ranking_table(ranked, s), excluded, metric,
+                          _figures(s, win, metric), describe(win))

@@ -1,0 +1,245 @@
+"""The rules of the decision: software fit, supply, and the hard constraints as structured exclusions.
+
+``apply_constraints`` marks every option a hard constraint rules out: memory fit and latency targets
+(from the performance model), chip limit, instance shape, a price to pay with, a spot job that never
+finishes, the deadline, the budget, and framework requirements (``framework_fit``: a platform that
+cannot run any accepted framework, or CUDA kernels on a non-CUDA platform with no porting budget, is
+out; a partial fit adds ``pricing.porting_cost_usd``). Each exclusion is an ``Exclusion`` (a code of
+``CONSTRAINTS`` and a sentence); the priced frame carries the codes (``excluded_codes``) for
+programs and the joined sentences (``excluded_reason``) for people.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from .. import catalog
+from ..narrative import usd
+from ..scenario import Scenario
+from ..terms import FRAMEWORK_LABEL, PLATFORM_LABEL, pricing_label
+
+SUPPORT_SCORE = {"native": 1.0, "supported": 2.0 / 3.0, "partial": 1.0 / 3.0, "none": 0.0}
+
+# the hard constraints, in the order their sentences are joined
+CONSTRAINTS = ("memory", "precision", "latency", "chips", "instance", "not_priced", "spot", "deadline", "budget",
+               "framework")
+# what a team can move (budget, deadline, chip limit) as against what the hardware cannot do
+PHYSICAL = ("memory", "precision", "latency", "instance", "not_priced", "spot")
+
+
+class Exclusion(NamedTuple):
+    """One hard constraint that rules an option out: ``code`` (one of ``CONSTRAINTS``) and the
+    sentence for people."""
+
+    code: str
+    text: str
+
+
+# --- fit of the software stack -----------------------------------------------------------------------
+
+def needed_capabilities(s: Scenario) -> list[str]:
+    """Capabilities of ``software.csv`` the workload relies on besides its framework."""
+    w = s.workload
+    caps = ["flash_attention"]
+    if w.task == "inference":
+        caps.append("vllm")
+        if "fp8" in (w.precision, w.kv_precision):
+            caps.append("fp8_inference")
+        if w.precision in ("int8", "int4"):
+            caps.append("int8_inference")
+    else:
+        caps.append("hf_transformers")
+        if w.precision == "fp8":
+            caps.append("fp8_training")
+    if w.custom_cuda_kernels:
+        caps.append("custom_cuda_kernels")
+    return caps
+
+
+def framework_fit(s: Scenario, accelerators) -> pd.DataFrame:
+    """Per accelerator: the platform, the best accepted framework and its support, whether moving
+    there needs porting (``porting_usd``), why it is ruled out (``framework_reason``) and the
+    ecosystem and portability scores.
+
+    Accepted frameworks are ``constraints.frameworks`` (default: the workload's own). Porting is
+    needed when the framework used is not the workload's, when its support is partial, or when the
+    workload's custom CUDA kernels are not natively supported. Ruled out: no accepted framework runs
+    (support none), or CUDA kernels that must be rewritten with no porting cost given."""
+    sw = catalog.software()
+    support = {(r.platform, r.capability): r.support for r in sw.itertuples()}
+    acc = catalog.accelerators().set_index("accelerator")
+    w = s.workload
+    accepted = list(s.constraints.frameworks or [w.framework])
+    caps = needed_capabilities(s)
+    rows = []
+    for a in pd.unique(pd.Series(list(accelerators))):
+        plat = acc.loc[a, "platform"]
+        options = sorted(((SUPPORT_SCORE.get(support.get((plat, f), "none"), 0.0), f == w.framework, f) for f in accepted),
+                         reverse=True)
+        fw_score, _, fw = options[0]
+        fw_support = support.get((plat, fw), "none")
+        reason = None
+        port_why = []
+        if fw_score == 0:
+            reason = ("framework: none of " + ", ".join(FRAMEWORK_LABEL[f] for f in accepted)
+                      + f" runs on {PLATFORM_LABEL.get(plat, plat)} (software.csv)")
+        else:
+            if fw != w.framework:
+                port_why.append(f"moving from {FRAMEWORK_LABEL[w.framework]} to {FRAMEWORK_LABEL[fw]}")
+            elif fw_support == "partial":
+                port_why.append(f"{FRAMEWORK_LABEL[fw]} support on {PLATFORM_LABEL.get(plat, plat)} is partial")
+        if w.custom_cuda_kernels:
+            k = support.get((plat, "custom_cuda_kernels"), "none")
+            if k == "none" and s.pricing.porting_cost_usd <= 0 and reason is None:
+                reason = (f"framework: the custom CUDA kernels do not run on {PLATFORM_LABEL.get(plat, plat)} and no "
+                          "porting cost is given (pricing.porting_cost_usd)")
+            elif k not in ("native", "supported"):
+                port_why.append(f"the custom CUDA kernels must be rewritten ({k} support)")
+        cap_scores = [SUPPORT_SCORE.get(support.get((plat, c), "none"), 0.0) for c in caps]
+        eco = float(np.mean([fw_score, *cap_scores]))
+        port = float(np.mean([SUPPORT_SCORE.get(support.get((plat, c), "none"), 0.0) for c in ("multi_cloud", "on_prem")]))
+        needs_port = bool(port_why) and reason is None
+        rows.append({"accelerator": a, "platform": plat, "framework": fw, "framework_support": fw_support,
+                     "needs_porting": needs_port, "porting_why": "; ".join(port_why),
+                     "porting_usd": s.pricing.porting_cost_usd if needs_port else 0.0,
+                     "framework_reason": reason, "ecosystem_score": eco, "portability_score": port,
+                     "capabilities": ", ".join([fw, *caps])})
+    return pd.DataFrame(rows)
+
+
+def _provider_regions() -> pd.Series:
+    off = catalog.offerings()
+    off = off[~catalog.is_superseded(off)]
+    return off.drop_duplicates(["accelerator", "provider", "region"]).groupby("accelerator").size()
+
+
+def supply_scores(accelerators) -> pd.Series:
+    """Provider-regions offering each accelerator in the whole catalog, over the most any of
+    ``accelerators`` has (1 = as widely offered as the best candidate)."""
+    n = _provider_regions()
+    accs = list(pd.unique(pd.Series(list(accelerators))))
+    counts = pd.Series([float(n.get(a, 0)) for a in accs], index=accs)
+    top = counts.max()
+    return counts / top if top > 0 else counts
+
+
+
+# --- hard constraints --------------------------------------------------------------------------------
+
+def percent_text(x: float) -> str:
+    """A percentage with enough digits to be different from zero when it is."""
+    a = abs(x)
+    return f"{x:.0%}" if a >= 0.01 or a == 0 else f"{x:.1%}" if a >= 0.001 else f"{x:.2%}"
+
+
+class _Ledger:
+    """Collects the exclusions of every row of a priced frame."""
+
+    def __init__(self, priced: pd.DataFrame):
+        self.priced = priced
+        self.found: list[list[Exclusion]] = [[] for _ in range(len(priced))]
+        self._pos = {lbl: i for i, lbl in enumerate(priced.index)}
+
+    def add(self, code: str, mask, text) -> None:
+        idx = self.priced.index
+        mask = pd.Series(mask, index=idx).fillna(False).astype(bool)
+        texts = text if isinstance(text, pd.Series) else pd.Series(text, index=idx)
+        for lbl in idx[mask.to_numpy()]:
+            self.found[self._pos[lbl]].append(Exclusion(code, str(texts[lbl])))
+
+
+def _fit_rules(s: Scenario, priced: pd.DataFrame, ex: _Ledger) -> None:
+    """Memory (or a precision the chip has no published peak for) and latency targets."""
+    if "fits" in priced:
+        fits = priced["fits"].astype("boolean").fillna(False)
+        why = priced["reason"].fillna("does not fit in memory") if "reason" in priced else "does not fit in memory"
+        why = why.astype(str) if isinstance(why, pd.Series) else pd.Series(why, index=priced.index)
+        # a chip with no published peak for the precision has no memory problem
+        no_peak = (priced["peak_flops_per_s"].astype(float).isna() if "peak_flops_per_s" in priced
+                   else pd.Series(False, index=priced.index))
+        ex.add("precision", ~fits & no_peak, "precision: " + why)
+        ex.add("memory", ~fits & ~no_peak, "memory: " + why)
+    if not s.is_training and "meets_slo" in priced:
+        ok = priced["meets_slo"].astype("boolean").fillna(False)
+        fits = priced["fits"].astype("boolean").fillna(False) if "fits" in priced else True
+        w = s.workload
+        parts = []
+        for _, r in priced.iterrows():
+            bits = []
+            if w.ttft_slo_ms is not None and pd.notna(r.get("ttft_ms")) and r["ttft_ms"] > w.ttft_slo_ms:
+                bits.append(f"TTFT {r['ttft_ms']:.0f} ms > {w.ttft_slo_ms:g} ms")
+            if w.tpot_slo_ms is not None and pd.notna(r.get("tpot_ms")) and r["tpot_ms"] > w.tpot_slo_ms:
+                bits.append(f"{r['tpot_ms']:.0f} ms per token > {w.tpot_slo_ms:g} ms")
+            parts.append("latency: " + (", ".join(bits) if bits else "misses the load or latency targets"))
+        ex.add("latency", ~ok & fits, pd.Series(parts, index=priced.index))
+
+
+def _spot_rules(s: Scenario, priced: pd.DataFrame, ex: _Ledger) -> None:
+    """Spot that never finishes (training) or that no number of spares keeps available (serving)."""
+    p = s.pricing
+    if "paid_per_used_hour" not in priced:
+        return
+    never = (np.isinf(priced["paid_per_used_hour"].astype(float)) & (priced["pricing_model"] == "spot")
+             & priced["usd_per_instance_hour"].notna())
+    if "spot_availability_target" in priced:  # latency-bound serving: no number of spares suffices
+        lat = never & priced["spot_availability_target"].notna()
+        ex.add("spot", lat, f"spot: with {p.spot_interruptions_per_hour:g} interruptions per instance-hour and "
+               f"{p.restart_min:g}-min restarts no number of spare instances meets the "
+               f"{p.spot_availability_target:.1%} availability target")
+        never = never & priced["spot_availability_target"].isna()
+    if never.any():
+        rate = priced["spot_instances"].astype(float) * p.spot_interruptions_per_hour
+        ex.add("spot", never, "spot: the job is interrupted " + rate.map(lambda v: f"{v:.3g}") + " times an hour; "
+               f"with {p.checkpoint_interval_min:g}-min checkpoints and {p.restart_min:g}-min restarts it never "
+               "finishes")
+
+
+def _limit_rules(s: Scenario, priced: pd.DataFrame, ex: _Ledger) -> None:
+    """The deadline and the budget."""
+    c, p = s.constraints, s.pricing
+    if s.is_training and c.deadline_days is not None and "training_days" in priced:
+        t = priced["training_days"].astype(float)
+        ex.add("deadline", t > c.deadline_days, "deadline: " + t.map(lambda v: f"{v:,.1f}") + f" days > {c.deadline_days:g}")
+    if c.budget_usd is not None:
+        total = priced["cost_usd"] if s.is_training else priced.get("usd_total")
+        if total is not None:
+            total = total.astype(float)
+            ex.add("budget", total > c.budget_usd, "budget: " + total.map(usd) + f" > {usd(c.budget_usd)}"
+                   + ("" if s.is_training else f" over {p.horizon_months:g} months"))
+
+
+def exclusions(s: Scenario, priced: pd.DataFrame, fit: pd.DataFrame | None = None) -> pd.Series:
+    """Per option (aligned with ``priced``), the list of ``Exclusion`` that rule it out (empty where
+    it passes every hard constraint). ``fit``: the ``framework_fit`` table (computed when absent)."""
+    c = s.constraints
+    ex = _Ledger(priced)
+    _fit_rules(s, priced, ex)
+    if c.max_chips is not None and "chips" in priced:
+        ch = priced["chips"].astype(float)
+        ex.add("chips", ch > c.max_chips, "chips: " + ch.map(lambda v: f"{v:,.0f}") + f" > max_chips {c.max_chips:,}")
+    if "shape_reason" in priced:
+        ex.add("instance", priced["shape_reason"].notna(), priced["shape_reason"])
+    ex.add("not_priced", priced["usd_per_instance_hour"].isna(),
+           "not priced: no sourced " + priced["pricing_model"].map(lambda m: pricing_label(m).replace("a ", "", 1))
+           + " price for this accelerator" + np.where(priced["pricing_model"] == "purchase", " (data/hardware.csv)", ""))
+    _spot_rules(s, priced, ex)
+    _limit_rules(s, priced, ex)
+    fit = framework_fit(s, priced["accelerator"].unique()) if fit is None else fit
+    reason = priced["accelerator"].map(fit.set_index("accelerator")["framework_reason"])
+    ex.add("framework", reason.notna(), reason)
+    return pd.Series(ex.found, index=priced.index, dtype=object)
+
+
+def apply_constraints(s: Scenario, priced: pd.DataFrame, fit: pd.DataFrame | None = None) -> pd.DataFrame:
+    """A copy of ``priced`` with the exclusions: ``excluded_codes`` (a tuple of ``CONSTRAINTS``
+    codes, empty where the option passes) and ``excluded_reason`` (the sentences "; "-joined, for
+    display; None where it passes). ``fit``: the ``framework_fit`` table (computed when absent)."""
+    found = exclusions(s, priced, fit)
+    out = priced.drop(columns=[c for c in ("excluded_reason", "excluded_codes") if c in priced])
+    at = out.columns.get_loc("price_basis") if "price_basis" in out else len(out.columns)
+    out.insert(at, "excluded_reason", pd.Series(["; ".join(e.text for e in r) if r else None for r in found],
+                                                index=priced.index, dtype=object))
+    out["excluded_codes"] = pd.Series([tuple(e.code for e in r) for r in found], index=priced.index, dtype=object)
+    return out
