@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "app"))
 sys.path.insert(0, str(ROOT))
 
 import browser_helpers as bh  # noqa: E402

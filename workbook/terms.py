@@ -152,3 +152,26 @@ def label(column: str) -> str:
     """A column's label for people (the column name itself when it has none)."""
     c = ESTIMATE_COLUMNS.get(column)
     return c.label if c else RANKING_LABELS.get(column, column)
+
+
+# --- money for people ------------------------------------------------------------------------------
+
+def usd(x) -> str:
+    """Money for people: $1.23B, $1.23M, $45,600, $2.13, $0.213; "n/a" for a blank. (Here, below
+    every layer, so that the decision's reasons and the views write money the same way.)"""
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return "n/a"
+    if x != x or x in (float("inf"), float("-inf")):
+        return "n/a"
+    a = abs(x)
+    if a >= 1e9:
+        return f"${x / 1e9:.2f}B"
+    if a >= 1e6:
+        return f"${x / 1e6:.2f}M"
+    if a >= 100:
+        return f"${x:,.0f}"
+    if a >= 1:
+        return f"${x:,.2f}"
+    return f"${x:.3g}"

@@ -1,18 +1,17 @@
 """Scaling charts: throughput, MFU and time to train against chip count; the step broken into
 compute, exposed communication, pipeline bubble and recomputation; serving against tensor-parallel
-size. Each function takes the tidy frames of ``workbook.scaling`` and returns an ``alt.Chart``."""
+size. Each function takes the tidy frames of the scaling tables (``scenario_curves``, ``search``,
+``breakdown``) and returns an ``alt.Chart``. Serving curves are the rows with ``tpot_ms``."""
 from __future__ import annotations
 
 import altair as alt
 import pandas as pd
 
+from ..text import current_names
+from . import empty
+
 COMPONENT_ORDER = ["compute", "recomputation", "pipeline bubble", "exposed communication", "optimizer update",
                    "synchronisation across domains", "decode (roofline)", "tensor-parallel communication"]
-
-
-def _empty(message: str) -> alt.Chart:
-    return alt.Chart(pd.DataFrame({"text": [message]})).mark_text(size=13).encode(text="text:N").properties(
-        width=520, height=60)
 
 
 def scaling_curves(curves: pd.DataFrame) -> alt.Chart:
@@ -20,12 +19,13 @@ def scaling_curves(curves: pd.DataFrame) -> alt.Chart:
     accelerator, hollow points where exposed communication exceeds the threshold share of the step
     (``network_bound``). Inference frames go to ``tp_curves``."""
     if curves is None or curves.empty:
-        return _empty("No accelerator could be priced for this scenario.")
-    if "tpot_s" in curves.columns:
+        return empty("No accelerator could be priced for this scenario.")
+    curves = current_names(curves)
+    if "tpot_ms" in curves.columns:
         return tp_curves(curves)
     d = curves[curves["fits"].astype(bool)].copy()
     if d.empty:
-        return _empty("No configuration fits in memory at these chip counts.")
+        return empty("No configuration fits in memory at these chip counts.")
     d["network"] = d["network_bound"].map({True: "network-bound", False: "compute-bound"})
     base = alt.Chart(d).encode(
         x=alt.X("chips:Q", scale=alt.Scale(type="log", base=2), title="Chips"),
@@ -39,9 +39,9 @@ def scaling_curves(curves: pd.DataFrame) -> alt.Chart:
                                                                    range=["circle", "triangle-up"])))
                 ).encode(y=alt.Y("tokens_per_s_per_chip:Q", title="Tokens/s per chip")).properties(
         title="Throughput per chip (flat = perfect scaling)", width=330, height=260)
-    if d["time_to_train_days"].notna().any():
+    if "training_days" in d and d["training_days"].notna().any():
         days = (base.mark_line() + base.mark_point(size=40, filled=True)).encode(
-            y=alt.Y("time_to_train_days:Q", scale=alt.Scale(type="log"), title="Days to train")).properties(
+            y=alt.Y("training_days:Q", scale=alt.Scale(type="log"), title="Days to train")).properties(
             title="Time to train", width=330, height=260)
         return alt.hconcat(per_chip, days)
     return per_chip
@@ -49,11 +49,11 @@ def scaling_curves(curves: pd.DataFrame) -> alt.Chart:
 
 def mfu_curves(curves: pd.DataFrame) -> alt.Chart:
     """MFU and scaling efficiency against chips, one line per accelerator (training frames)."""
-    if curves is None or curves.empty or "tpot_s" in curves.columns:
-        return _empty("MFU and scaling efficiency apply to training; serving is charted against tensor-parallel size.")
+    if curves is None or curves.empty or "tpot_ms" in current_names(curves).columns:
+        return empty("MFU and scaling efficiency apply to training; serving is charted against tensor-parallel size.")
     d = curves[curves["fits"].astype(bool)] if "fits" in curves else curves
     if d.empty:
-        return _empty("No configuration fits in memory at these chip counts.")
+        return empty("No configuration fits in memory at these chip counts.")
     long = d.melt(id_vars=["accelerator", "chips"], value_vars=["mfu", "scaling_efficiency"],
                   var_name="measure", value_name="value")
     long["measure"] = long["measure"].map({"mfu": "MFU", "scaling_efficiency": "scaling efficiency"})
@@ -66,17 +66,16 @@ def mfu_curves(curves: pd.DataFrame) -> alt.Chart:
     ).properties(title="MFU and scaling efficiency", width=520, height=260)
 
 
-def step_breakdown(curves: pd.DataFrame, accelerator: str | None = None) -> alt.Chart:
-    """Stacked bars of where a step (training) or an output token (serving) goes: compute,
-    recomputation, pipeline bubble, exposed communication and optimizer update per chip count
-    (training), roofline decode time and TP communication per tensor-parallel size (serving)."""
-    from ..scaling import breakdown
-
-    d = curves if accelerator is None or curves.empty else curves[curves["accelerator"] == accelerator]
-    tidy = breakdown(d)
-    if tidy.empty:
-        return _empty("Nothing to break down: no configuration fits.")
+def step_breakdown(parts: pd.DataFrame, accelerator: str | None = None) -> alt.Chart:
+    """Stacked bars of where a step (training) or an output token (serving) goes, from the tidy
+    frame of the scaling tables' ``breakdown(curves)`` (columns accelerator, x, x_name, component,
+    seconds): compute, recomputation, pipeline bubble, exposed communication and optimizer update per
+    chip count (training), roofline decode time and TP communication per tensor-parallel size (serving)."""
+    tidy = parts if accelerator is None or parts is None or parts.empty else parts[parts["accelerator"] == accelerator]
+    if tidy is None or tidy.empty:
+        return empty("Nothing to break down: no configuration fits.")
     x_name = tidy["x_name"].iloc[0]
+    tidy = tidy.copy()
     tidy["share"] = tidy["seconds"] / tidy.groupby(["accelerator", "x"])["seconds"].transform("sum")
     order = [c for c in COMPONENT_ORDER if c in set(tidy["component"])]
     title = "Where the step goes" if x_name == "chips" else "Where an output token's time goes"
@@ -97,7 +96,7 @@ def step_breakdown(curves: pd.DataFrame, accelerator: str | None = None) -> alt.
 def configurations_breakdown(table: pd.DataFrame, top: int = 8) -> alt.Chart:
     """Stacked bars (seconds) of the ``top`` fastest configurations of a ``search`` result."""
     if table is None or table.empty:
-        return _empty("No configuration fits in memory.")
+        return empty("No configuration fits in memory.")
     d = table.head(top).copy()
     d["configuration"] = (
         "TP" + d["tp"].astype(str) + " PP" + d["pp"].astype(str) + " DP" + d["dp"].astype(str)
@@ -121,14 +120,13 @@ def configurations_breakdown(table: pd.DataFrame, top: int = 8) -> alt.Chart:
 
 def tp_curves(df: pd.DataFrame) -> alt.Chart:
     """Serving: output tokens/s per chip (left) and time per output token (right) against
-    tensor-parallel size, at the batch ``inference_tp_curve`` chose, one line per accelerator."""
+    tensor-parallel size, at the batch the TP curve chose, one line per accelerator."""
+    df = current_names(df)
     d = df[df["chosen"]].copy() if "chosen" in df else df.copy()
     if d.empty:
-        return _empty("The model does not fit at any tensor-parallel size.")
-    d["tpot_ms"] = d["tpot_s"] * 1e3
+        return empty("The model does not fit at any tensor-parallel size.")
     d["batch_kind"] = "chosen batch"
     one = df[(df["batch"] == 1) & df["fits"]].copy()
-    one["tpot_ms"] = one["tpot_s"] * 1e3
     one["batch_kind"] = "batch 1"
     tips = ["accelerator", "tp", "batch", alt.Tooltip("output_tokens_per_s_per_chip:Q", format=",.0f"),
             alt.Tooltip("tpot_ms:Q", format=".1f")]

@@ -8,12 +8,9 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from . import empty
+
 COMPONENT_ORDER = ["weights", "gradients", "optimizer states", "activations", "KV cache"]
-
-
-def _empty(message: str) -> alt.Chart:
-    return alt.Chart(pd.DataFrame({"text": [message]})).mark_text(size=13).encode(text="text:N").properties(
-        width=520, height=60)
 
 
 def roofline(lines: pd.DataFrame, points: pd.DataFrame | None = None) -> alt.Chart:
@@ -21,7 +18,7 @@ def roofline(lines: pd.DataFrame, points: pd.DataFrame | None = None) -> alt.Cha
     with the workload's operating points on each chip (``perf.operating_points``): a point left of a
     chip's ridge is memory-bound there."""
     if lines is None or lines.empty:
-        return _empty("No accelerator has a peak for this precision.")
+        return empty("No accelerator has a peak for this precision.")
     d = lines.assign(tflops=lines["attainable_flops_per_s"] / 1e12)
     x = alt.X("intensity_flops_per_byte:Q", scale=alt.Scale(type="log"), title="Arithmetic intensity (FLOPs per byte)")
     chart = alt.Chart(d).mark_line().encode(
@@ -54,7 +51,7 @@ def comparison(df: pd.DataFrame, metric: str | None = None) -> alt.Chart:
     metric = metric or ("training_days" if training else "output_tokens_per_s_per_chip")
     d = _comparison_frame(df, metric)
     if d.empty:
-        return _empty("No accelerator fits this workload.")
+        return empty("No accelerator fits this workload.")
     titles = {"training_days": "Days to train", "output_tokens_per_s_per_chip": "Output tokens/s per chip",
               "tpot_ms": "Time per output token (ms)", "ttft_ms": "Time to first token (ms)", "mfu": "MFU",
               "chip_hours": "Chip-hours", "tokens_per_s": "Tokens/s", "step_time_s": "Step time (s)",
@@ -77,7 +74,7 @@ def memory_breakdown(df: pd.DataFrame, memory_bytes: float | None = None) -> alt
     """Stacked memory of one model copy per setting (``perf.memory_breakdown``), in GB, with a rule
     at one chip's memory when given."""
     if df is None or df.empty:
-        return _empty("No memory model for this workload.")
+        return empty("No memory model for this workload.")
     d = df.assign(gb=df["bytes"] / 1e9)
     order = [c for c in COMPONENT_ORDER if c in set(d["component"])]
     chart = alt.Chart(d).mark_bar().encode(
@@ -97,7 +94,7 @@ def calibration(table: pd.DataFrame) -> alt.Chart:
     """Predicted against published for every calibration run (``calibrate.calibration_table``), one
     panel per kind, log scales, the diagonal for reference; held-out runs as a second shape."""
     if table is None or table.empty:
-        return _empty("No calibration runs.")
+        return empty("No calibration runs.")
     d = table.assign(held_out=table["split"].eq("holdout"))
     base = alt.Chart(d).encode(
         x=alt.X("value:Q", scale=alt.Scale(type="log"), title="published (one definition)"),

@@ -6,14 +6,9 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-MODEL_ORDER = ["on_demand", "spot", "commit_1y", "commit_3y", "monthly", "purchase"]
-MODEL_NAMES = {"on_demand": "on-demand", "spot": "spot", "commit_1y": "1-year commitment",
-               "commit_3y": "3-year commitment", "monthly": "monthly server", "purchase": "purchase"}
-
-
-def _empty(message: str) -> alt.Chart:
-    return alt.Chart(pd.DataFrame({"text": [message]})).mark_text(size=13).encode(text="text:N").properties(
-        width=520, height=60)
+from ...terms import PRICING_MODEL_IDS, pricing_short
+from ..text import current_names
+from . import empty
 
 
 def _metric(df: pd.DataFrame) -> tuple[str, str]:
@@ -28,10 +23,10 @@ def pricing_models(priced: pd.DataFrame) -> alt.Chart:
     metric, title = _metric(priced)
     ok = priced[priced["excluded_reason"].isna() & priced[metric].notna()]
     if ok.empty:
-        return _empty("Every option is ruled out by a hard constraint (see the exclusions table).")
+        return empty("Every option is ruled out by a hard constraint (see the exclusions table).")
     best = ok.sort_values(metric).drop_duplicates(["accelerator", "pricing_model"]).copy()
-    best["way to pay"] = best["pricing_model"].map(MODEL_NAMES)
-    order = [MODEL_NAMES[m] for m in MODEL_ORDER if m in set(best["pricing_model"])]
+    best["way to pay"] = best["pricing_model"].map(pricing_short)
+    order = [pricing_short(m) for m in PRICING_MODEL_IDS if m in set(best["pricing_model"])]
     base = alt.Chart(best).encode(
         y=alt.Y("accelerator:N", title=None, sort=alt.EncodingSortField(metric, op="min")),
         yOffset=alt.YOffset("way to pay:N", sort=order),
@@ -50,9 +45,9 @@ def breakeven_chart(curves: pd.DataFrame) -> alt.Chart:
     """Cumulative cost per chip against months of use: where a line crosses on-demand is the
     break-even month."""
     if curves is None or curves.empty:
-        return _empty("No on-demand price to break even against.")
+        return empty("No on-demand price to break even against.")
     d = curves.copy()
-    d["way to pay"] = d["pricing_model"].map(MODEL_NAMES)
+    d["way to pay"] = d["pricing_model"].map(pricing_short)
     acc = d["accelerator"].iloc[0]
     return alt.Chart(d).mark_line().encode(
         x=alt.X("month:Q", title="Months of use"),
@@ -65,7 +60,7 @@ def breakeven_chart(curves: pd.DataFrame) -> alt.Chart:
 def mc_distribution(hist: pd.DataFrame) -> alt.Chart:
     """Monte Carlo distribution (share of draws per bin) of the ranking figure, one colour per option."""
     if hist is None or hist.empty:
-        return _empty("No option passes the hard constraints.")
+        return empty("No option passes the hard constraints.")
     return alt.Chart(hist).mark_area(opacity=0.45, interpolate="step").encode(
         x=alt.X("bin_start:Q", title="Cost figure (USD per run, or per million output tokens)"),
         y=alt.Y("share:Q", title="Share of draws", stack=None, axis=alt.Axis(format="%")),
@@ -77,7 +72,7 @@ def mc_distribution(hist: pd.DataFrame) -> alt.Chart:
 def tornado_chart(t: pd.DataFrame) -> alt.Chart:
     """Swing of the ranking figure when each input moves across its P10-P90 band."""
     if t is None or t.empty:
-        return _empty("No option to analyse.")
+        return empty("No option to analyse.")
     long = pd.concat([
         t.assign(end="low", value=t["value_at_low"], setting=t["low"]),
         t.assign(end="high", value=t["value_at_high"], setting=t["high"]),
@@ -98,12 +93,12 @@ def pareto_chart(ranking: pd.DataFrame) -> alt.Chart:
     """Cost against time for the ranked options (best offering per accelerator and way to pay);
     filled points are on the Pareto front (nothing is both cheaper and faster)."""
     if ranking is None or ranking.empty:
-        return _empty("No option passes the hard constraints.")
-    metric, title = _metric(ranking)
-    time_col, time_title = (("time_days", "Days to train") if "time_days" in ranking
+        return empty("No option passes the hard constraints.")
+    d = current_names(ranking)
+    metric, title = _metric(d)
+    time_col, time_title = (("training_days", "Days to train") if "training_days" in d
                             else ("tpot_ms", "Time per output token (ms)"))
-    d = ranking.copy()
-    d["way to pay"] = d["pricing_model"].map(MODEL_NAMES)
+    d["way to pay"] = d["pricing_model"].map(pricing_short)
     d["front"] = d["pareto"].map({True: "Pareto front", False: "dominated"})
     return alt.Chart(d).mark_point(size=110, filled=True).encode(
         x=alt.X(f"{metric}:Q", title=title, scale=alt.Scale(zero=False)),

@@ -123,7 +123,7 @@ def show_tab(page, name: str) -> None:
 # --- the launcher (no browser) --------------------------------------------------------------------
 
 def test_launcher_serves_only_the_app_notebook_on_loopback():
-    from workbook import app as launcher
+    from workbook.app import __main__ as launcher
 
     argv = launcher.voila_argv()
     assert argv[0] == str(launcher.ROOT / "notebooks" / "app.ipynb")
@@ -141,7 +141,7 @@ def test_launcher_serves_only_the_app_notebook_on_loopback():
 
 
 def test_launcher_token_options():
-    from workbook import app as launcher
+    from workbook.app import __main__ as launcher
 
     assert "--Voila.token=abc" in launcher.voila_argv(token="abc")
     assert "--Voila.auto_token=True" in launcher.voila_argv(auto_token=True)
@@ -149,7 +149,7 @@ def test_launcher_token_options():
 
 
 def test_launcher_rejects_a_bad_port(capsys):
-    from workbook import app as launcher
+    from workbook.app import __main__ as launcher
 
     assert launcher.main(["--port", "70000"]) == 2
     assert "--port" in capsys.readouterr().err
@@ -157,18 +157,18 @@ def test_launcher_rejects_a_bad_port(capsys):
 
 def test_app_template_drops_the_cdn_stylesheets():
     """Voila's lab template links FontAwesome from cdn.jsdelivr.net; the app's template links nothing."""
-    from workbook import app as launcher
+    from workbook.app import __main__ as launcher
 
-    text = (launcher.SHARE_DIR / "voila" / "templates" / "workbook" / "index.html.j2").read_text()
+    text = (launcher.APP_SHARE_DIR / "voila" / "templates" / "workbook" / "index.html.j2").read_text()
     assert not re.search(r"https?://", text)
     assert "{%- block notebook_css -%}" in text
 
 
 def test_app_widget_shows_an_invalid_setting_as_a_sentence():
     """All weights at zero is not a valid scenario: the page says so (InputError text), no traceback."""
-    from workbook import widgets
+    from workbook.app import page
 
-    a = widgets._App(SCENARIO)
+    a = page.Page(SCENARIO)
     for w in a.weights.values():
         w.value = 0.0
     text = re.sub("<[^>]+>", " ", a.rec.value)
@@ -178,9 +178,9 @@ def test_app_widget_shows_an_invalid_setting_as_a_sentence():
 
 
 def test_app_widget_unticking_every_candidate_asks_for_one():
-    from workbook import widgets
+    from workbook.app import page
 
-    a = widgets._App(SCENARIO)
+    a = page.Page(SCENARIO)
     for c in a.checks.values():
         c.value = False
     assert "Tick at least one candidate accelerator" in a.rec.value
@@ -188,13 +188,13 @@ def test_app_widget_unticking_every_candidate_asks_for_one():
 
 def test_app_widget_more_load_needs_more_replicas_on_every_accelerator():
     """Ten times the requests per second: no accelerator serves it with fewer replicas, some need more."""
-    from workbook import widgets
+    from workbook.app import page
 
-    a = widgets._App(SCENARIO)
-    before = a.analysis["perf"].set_index("accelerator")["replicas"].dropna()
+    a = page.Page(SCENARIO)
+    before = a.analysis.perf.set_index("accelerator")["replicas"].dropna()
     a.load.value = a.load.value * 10
     assert "workload.requests_per_s" in a.status.value
-    after = a.analysis["perf"].set_index("accelerator")["replicas"].dropna()
+    after = a.analysis.perf.set_index("accelerator")["replicas"].dropna()
     common = before.index.intersection(after.index)
     assert len(common) >= 3
     assert (after[common] >= before[common]).all()
@@ -204,16 +204,16 @@ def test_app_widget_more_load_needs_more_replicas_on_every_accelerator():
 
 def test_app_widget_lower_utilisation_makes_commitments_dearer_not_on_demand():
     """Committed capacity is paid for every hour; at lower utilisation each useful hour costs more
-    (cost.py's billing rules), while pay-as-you-go prices do not move."""
-    from workbook import widgets
+    (the cost model's billing rules), while pay-as-you-go prices do not move."""
+    from workbook.app import page
 
-    a = widgets._App(SCENARIO)
+    a = page.Page(SCENARIO)
     key = ["accelerator", "offering", "pricing_model"]
     metric = "usd_per_million_tokens"
-    before = a.analysis["priced"].set_index(key)[metric]
+    before = a.analysis.priced.set_index(key)[metric]
     a.utilization.value = round(a.utilization.value - 0.3, 2)
     assert "pricing.utilization" in a.status.value
-    after = a.analysis["priced"].set_index(key)[metric]
+    after = a.analysis.priced.set_index(key)[metric]
     both = before.dropna().index.intersection(after.dropna().index)
     models = both.get_level_values("pricing_model")
     committed = both[models.isin(["commit_1y", "commit_3y"])]

@@ -23,16 +23,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
+
+from ..paths import APP_NOTEBOOK, APP_SHARE_DIR, ROOT
 
 if TYPE_CHECKING:
     from traitlets.config import Config
 
-PACKAGE_DIR = Path(__file__).resolve().parent
-ROOT = PACKAGE_DIR.parent
-NOTEBOOK = ROOT / "notebooks" / "app.ipynb"
-SHARE_DIR = PACKAGE_DIR / "app_share"   # holds voila/templates/workbook (found through JUPYTER_PATH)
 TEMPLATE = "workbook"
 DEFAULT_PORT = 8866
 DEFAULT_IP = "127.0.0.1"
@@ -44,7 +41,7 @@ def voila_argv(port: int = DEFAULT_PORT, ip: str = DEFAULT_IP, token: str | None
     """The Voila command line of the app (without the program name). ``token=None`` and
     ``auto_token=False``: no token; ``auto_token``: Voila generates one and prints the URL with it."""
     argv = [
-        str(NOTEBOOK),
+        str(APP_NOTEBOOK),
         "--no-browser",
         f"--port={port}",
         "--Voila.port_retries=0",            # a busy port is an error, not a silent move elsewhere
@@ -92,7 +89,7 @@ def voila_env(env: dict | None = None) -> dict:
     env = dict(os.environ if env is None else env)
     pp = [str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(pp))
-    paths = [str(SHARE_DIR)] + [p for p in env.get("JUPYTER_PATH", "").split(os.pathsep) if p]
+    paths = [str(APP_SHARE_DIR)] + [p for p in env.get("JUPYTER_PATH", "").split(os.pathsep) if p]
     env["JUPYTER_PATH"] = os.pathsep.join(dict.fromkeys(paths))
     return env
 
@@ -114,8 +111,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if not NOTEBOOK.is_file():
-        print(f"{NOTEBOOK}: file not found (the app notebook ships with the workbook)", file=sys.stderr)
+    if not APP_NOTEBOOK.is_file():
+        print(f"{APP_NOTEBOOK}: file not found (the app notebook ships with the workbook)", file=sys.stderr)
         return 2
     if not 0 < args.port < 65536:
         print(f"--port: expected a TCP port between 1 and 65535, got {args.port}", file=sys.stderr)

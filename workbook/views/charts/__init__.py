@@ -1,16 +1,19 @@
 """Charts are values: functions take tidy DataFrames and return ``alt.Chart``; they never display,
-save or load data. One theme, registered once; one offline renderer, chosen once.
+save or load data. One theme, registered once; one offline renderer, chosen once; one chart for
+"nothing to draw" (``empty``).
 
-Offline rule (see ../shared/notes/stack-pitfalls.md): Altair's default renderer loads Vega from a CDN.
-Reports (Papermill + nbconvert) use the static ``svg`` renderer through vl-convert; live views in
-JupyterLab/Voila use ``live(chart)`` (an offline ``alt.JupyterChart``) or SVG inside an Output.
+Offline rule: Altair's default renderer loads Vega from a CDN. Reports (Papermill + nbconvert) use
+the static ``svg`` renderer through vl-convert; live views in JupyterLab/Voila use ``live(chart)``
+(an offline ``alt.JupyterChart``) or SVG inside an Output or an ``<img>``.
 """
 from __future__ import annotations
 
 import altair as alt
+import pandas as pd
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22", "#17becf"]
+
 
 def _theme():
     return alt.theme.ThemeConfig(
@@ -31,12 +34,12 @@ def enable(renderer: str = "svg") -> None:
         alt.theme.register("workbook", enable=True)(_theme)
     alt.theme.enable("workbook")
     alt.renderers.enable(renderer)
-    alt.data_transformers.disable_max_rows()
 
 
-from .. import submodule_getattr  # noqa: E402
-
-__getattr__ = submodule_getattr(__name__)  # chart modules on first use (``wb.charts.scaling``)
+def empty(message: str) -> alt.Chart:
+    """A chart that says, in words, why there is nothing to draw."""
+    return alt.Chart(pd.DataFrame({"text": [message]})).mark_text(size=13).encode(text="text:N").properties(
+        width=520, height=60)
 
 
 def live(chart: alt.TopLevelMixin):
@@ -46,3 +49,7 @@ def live(chart: alt.TopLevelMixin):
 
 
 enable()
+
+from . import cost, perf, scaling  # noqa: E402  (the chart modules use ``empty`` above)
+
+__all__ = ["PALETTE", "cost", "empty", "enable", "live", "perf", "scaling"]

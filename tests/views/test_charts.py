@@ -1,0 +1,201 @@
+"""Every chart function, through ``chart.to_dict()``: the field or encoding a reader relies on, on the
+frames the notebooks pass (a serving and a training scenario). ``to_dict`` also runs Altair's row
+limit (5,000 rows without ``disable_max_rows``), so a frame too big for a chart fails here."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import vl_convert as vlc
+
+from workbook import calibrate, catalog, cost, load_scenario, perf, scaling
+from workbook.analysis import analyse
+from workbook.profile import workload_profile
+from workbook.terms import pricing_short
+from workbook.views import charts
+from workbook.views.charts import cost as cc
+from workbook.views.charts import perf as cp
+from workbook.views.charts import scaling as sc
+
+SERVING = "chat-70b-realtime"
+TRAINING = "llama-70b-pretrain"
+
+
+@pytest.fixture(scope="module")
+def serving():
+    return analyse(load_scenario(SERVING), n_draws=2000)
+
+
+@pytest.fixture(scope="module")
+def training():
+    return analyse(load_scenario(TRAINING), n_draws=2000)
+
+
+@pytest.fixture(scope="module")
+def curves():
+    return {name: scaling.scenario_curves(load_scenario(name)) for name in (SERVING, TRAINING)}
+
+
+def _layers(spec: dict) -> list[dict]:
+    return spec.get("layer") or [spec]
+
+
+def _mark(layer: dict) -> str:
+    m = layer["mark"]
+    return m["type"] if isinstance(m, dict) else m
+
+
+def _fields(spec) -> set[str]:
+    """Every ``field`` named anywhere in a spec."""
+    if isinstance(spec, dict):
+        here = {spec["field"]} if isinstance(spec.get("field"), str) else set()
+        return here.union(*(_fields(v) for v in spec.values()))
+    if isinstance(spec, list):
+        return set().union(*(_fields(v) for v in spec)) if spec else set()
+    return set()
+
+
+def test_empty_chart_says_why_in_words():
+    spec = charts.empty("nothing to draw").to_dict()
+    assert spec["mark"]["type"] == "text" and spec["encoding"]["text"]["field"] == "text"
+    assert spec["datasets"][next(iter(spec["datasets"]))] == [{"text": "nothing to draw"}]
+
+
+def test_importing_the_charts_keeps_altairs_row_limit():
+    import altair as alt
+
+    assert alt.data_transformers.active == "default"
+    assert alt.data_transformers.options.get("max_rows", 5000) == 5000
+
+
+# --- performance -----------------------------------------------------------------------------------
+
+def test_roofline_chart_puts_the_workload_points_on_each_chip(serving):
+    s = serving.scenario
+    spec = cp.roofline(perf.roofline_lines(s), perf.operating_points(s, serving.perf)).to_dict()
+    assert len(spec["layer"]) == 2
+    assert spec["layer"][0]["encoding"]["x"]["scale"]["type"] == "log"
+    assert spec["layer"][1]["encoding"]["shape"]["field"] == "point"
+
+
+def test_comparison_chart_has_an_error_bar_from_the_bands(training):
+    spec = cp.comparison(training.perf).to_dict()
+    assert [_mark(x) for x in spec["layer"]] == ["bar", "errorbar"]
+    assert spec["layer"][0]["encoding"]["x"]["field"] == "training_days"
+    assert spec["layer"][1]["encoding"]["x2"]["field"] == "training_days_high"
+
+
+def test_serving_comparison_is_per_chip_throughput(serving):
+    spec = cp.comparison(serving.perf).to_dict()
+    assert spec["layer"][0]["encoding"]["x"]["field"] == "output_tokens_per_s_per_chip"
+
+
+def test_memory_breakdown_stacks_components_in_gigabytes(training):
+    spec = cp.memory_breakdown(perf.memory_breakdown(training.scenario)).to_dict()
+    assert spec["encoding"]["x"]["field"] == "gb" and spec["encoding"]["x"]["aggregate"] == "sum"
+    assert spec["encoding"]["color"]["field"] == "component"
+
+
+def test_calibration_chart_has_one_panel_per_kind():
+    spec = cp.calibration(calibrate.calibration_table()).to_dict()
+    assert spec["facet"]["field"] == "kind"
+    assert {"value", "predicted"} <= _fields(spec["spec"])
+
+
+# --- scaling ---------------------------------------------------------------------------------------
+
+def test_training_scaling_curves_show_throughput_per_chip_and_days(curves):
+    spec = sc.scaling_curves(curves[TRAINING]).to_dict()
+    left, right = spec["hconcat"]
+    assert left["encoding"]["y"]["field"] == "tokens_per_s_per_chip"
+    assert left["layer"][0]["encoding"]["x"]["scale"] == {"type": "log", "base": 2}
+    assert left["layer"][1]["encoding"]["shape"]["field"] == "network"
+    assert right["encoding"]["y"]["field"] == "training_days"
+
+
+def test_serving_scaling_curves_are_against_tensor_parallel_size(curves):
+    spec = sc.scaling_curves(curves[SERVING]).to_dict()
+    thr, lat = spec["hconcat"]
+    assert thr["layer"][0]["encoding"]["x"]["field"] == "tp"
+    assert thr["encoding"]["y"]["field"] == "output_tokens_per_s_per_chip"
+    assert lat["encoding"]["y"]["field"] == "tpot_ms"
+    assert lat["layer"][0]["encoding"]["strokeDash"]["field"] == "batch_kind"
+
+
+def test_tp_curves_read_milliseconds(curves):
+    spec = sc.tp_curves(curves[SERVING]).to_dict()
+    lat = spec["hconcat"][1]
+    rows = spec["datasets"][lat["data"]["name"]]
+    chosen = [r for r in rows if r["batch_kind"] == "chosen batch"]
+    assert chosen and all(1 < r["tpot_ms"] < 10_000 for r in chosen)
+
+
+def test_mfu_curves_show_both_measures_for_training_and_a_sentence_for_serving(curves):
+    spec = sc.mfu_curves(curves[TRAINING]).to_dict()
+    assert spec["encoding"]["strokeDash"]["field"] == "measure"
+    assert spec["encoding"]["y"]["axis"]["format"] == "%"
+    assert sc.mfu_curves(curves[SERVING]).to_dict()["mark"]["type"] == "text"
+
+
+@pytest.mark.parametrize("name", [TRAINING, SERVING])
+def test_step_breakdown_takes_the_tidy_breakdown(curves, name):
+    spec = sc.step_breakdown(scaling.breakdown(curves[name])).to_dict()
+    assert spec["facet"]["field"] == "accelerator"
+    assert spec["spec"]["encoding"]["y"]["stack"] == "normalize"
+    assert spec["spec"]["encoding"]["color"]["field"] == "component"
+    assert vlc.vegalite_to_svg(spec).startswith("<svg")
+
+
+def test_step_breakdown_of_nothing_says_so():
+    empty = pd.DataFrame(columns=["accelerator", "x", "component", "seconds", "x_name"])
+    assert sc.step_breakdown(empty).to_dict()["mark"]["type"] == "text"
+
+
+def test_configurations_chart_stacks_the_step_parts():
+    s = load_scenario("llama2-7b-pretrain")
+    table = scaling.search(workload_profile(s.workload), catalog.accelerator("H100-SXM5-80GB"), 64, s.workload)
+    spec = sc.configurations_breakdown(table, top=5).to_dict()
+    assert spec["mark"]["type"] == "bar" and spec["encoding"]["x"]["field"] == "seconds"
+    assert spec["encoding"]["y"]["field"] == "configuration"
+
+
+# --- cost and decision -----------------------------------------------------------------------------
+
+def test_pricing_models_chart_names_ways_to_pay_from_terms(serving):
+    spec = cc.pricing_models(serving.priced).to_dict()
+    bars, band = spec["layer"]
+    assert bars["encoding"]["x"]["field"] == "usd_per_million_tokens"
+    assert band["encoding"]["x2"]["field"] == "usd_per_million_tokens_high"
+    assert set(bars["encoding"]["color"]["sort"]) <= {pricing_short(m) for m in serving.scenario.pricing.models}
+
+
+def test_pricing_models_of_a_training_run_is_the_cost_of_the_run(training):
+    assert cc.pricing_models(training.priced).to_dict()["layer"][0]["encoding"]["x"]["field"] == "cost_usd"
+
+
+def test_breakeven_chart_is_cumulative_cost_against_months(serving):
+    curves = cost.breakeven_curves(serving.scenario, serving.priced)
+    spec = cc.breakeven_chart(curves).to_dict()
+    assert spec["encoding"]["x"]["field"] == "month"
+    assert spec["encoding"]["y"]["field"] == "cumulative_usd_per_chip"
+    assert spec["encoding"]["color"]["field"] == "way to pay"
+
+
+def test_mc_distribution_is_share_of_draws_per_option(serving):
+    spec = cc.mc_distribution(cost.mc_histogram(serving.scenario, serving.priced)).to_dict()
+    assert spec["encoding"]["y"]["field"] == "share" and spec["encoding"]["color"]["field"] == "option"
+
+
+def test_tornado_bars_swing_around_the_base(serving):
+    option = serving.recommendation.ranking["option"].iloc[0]
+    spec = cc.tornado_chart(cost.tornado(serving.scenario, serving.priced, option)).to_dict()
+    bars, rule = spec["layer"]
+    assert bars["encoding"]["x2"]["field"] == "base" and rule["mark"]["type"] == "rule"
+
+
+@pytest.mark.parametrize("which, time_field", [("serving", "tpot_ms"), ("training", "training_days")])
+def test_pareto_chart_is_cost_against_time(request, which, time_field):
+    a = request.getfixturevalue(which)
+    spec = cc.pareto_chart(a.recommendation.ranking).to_dict()
+    assert spec["encoding"]["y"]["field"] == time_field
+    assert spec["encoding"]["opacity"]["field"] == "front"
+    assert spec["encoding"]["shape"]["field"] == "way to pay"

@@ -1,0 +1,298 @@
+"""The stakeholder app's page (notebooks/app.ipynb, served by ``python -m workbook.app``).
+
+``app(scenario)`` builds the page: scenario picker, recommendation card, controls, and tabs for the
+decision, workload, comparison, scaling and cost. Every control is a scenario path; a change
+re-validates the scenario (``with_overrides``), re-runs ``analysis.analyse`` and redraws the card
+and the open tab (the others when they are opened; ``app.panels`` draws each one). Expected
+mistakes (InputError) appear as sentences in the page, never tracebacks.
+"""
+from __future__ import annotations
+
+import time
+
+import ipywidgets as W
+
+from .. import catalog
+from ..analysis import analyse
+from ..errors import InputError
+from ..scenario import Scenario, load_scenario, scenario_names, with_overrides
+from ..terms import PRICING_MODEL_IDS, pricing_short
+from ..views import text
+from . import panels
+
+WEIGHTS = ("cost", "time", "ecosystem", "portability", "supply_risk")
+
+CSS = """<style>
+.wb-app { max-width: 1600px; font-size: 14px; }
+.wb-app .wb-sub { color: #555; margin: 0 0 8px 0; }
+.wb-app .wb-controls { border-right: 1px solid #ddd; padding-right: 12px; }
+.wb-app .wb-controls h4 { margin: 10px 0 4px 0; }
+.wb-app .wb-rec { border: 2px solid #2ca02c; border-radius: 6px; padding: 10px 14px; background: #f4fbf4; }
+.wb-app .wb-rec.wb-none { border-color: #d62728; background: #fdf3f3; }
+.wb-app .wb-rec-label { text-transform: uppercase; font-size: 11px; letter-spacing: .06em; color: #2a6b2a; }
+.wb-app .wb-rec-headline { font-size: 20px; font-weight: 600; margin: 2px 0 6px 0; }
+.wb-app .wb-rec ul { margin: 4px 0 4px 18px; padding: 0; }
+.wb-app .wb-figures { display: flex; flex-wrap: wrap; gap: 8px; margin: 6px 0 10px 0; }
+.wb-app .wb-figure { background: #fff; border: 1px solid #cfe6cf; border-radius: 4px; padding: 4px 10px; line-height: 1.3; }
+.wb-app .wb-figure b { display: block; font-size: 17px; }
+.wb-app .wb-figure span { font-size: 11.5px; color: #555; }
+.wb-app .wb-msg { border-left: 4px solid #d62728; background: #fdf3f3; padding: 8px 12px; margin: 6px 0; }
+.wb-app .wb-msg.wb-note { border-left-color: #ff7f0e; background: #fff8ef; }
+.wb-app .wb-msg ul { margin: 4px 0 0 18px; padding: 0; }
+.wb-app .wb-status { color: #777; font-size: 12px; }
+.wb-app table.wb-table { border-collapse: collapse; font-size: 12.5px; margin: 4px 0 10px 0; }
+.wb-app table.wb-table th, .wb-app table.wb-table td { padding: 3px 8px; border-bottom: 1px solid #e5e5e5; text-align: right; white-space: nowrap; }
+.wb-app table.wb-table .wb-str, .wb-app table.wb-table th.wb-text { text-align: left; }
+.wb-app table.wb-table td.wb-text { text-align: left; white-space: normal; min-width: 180px; }
+.wb-app table.wb-table th { background: #f5f5f5; }
+.wb-app table.wb-table td:first-child, .wb-app table.wb-table th:first-child { text-align: left; }
+.wb-app table.wb-table tr.wb-best td { font-weight: 600; background: #f4fbf4; }
+.wb-app .wb-chart img { max-width: 100%; height: auto; margin: 6px 0; }
+.wb-app .wb-pane { overflow-x: auto; }
+.wb-app .widget-label { min-width: 0; }
+</style>"""
+
+class Page:
+    """State of one app page (one per kernel; no module-level state)."""
+
+    def __init__(self, scenario: str | None):
+        names = scenario_names()
+        if scenario not in names:
+            scenario = names[0] if names else None
+        self.version = 0
+        self.quiet = False
+        self.base = None            # the validated scenario as loaded from its file
+        self.scenario = None        # the scenario with the controls' changes, as last analysed
+        self.analysis = None
+        self.stale = set()
+        self.memo: dict = {}        # slow results that only some inputs change (scaling curves, SVGs)
+        self.picker = W.Dropdown(options=[(_scenario_label(n), n) for n in names], value=scenario,
+                                 description="Scenario", layout=W.Layout(width="100%", max_width="900px"),
+                                 style={"description_width": "70px"})
+        self.picker.add_class("wb-scenario")
+        self.about = W.HTML()
+        self.rec = W.HTML()
+        self.rec.add_class("wb-recommendation")
+        self.status = W.HTML()
+        self.status.add_class("wb-status-box")
+        controls = self._build_controls()
+        self.panes = [W.HTML() for _ in panels.TABS]
+        for name, pane in zip(panels.TABS, self.panes):
+            pane.add_class(f"wb-pane-{name.lower()}")
+            pane.add_class("wb-pane")
+        self.tabs = W.Tab(children=self.panes)
+        for i, name in enumerate(panels.TABS):
+            self.tabs.set_title(i, name)
+        self.tabs.add_class("wb-tabs")
+        main = W.VBox([self.rec, self.status, self.tabs], layout=W.Layout(flex="1 1 auto", padding="0 0 0 14px"))
+        self.box = W.VBox([W.HTML(CSS), self.picker, self.about,
+                           W.HBox([controls, main], layout=W.Layout(align_items="flex-start"))])
+        self.box.add_class("wb-app")
+        self.picker.observe(self._on_scenario, "value")
+        for w in (self.utilization, self.pricing_model, self.load, *self.weights.values()):
+            w.observe(self._on_control, "value")
+        self.tabs.observe(self._on_tab, "selected_index")
+        self.reset.on_click(lambda _b: self._load_scenario())
+        self._load_scenario()
+
+    def _build_controls(self) -> W.VBox:
+        """The left column; every control is a scenario path (see ``overrides``)."""
+        sl = dict(continuous_update=False, style={"description_width": "110px"}, layout=W.Layout(width="300px"))
+        self.utilization = W.FloatSlider(min=0.05, max=1.0, step=0.05, readout_format=".0%",
+                                         description="Utilization", **sl)
+        self.utilization.add_class("wb-utilization")
+        self.pricing_model = W.Dropdown(description="Pricing model", style=sl["style"], layout=W.Layout(width="300px"),
+                                        tooltip="Which way to pay to consider")
+        self.pricing_model.add_class("wb-pricing-model")
+        self.load = W.BoundedFloatText(min=1e-6, max=1e12, step=1, description="Load", continuous_update=False,
+                                       style=sl["style"], layout=W.Layout(width="300px"))
+        self.load.add_class("wb-load")
+        self.load_key = None
+        self.load_scale = 1.0
+        self.weights = {k: W.FloatSlider(min=0, max=1, step=0.05, description=k.replace("_", " ").capitalize(),
+                                         readout_format=".2f", **sl) for k in WEIGHTS}
+        for k, w in self.weights.items():
+            w.add_class(f"wb-weight-{k}")
+        self.candidates = W.GridBox(layout=W.Layout(grid_template_columns="repeat(2, 165px)", max_height="340px",
+                                                    overflow="auto"))
+        self.candidates.add_class("wb-candidates")
+        self.checks: dict[str, W.Checkbox] = {}
+        self.reset = W.Button(description="Reset to the scenario's values", layout=W.Layout(width="300px"))
+        self.reset.add_class("wb-reset")
+        controls = W.VBox([
+            W.HTML("<h4>Pricing</h4>"), self.utilization, self.pricing_model,
+            W.HTML("<h4>Load</h4>"), self.load,
+            W.HTML("<h4>What matters (weights)</h4>"), *self.weights.values(),
+            W.HTML("<h4>Candidates</h4>"), self.candidates,
+            self.reset,
+        ], layout=W.Layout(width="330px", min_width="330px"))
+        controls.add_class("wb-controls")
+        return controls
+
+    # --- scenario -> controls ---------------------------------------------------------------------
+    def _load_scenario(self) -> None:
+        name = self.picker.value
+        self.base = None
+        if name is None:
+            self._show_error("No scenario files found in data/scenarios/.", [])
+            return
+        try:
+            s = load_scenario(name)
+        except InputError as e:
+            self.about.value = ""
+            self._show_error(f"The scenario {name} cannot be used:", e.problems)
+            return
+        self.base = s
+        self.about.value = f'<p class="wb-sub">{text.esc(s.description or "")}</p>'
+        self.quiet = True
+        try:
+            self._set_controls(s)
+        finally:
+            self.quiet = False
+        self._recompute()
+
+    def _set_controls(self, s) -> None:
+        self.utilization.value = s.pricing.utilization
+        self.pricing_model.options = [("all of the scenario's", "")] + [(pricing_short(m), m) for m in PRICING_MODEL_IDS]
+        self.pricing_model.value = ""
+        w = s.workload
+        if w.task == "inference" and w.requests_per_s is not None:
+            self.load_key, self.load_scale, label, value = "workload.requests_per_s", 1.0, "Requests/s", w.requests_per_s
+        elif w.task == "inference" and w.concurrency is not None:
+            self.load_key, self.load_scale, label, value = "workload.concurrency", 1.0, "Concurrent users", w.concurrency
+        elif w.task != "inference" and w.tokens is not None:
+            self.load_key, self.load_scale, label, value = "workload.tokens", 1e9, "Tokens (billions)", w.tokens / 1e9
+        else:
+            self.load_key, self.load_scale, label, value = None, 1.0, "Load", 1.0
+        self.load.description = label
+        self.load.value = value
+        self.load.disabled = self.load_key is None
+        for k, sw in self.weights.items():
+            sw.value = getattr(s.weights, k)
+        ids = s.candidates.accelerators or catalog.accelerators()["accelerator"].tolist()
+        for c in self.checks.values():       # the previous scenario's boxes: unwired and closed
+            c.unobserve(self._on_control, "value")
+            c.close()
+        self.checks = {a: W.Checkbox(value=True, description=a, indent=False, layout=W.Layout(width="160px"))
+                       for a in ids}
+        for a, c in self.checks.items():
+            c.add_class("wb-candidate")
+            c.observe(self._on_control, "value")
+        self.candidates.children = list(self.checks.values())
+
+    # --- controls -> overrides --------------------------------------------------------------------
+    def overrides(self) -> dict:
+        """The scenario keys the controls change, relative to the scenario file."""
+        s, out = self.base, {}
+        if abs(self.utilization.value - s.pricing.utilization) > 1e-9:
+            out["pricing.utilization"] = round(self.utilization.value, 4)
+        if self.pricing_model.value:
+            out["pricing.models"] = [self.pricing_model.value]
+            if s.candidates.pricing_models:
+                out["candidates.pricing_models"] = [self.pricing_model.value]
+        if self.load_key is not None:
+            current = self.load.value * self.load_scale
+            base = _get(s, self.load_key)
+            if base is None or abs(current - base) > 1e-9 * max(1.0, abs(base)):
+                out[self.load_key] = int(round(current)) if self.load_key == "workload.concurrency" else current
+        for k, sw in self.weights.items():
+            if abs(sw.value - getattr(s.weights, k)) > 1e-9:
+                out[f"weights.{k}"] = round(sw.value, 4)
+        chosen = [a for a, c in self.checks.items() if c.value]
+        if len(chosen) != len(self.checks):
+            out["candidates.accelerators"] = chosen
+        return out
+
+    def _on_scenario(self, change) -> None:
+        self._load_scenario()
+
+    def _on_control(self, change) -> None:
+        if not self.quiet:
+            self._recompute()
+
+    def _on_tab(self, change) -> None:
+        i = change["new"]
+        if i is not None and i in self.stale:
+            self.panes[i].value = f"<p class='wb-sub'>Computing the {panels.TABS[i].lower()} view…</p>"
+            self._render_tab(i)
+
+    # --- compute and draw -------------------------------------------------------------------------
+    def _recompute(self) -> None:
+        if self.base is None:
+            return
+        t0 = time.perf_counter()
+        self.analysis = None
+        changes = self.overrides()
+        if "candidates.accelerators" in changes and not changes["candidates.accelerators"]:
+            self._show_error("Tick at least one candidate accelerator.", [])
+            return
+        try:
+            s = with_overrides(self.base, **changes) if changes else self.base
+        except InputError as e:
+            self._show_error("These settings are not a valid scenario:", e.problems)
+            return
+        analysis, problem = None, None
+        try:
+            analysis = analyse(s)
+        except InputError as e:
+            problem = ("The analysis cannot run on these inputs:", e.problems)
+        except Exception as e:  # an unexpected failure: say what failed; the traceback goes to the log
+            panels.log_exception()
+            problem = ("The analysis failed (a bug in the workbook, logged on the server):",
+                       [f"{type(e).__name__}: {e}"])
+        self.scenario = s
+        self.analysis = analysis
+        if problem:
+            self.rec.value = panels.message(*problem)
+        else:
+            self.rec.value = panels.recommendation(analysis)
+        self.stale = set(range(len(panels.TABS)))
+        self._render_tab(self.tabs.selected_index or 0)
+        took = f" (computed in {time.perf_counter() - t0:.2f} s)"
+        self._set_status((f"Showing the scenario with changed: {', '.join(changes)}{took}" if changes
+                          else f"Showing the scenario file's own values{took}"), "error" if problem else "ok")
+
+    def _render_tab(self, i: int) -> None:
+        name = panels.TABS[i]
+        try:
+            html = panels.RENDERERS[name](self.scenario, self.analysis, self.memo)
+        except InputError as e:
+            html = panels.message(f"The {name.lower()} view cannot be drawn for these inputs:", e.problems)
+        except Exception as e:
+            panels.log_exception()
+            html = panels.message(f"The {name.lower()} view failed (logged on the server):", [f"{type(e).__name__}: {e}"])
+        self.panes[i].value = html
+        self.stale.discard(i)
+
+    def _show_error(self, title: str, lines) -> None:
+        self.analysis = None
+        self.rec.value = panels.message(title, lines)
+        for p in self.panes:
+            p.value = ""
+        self.stale = set()
+        self._set_status("Not updated: see the message above.", "error")
+
+    def _set_status(self, message: str, state: str) -> None:
+        self.version += 1
+        self.status.value = (f'<span class="wb-status" data-version="{self.version}" data-state="{state}">'
+                             f"{text.esc(message)}</span>")
+
+
+def _get(s: Scenario, dotted: str):
+    node = s
+    for part in dotted.split("."):
+        node = getattr(node, part, None)
+    return node
+
+
+def _scenario_label(name: str) -> str:
+    try:
+        return load_scenario(name).title
+    except InputError:
+        return f"{name} (invalid file)"
+
+
+def app(scenario: str | None = None) -> W.VBox:
+    """The stakeholder app's page for one scenario name (a file in data/scenarios/); the picker
+    switches to the others. Returns the widget box (display it as a cell's last expression)."""
+    return Page(scenario).box

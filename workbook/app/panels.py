@@ -1,0 +1,217 @@
+"""Each tab of the stakeholder app as HTML, from a scenario and its ``Analysis``: the recommendation
+card, the decision's ranking and exclusions, the workload, the comparison, scaling and cost.
+
+Words and tables come from ``views.text``, charts from ``views.charts`` (drawn to static SVG by
+vl-convert inside ``<img>``: offline, no Vega from a CDN), labels from ``terms``. A ``memo`` (the
+page's own dict) keeps slow results that only some inputs change.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import sys
+import traceback
+
+import pandas as pd
+import vl_convert as vlc
+
+from .. import cost, perf, scaling
+from ..analysis import Analysis
+from ..scenario import Scenario
+from ..terms import ESTIMATE_COLUMNS, RANKING_LABELS, pricing_short
+from ..views import text
+from ..views.charts import cost as cost_charts
+from ..views.charts import perf as perf_charts
+from ..views.charts import scaling as scaling_charts
+
+TABS = ("Decision", "Workload", "Comparison", "Scaling", "Cost")
+PERF_COLUMNS = {
+    "training": ["accelerator", "chips", "fits", "training_days", "tokens_per_s", "mfu", "step_time_s", "chip_hours",
+                 "meets_deadline", "calibrated", "reason"],
+    "inference": ["accelerator", "chips", "fits", "ttft_ms", "tpot_ms", "output_tokens_per_s", "max_batch", "replicas",
+                  "tp", "meets_slo", "calibrated", "reason"],
+}
+EXCLUDED_LABELS = {"accelerator": "Accelerator", "pricing_model": "Pay with", "offerings": "Offerings",
+                   "constraint": "Why"}
+KEPT_CHARTS = 16      # SVGs remembered per page
+KEPT_CURVES = 4       # scaling curves remembered per page
+
+
+def log_exception() -> None:
+    """The full traceback goes to the kernel's stderr (Voila's server log), not to the page."""
+    traceback.print_exc(file=sys.__stderr__)
+
+
+def message(title: str, lines=(), kind: str = "error") -> str:
+    """A sentence (and its details) in a box: red for an error, orange for a note."""
+    items = "".join(f"<li>{text.esc(x)}</li>" for x in lines)
+    cls = "wb-msg" + (" wb-note" if kind == "note" else "")
+    return (f'<div class="{cls}" role="{"alert" if kind == "error" else "note"}"><b>{text.esc(title)}</b>'
+            + (f"<ul>{items}</ul>" if items else "") + "</div>")
+
+
+def _remember(memo: dict, prefix: str, key: str, make, keep: int):
+    key = prefix + key
+    if key not in memo:
+        for old in [k for k in memo if k.startswith(prefix)][:-keep]:
+            memo.pop(old)
+        memo[key] = make()
+    return memo[key]
+
+
+def chart_html(chart, alt_text: str, memo: dict) -> str:
+    """A chart as a static SVG ``<img>``; an unchanged chart is not drawn again."""
+    spec = chart.to_dict()
+    data = _remember(memo, "svg:", json.dumps(spec, sort_keys=True, default=str),
+                     lambda: base64.b64encode(vlc.vegalite_to_svg(spec).encode()).decode(), KEPT_CHARTS)
+    return f'<div class="wb-chart"><img alt="{text.esc(alt_text)}" src="data:image/svg+xml;base64,{data}"></div>'
+
+
+def charts_html(charts, memo: dict) -> str:
+    """``(what it shows, make_chart)`` pairs as images; a chart that fails is said in words (and logged)."""
+    out = []
+    for what, make in charts:
+        try:
+            out.append(chart_html(make(), what, memo))
+        except Exception as e:   # one broken chart must not hide the rest of the tab
+            log_exception()
+            out.append(message(f"The chart '{what}' failed (logged on the server):", [f"{type(e).__name__}: {e}"]))
+    return "".join(out)
+
+
+def recommendation(a: Analysis | None) -> str:
+    """The recommendation card (``views.text.recommendation_html``)."""
+    if a is None or a.recommendation is None:
+        return message("No recommendation: the analysis gave no decision.", [], "note")
+    return text.recommendation_html(a.recommendation)
+
+
+# --- Decision --------------------------------------------------------------------------------------
+
+def ranking(rec, top: int = 12) -> str:
+    """The decision's ranking table, with money as money and the cost band next to the cost."""
+    full = text.current_names(rec.ranking)
+    df = full.head(top).copy()
+    for m in ("cost_usd", "usd_per_million_tokens"):
+        if m in df:
+            if f"{m}_low" in df and f"{m}_high" in df:
+                df["band"] = [f"{text.money(lo)}–{text.money(hi)}" for lo, hi in zip(df[f"{m}_low"], df[f"{m}_high"])]
+            df[m] = df[m].map(text.money)
+    if "usd_per_month" in df:
+        df["usd_per_month"] = df["usd_per_month"].map(text.money)
+    if "pricing_model" in df:
+        df["pricing_model"] = df["pricing_model"].map(pricing_short)
+    if "p_cheapest" in df:
+        df["p_cheapest"] = df["p_cheapest"].map(lambda v: text.BLANK if pd.isna(v) else f"{v:.0%}")
+    note = (f"<p class='wb-sub'>Top {len(df)} of {len(full)} options (accelerator x way to pay).</p>"
+            if len(full) > len(df) else "")
+    return text.table_html(df, list(RANKING_LABELS), labels=RANKING_LABELS, highlight_first=True) + note
+
+
+def decision(s: Scenario, a: Analysis | None, memo: dict) -> str:
+    if a is None:
+        return ""
+    rec = a.recommendation
+    out = [charts_html([("Cost against time of every ranked option", lambda: cost_charts.pareto_chart(rec.ranking))],
+                       memo)]
+    if rec.ranking is not None and len(rec.ranking):
+        out.append("<h4>Ranking</h4>" + ranking(rec))
+    excluded = rec.excluded
+    if excluded is not None and len(excluded):
+        excluded = excluded.copy()
+        if "pricing_model" in excluded:
+            excluded["pricing_model"] = excluded["pricing_model"].map(pricing_short)
+        out.append("<h4>Ruled out by a hard constraint</h4>"
+                   + text.table_html(excluded, list(EXCLUDED_LABELS), labels=EXCLUDED_LABELS))
+    return "".join(out)
+
+
+# --- Workload --------------------------------------------------------------------------------------
+
+def _inputs(s: Scenario) -> pd.DataFrame:
+    w = s.workload
+    rows = [("Task", w.task), ("Model", w.model or ("custom architecture" if w.architecture else "generic model")),
+            ("Precision", w.precision)]
+    if w.task == "inference":
+        rows += [("Prompt tokens per request", w.input_tokens), ("Answer tokens per request", w.output_tokens),
+                 ("Requests per second", w.requests_per_s), ("Concurrent users", w.concurrency),
+                 ("Time to first token target (ms)", w.ttft_slo_ms), ("Time per output token target (ms)", w.tpot_slo_ms),
+                 ("Batch window (hours)", w.batch_window_hours), ("Hours per day", w.hours_per_day)]
+    else:
+        rows += [("Training tokens", w.tokens), ("Samples", w.samples), ("Sequence length", w.seq_len),
+                 ("Global batch (tokens)", w.global_batch_tokens), ("Framework", w.framework)]
+    c = s.constraints
+    rows += [("Deadline (days)", c.deadline_days), ("Budget", text.money(c.budget_usd) if c.budget_usd else None),
+             ("Max chips", c.max_chips),
+             ("Utilization", f"{s.pricing.utilization:.0%}"), ("Horizon (months)", s.pricing.horizon_months),
+             ("Pricing models", ", ".join(pricing_short(m) for m in s.pricing.models)),
+             ("Candidates", ", ".join(s.candidates.accelerators or ["every accelerator in the catalog"]))]
+    return pd.DataFrame([(k, v) for k, v in rows if v is not None], columns=["Input", "Value"])
+
+
+def workload(s: Scenario, a: Analysis | None, memo: dict) -> str:
+    size = text.table_html(perf.workload_summary(s), ["quantity", "value", "unit", "formula"],
+                           labels={"quantity": "Quantity", "value": "Value", "unit": "Unit", "formula": "How"})
+    return "".join([f"<h4>{text.esc(s.title)}</h4>", text.table_html(_inputs(s)), "<h4>Size of the work</h4>", size,
+                    charts_html([("Memory of one model copy by component",
+                                  lambda: perf_charts.memory_breakdown(perf.memory_breakdown(s)))], memo)])
+
+
+# --- Comparison ------------------------------------------------------------------------------------
+
+def comparison(s: Scenario, a: Analysis | None, memo: dict) -> str:
+    if a is None:
+        return ""
+    df = a.perf.copy()
+    cols = PERF_COLUMNS["inference" if s.workload.task == "inference" else "training"]
+    if "mfu" in df:
+        df["mfu"] = df["mfu"].map(lambda v: text.BLANK if v is None or v != v else f"{v:.0%}")
+    charts = [("Each candidate side by side, with its band", lambda: perf_charts.comparison(a.perf)),
+              ("Roofline: where the workload sits on each chip",
+               lambda: perf_charts.roofline(perf.roofline_lines(s), perf.operating_points(s, a.perf)))]
+    return "".join([charts_html(charts, memo),
+                    "<h4>Performance by accelerator</h4><p class='wb-sub'>The performance model's estimate for each "
+                    "candidate, at the number of chips it needs for this workload. 'Why not' says why an accelerator "
+                    "cannot do the work.</p>",
+                    text.table_html(df, cols, labels={c: ESTIMATE_COLUMNS[c].label for c in cols})])
+
+
+# --- Scaling ---------------------------------------------------------------------------------------
+
+def _curves(s: Scenario, memo: dict) -> pd.DataFrame:
+    """``scenario_curves(s)`` for the inputs it depends on (workload, cluster, candidates,
+    constraints): prices, weights and utilization do not change it."""
+    raw = json.dumps(s.model_dump(include={"workload", "cluster", "candidates", "constraints"}), default=str)
+    key = json.dumps(json.loads(raw, parse_int=float), sort_keys=True)   # 24 and 24.0: one input
+    return _remember(memo, "curves:", key, lambda: scaling.scenario_curves(s), KEPT_CURVES)
+
+
+def scaling_tab(s: Scenario, a: Analysis | None, memo: dict) -> str:
+    curves = _curves(s, memo)
+    return (charts_html([("Scaling with the number of chips", lambda: scaling_charts.scaling_curves(curves))], memo)
+            + "<h4>Where scaling stops paying</h4>" + text.markdown_html(text.scaling_verdict(curves)))
+
+
+# --- Cost ------------------------------------------------------------------------------------------
+
+def _winner_option(a: Analysis):
+    r = a.recommendation.ranking if a.recommendation is not None else None
+    return None if r is None or r.empty or "option" not in r else r["option"].iloc[0]
+
+
+def cost_tab(s: Scenario, a: Analysis | None, memo: dict) -> str:
+    if a is None or a.priced is None:
+        return message("The cost view has no prices for these inputs.", [], "note")
+    rec, option = a.recommendation, _winner_option(a)
+    charts = [("Ways to pay, cheapest offering of each accelerator", lambda: cost_charts.pricing_models(a.priced)),
+              ("Monte Carlo distribution of the cost", lambda: cost_charts.mc_distribution(cost.mc_histogram(s, a.priced)))]
+    if option is not None:
+        charts.append(("Which input moves the cost most",
+                       lambda: cost_charts.tornado_chart(cost.tornado(s, a.priced, option))))
+    charts.append(("When a commitment or a purchase pays off", lambda: cost_charts.breakeven_chart(
+        cost.breakeven_curves(s, a.priced, accelerator=rec.accelerator if rec else None))))
+    return charts_html(charts, memo)
+
+
+RENDERERS = {"Decision": decision, "Workload": workload, "Comparison": comparison, "Scaling": scaling_tab,
+             "Cost": cost_tab}
