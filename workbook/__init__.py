@@ -1,8 +1,12 @@
 """Decision workbook: which accelerator, and how to pay for it, for a given AI workload.
 
-The package computes; notebooks narrate. Public entry points are re-exported here so that a
-notebook cell is one line: ``s = wb.load_scenario("llama2-7b-pretrain")``.
+The package computes; notebooks narrate. The public face is ``Scenario``, ``load_scenario``,
+``analyse`` (the one pipeline) and ``InputError``, so that a notebook cell is one line:
+``a = wb.analyse(wb.load_scenario("llama2-7b-pretrain"))``. Subpackages load on first use
+(``wb.model``, ``wb.cost``, ``wb.decision``...), and ``wb.charts`` / ``wb.widgets`` are the views'
+charts and widgets (``workbook.views.charts``, ``workbook.views.widgets``).
 """
+import importlib
 import sys as _sys
 
 # jsonschema (imported by altair and nbformat) imports rfc3987_syntax, when installed, only to check
@@ -13,7 +17,7 @@ _sys.modules.setdefault("rfc3987_syntax", None)
 
 from . import catalog, paths  # noqa: E402
 from .errors import InputError
-from .narrative import header, register_table_formatter
+from .views.text import header, register_table_formatter
 from .scenario import Scenario, load_scenario, parse_scenario, scenario_names, with_overrides
 
 __version__ = paths.VERSION
@@ -21,24 +25,22 @@ __version__ = paths.VERSION
 register_table_formatter()
 
 
-def submodule_getattr(package: str):
-    """A module ``__getattr__`` that imports ``package.<name>`` on first use (``wb.widgets``,
-    ``wb.charts.scaling``...): ``import workbook`` stays light for the CLI, and a notebook still needs
-    only ``import workbook as wb``."""
-    import importlib
-
-    def __getattr__(name: str):
-        try:
-            return importlib.import_module(f"{package}.{name}")
-        except ModuleNotFoundError as e:
-            if e.name == f"{package}.{name}":
-                raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
-            raise
-
-    return __getattr__
+# names that live deeper than their notebook spelling
+_ALIASES = {"charts": "workbook.views.charts", "widgets": "workbook.views.widgets", "text": "workbook.views.text"}
 
 
-__getattr__ = submodule_getattr(__name__)
+def __getattr__(name: str):
+    """``wb.<subpackage>`` imported on first use, so that ``import workbook`` stays light for the CLI
+    while a notebook needs only ``import workbook as wb``; ``wb.analyse`` is ``analysis.analyse``."""
+    if name == "analyse":
+        return importlib.import_module("workbook.analysis").analyse
+    try:
+        return importlib.import_module(_ALIASES.get(name, f"workbook.{name}"))
+    except ModuleNotFoundError as e:
+        if e.name in (f"workbook.{name}", _ALIASES.get(name)):
+            raise AttributeError(f"module 'workbook' has no attribute {name!r}") from None
+        raise
 
-__all__ = ["catalog", "header", "InputError", "Scenario", "load_scenario", "parse_scenario", "scenario_names",
-           "with_overrides", "__version__"]
+
+__all__ = ["analyse", "catalog", "header", "InputError", "Scenario", "load_scenario", "parse_scenario",
+           "scenario_names", "with_overrides", "__version__"]

@@ -15,7 +15,8 @@ import traceback
 import pandas as pd
 import vl_convert as vlc
 
-from .. import cost, perf, scaling
+from .. import cost
+from ..model import tables
 from ..analysis import Analysis
 from ..scenario import Scenario
 from ..terms import ESTIMATE_COLUMNS, RANKING_LABELS, pricing_short
@@ -150,11 +151,11 @@ def _inputs(s: Scenario) -> pd.DataFrame:
 
 
 def workload(s: Scenario, a: Analysis | None, memo: dict) -> str:
-    size = text.table_html(perf.workload_summary(s), ["quantity", "value", "unit", "formula"],
+    size = text.table_html(tables.workload_summary(s), ["quantity", "value", "unit", "formula"],
                            labels={"quantity": "Quantity", "value": "Value", "unit": "Unit", "formula": "How"})
     return "".join([f"<h4>{text.esc(s.title)}</h4>", text.table_html(_inputs(s)), "<h4>Size of the work</h4>", size,
                     charts_html([("Memory of one model copy by component",
-                                  lambda: perf_charts.memory_breakdown(perf.memory_breakdown(s)))], memo)])
+                                  lambda: perf_charts.memory_breakdown(tables.memory_breakdown(s)))], memo)])
 
 
 # --- Comparison ------------------------------------------------------------------------------------
@@ -168,7 +169,7 @@ def comparison(s: Scenario, a: Analysis | None, memo: dict) -> str:
         df["mfu"] = df["mfu"].map(lambda v: text.BLANK if v is None or v != v else f"{v:.0%}")
     charts = [("Each candidate side by side, with its band", lambda: perf_charts.comparison(a.perf)),
               ("Roofline: where the workload sits on each chip",
-               lambda: perf_charts.roofline(perf.roofline_lines(s), perf.operating_points(s, a.perf)))]
+               lambda: perf_charts.roofline(tables.roofline_lines(s), tables.operating_points(s, a.perf)))]
     return "".join([charts_html(charts, memo),
                     "<h4>Performance by accelerator</h4><p class='wb-sub'>The performance model's estimate for each "
                     "candidate, at the number of chips it needs for this workload. 'Why not' says why an accelerator "
@@ -183,7 +184,7 @@ def _curves(s: Scenario, memo: dict) -> pd.DataFrame:
     constraints): prices, weights and utilization do not change it."""
     raw = json.dumps(s.model_dump(include={"workload", "cluster", "candidates", "constraints"}), default=str)
     key = json.dumps(json.loads(raw, parse_int=float), sort_keys=True)   # 24 and 24.0: one input
-    return _remember(memo, "curves:", key, lambda: scaling.scenario_curves(s), KEPT_CURVES)
+    return _remember(memo, "curves:", key, lambda: tables.scenario_curves(s), KEPT_CURVES)
 
 
 def scaling_tab(s: Scenario, a: Analysis | None, memo: dict) -> str:

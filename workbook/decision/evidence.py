@@ -16,7 +16,7 @@ import pandas as pd
 
 from .. import catalog
 from ..model import profile
-from ..narrative import usd
+from ..terms import usd
 from ..scenario import Scenario
 from ..terms import HOURS_PER_MONTH, pricing_label
 from .rules import PHYSICAL, needed_capabilities
@@ -76,7 +76,7 @@ def _performance_rows(s: Scenario, perf_df: pd.DataFrame) -> list[dict]:
         vals = ", ".join(f"{k} {r[k]:,.4g}" for k in keys
                          if k in r and pd.notna(r[k]) and isinstance(r[k], (int, float, np.number)))
         rows.append({"category": "performance", "item": r["accelerator"], "value": vals,
-                     "source": "workbook.perf.compare (performance model)", "as_of": None})
+                     "source": "workbook.model.estimate.compare (performance model)", "as_of": None})
     return rows
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .. import cost
-from ..narrative import usd
+from ..terms import usd
 from ..scenario import Scenario
 from ..terms import pricing_label
 from .rules import framework_fit, percent_text, supply_scores

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .. import catalog, cost
-from ..narrative import usd
+from ..terms import usd
 from ..scenario import Scenario
 from ..terms import FRAMEWORK_LABEL, PLATFORM_LABEL, PRICING_MODEL_IDS, pricing_label
 from .evidence import STALE_DAYS, age_days

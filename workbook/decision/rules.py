@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .. import catalog
-from ..narrative import usd
+from ..terms import usd
 from ..scenario import Scenario
 from ..terms import FRAMEWORK_LABEL, PLATFORM_LABEL, pricing_label
 

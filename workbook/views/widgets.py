@@ -15,7 +15,8 @@ import ipywidgets as W
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from .. import catalog, comm, cost, perf, scaling
+from .. import catalog, cost
+from ..model import comm, estimate, serving, tables, training
 from ..analysis import Analysis, analyse
 from ..errors import InputError
 from ..profile import workload_profile
@@ -99,8 +100,8 @@ def profile_explorer(s: Scenario) -> W.VBox:
         except InputError as e:
             _cannot(e.problems)
             return
-        display(perf.workload_summary(s2))
-        display(perf_charts.memory_breakdown(perf.memory_breakdown(s2, batch=batch)))
+        display(tables.workload_summary(s2))
+        display(perf_charts.memory_breakdown(tables.memory_breakdown(s2, batch=batch)))
 
     out = W.interactive_output(show, {"batch": batch, **{names[k]: c for k, c in controls.items()}})
     box = W.VBox([W.VBox(list(controls.values()) + [batch]), out])
@@ -124,7 +125,7 @@ def comparison_explorer(s: Scenario, a: Analysis | None = None) -> W.VBox:
     and the table of the analysis' performance estimate (with each training option's layout)."""
     w = s.workload
     kw = dict(style=STYLE, layout=W.Layout(**LAYOUT))
-    start = perf.candidate_accelerators(s)
+    start = estimate.candidate_accelerators(s)
     every = sorted(set(catalog.accelerators()["accelerator"]) | set(start))
     prec_w = W.Dropdown(options=_precisions(w), value=w.precision, description="Precision", **kw)
     if w.task == "inference":
@@ -164,7 +165,7 @@ def comparison_explorer(s: Scenario, a: Analysis | None = None) -> W.VBox:
 def _scaling_controls(s: Scenario, names: list[str]) -> dict[str, W.Widget]:
     kw = dict(style=STYLE, layout=W.Layout(**LAYOUT))
     start = (s.cluster.chips if s.cluster and s.cluster.chips else None) or s.constraints.max_chips or 1024
-    counts = scaling.powers_of_two(1, max(16384, int(start)))
+    counts = tables.powers_of_two(1, max(16384, int(start)))
     sizes = [1, 2, 4, 8, 16, 32, 64, 128]
     c = {
         "accelerator": W.Dropdown(options=names, value=names[0], description="Accelerator", **kw),
@@ -204,14 +205,12 @@ def _scaling_view(s: Scenario, efficiency, v: dict) -> None:
     domain = None if v["domain"] == "catalog default" else v["domain"]
     headroom = s.constraints.min_memory_headroom
     if w.task == "inference":
-        topo = comm.topology(acc, None, domain)
-        display(scaling_charts.tp_curves(scaling.inference_tp_curve(p, acc, w, efficiency=efficiency, topology=topo,
-                                                                    memory_headroom=headroom)))
+        display(scaling_charts.tp_curves(serving.tp_curve(p, acc, w, efficiency=efficiency, memory_headroom=headroom)))
         return
     topo = comm.topology(acc, v["chips"], domain, inter_node_bytes_per_s=v["network"] * 1e9)
     pins = s.cluster.parallelism.model_dump(exclude_none=True) if s.cluster and s.cluster.parallelism else {}
     pins.update({k: v[k] for k in ("zero", "recompute") if v[k] is not None})
-    table = scaling.search(p, acc, v["chips"], w, Parallelism(**pins), efficiency, topology=topo,
+    table = training.search(p, acc, v["chips"], w, Parallelism(**pins), efficiency, topology=topo,
                            memory_headroom=headroom, max_tp=v["max_tp"], max_pp=v["max_pp"])
     if table.empty:
         display(Markdown(f"**Nothing fits** on {v['chips']:,} x {v['accelerator']} with these limits."))
@@ -230,7 +229,7 @@ def scaling_explorer(s: Scenario, efficiency=None) -> W.VBox:
     shows the fastest configurations that fit (or, for an inference scenario, throughput and latency
     against tensor-parallel size). Every change re-runs the vectorised layout search."""
     w = s.workload
-    names = [a for a in perf.candidate_accelerators(s)
+    names = [a for a in estimate.candidate_accelerators(s)
              if catalog.peak_flops_per_s(catalog.accelerator(a), w.precision) is not None
              and not pd.isna(catalog.peak_flops_per_s(catalog.accelerator(a), w.precision))]
     if not names:
