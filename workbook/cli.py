@@ -16,7 +16,7 @@ from .errors import InputError
 # ``add_arguments(parser)`` and ``run(args) -> int``.
 _PLUGINS = {
     "calibrate": ("workbook.calibrate.fit", "compare the performance model with published runs"),
-    "report": ("workbook.report", "render decision reports (HTML) for scenarios with Papermill"),
+    "report": ("workbook.report.batch", "render decision reports (HTML) for scenarios with Papermill"),
 }
 
 
@@ -127,10 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("schema", help="print the scenario file's JSON schema")
     s.set_defaults(func=_schema)
     for name, (mod, help_) in _PLUGINS.items():
-        try:
-            m = importlib.import_module(mod)
-        except ImportError:
-            continue
+        m = importlib.import_module(mod)
         sp = sub.add_parser(name, help=help_)
         m.add_arguments(sp)
         sp.set_defaults(func=m.run)

@@ -1,0 +1,133 @@
+"""From executed notebooks to one offline page, without kernels: cleaning, anchors, the offline
+check and the headline box read from summary.json."""
+from __future__ import annotations
+
+import re
+
+import nbformat
+import pytest
+
+from workbook.report import assemble
+
+
+def executed_like() -> nbformat.NotebookNode:
+    """An executed notebook with everything a report must drop."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {"x": {}}}}
+    md = nbformat.v4.new_markdown_cell("# 05 · Question\n\n## Part one")
+    params = nbformat.v4.new_code_cell('scenario = "x"', metadata={"tags": ["parameters"]})
+    injected = nbformat.v4.new_code_cell('scenario = "y"', metadata={"tags": ["injected-parameters"]})
+    chart = nbformat.v4.new_code_cell("wb.charts.x(df)", outputs=[
+        nbformat.v4.new_output("display_data", data={"image/svg+xml": "<svg xmlns='http://www.w3.org/2000/svg'></svg>",
+                                                     "text/plain": "alt.Chart(...)"}),
+        nbformat.v4.new_output("stream", name="stderr", text="FutureWarning: something\n")])
+    widget = nbformat.v4.new_code_cell("w(s)", metadata={"tags": ["widgets"]}, outputs=[
+        nbformat.v4.new_output("display_data", data={"application/vnd.jupyter.widget-view+json": {"model_id": "x"},
+                                                     "text/plain": "VBox()"})])
+    stray = nbformat.v4.new_code_cell("live", outputs=[
+        nbformat.v4.new_output("display_data", data={"application/vnd.jupyter.widget-view+json": {"model_id": "y"},
+                                                     "text/plain": "JupyterChart()"})])
+    js = nbformat.v4.new_code_cell("js", outputs=[
+        nbformat.v4.new_output("display_data", data={"application/javascript": "fetch('https://x')",
+                                                     "text/plain": "<js>"})])
+    silent = nbformat.v4.new_code_cell("import workbook as wb")
+    try_it = nbformat.v4.new_markdown_cell("## Try it\nMove the weights.")
+    nb.cells = [md, params, injected, silent, chart, widget, stray, js, try_it, widget.copy()]
+    return nb
+
+
+def test_cleaning_drops_widget_state_widget_cells_scripts_and_stderr():
+    nb = executed_like()
+    notes = assemble.clean_notebook(nb)
+    assert "widgets" not in nb.metadata
+    assert notes == ["cell 4 wrote to stderr: FutureWarning: something"]  # its number in the source notebook
+    html = assemble.notebook_html(nb)
+    assert "widget" not in html and "VBox" not in html and "JupyterChart" not in html
+    assert "<script" not in html and "fetch(" not in html
+    assert 'scenario = "' not in html and "import workbook" not in html and "FutureWarning" not in html
+    assert len(re.findall(r'<img alt="Chart" src="data:image/svg\+xml;base64,', html)) == 1
+    assert "&lt;js&gt;" in html  # the plain-text fallback of a script output stays
+    assert "Try it" not in html  # a section holding only widgets goes with them
+
+
+def test_stderr_notes_number_cells_as_the_source_notebook_after_removed_cells():
+    nb = executed_like()
+    nb.metadata["workbook"] = {"removed_cells": [2]}  # a cell before the chart was removed before execution
+    assert assemble.clean_notebook(nb) == ["cell 5 wrote to stderr: FutureWarning: something"]
+
+
+def test_widget_cells_are_the_tagged_cells_and_a_heading_that_holds_only_them():
+    nb = executed_like()
+    assert assemble.widget_cells(nb.cells) == {5, 8, 9}
+
+
+def test_headings_get_section_ids_for_the_table_of_contents():
+    nb = executed_like()
+    assemble.clean_notebook(nb)
+    fragment, heads = assemble._prefix_anchors(assemble.notebook_html(nb), "cost")
+    # the notebook's number ("05 ·") is dropped from its title: the report has its own order
+    assert [(h["level"], h["text"]) for h in heads] == [(1, "Question"), (2, "Part one")]
+    assert heads[1]["id"] == "cost-Part-one" and heads[0]["id"].startswith("cost-")
+    assert re.search(r"<h1[^>]*>Question<a", fragment)
+    assert 'id="cost-Part-one"' in fragment and 'href="#cost-Part-one"' in fragment
+
+
+@pytest.mark.parametrize("snippet, url", [
+    ('<script src="https://cdn.jsdelivr.net/npm/vega@5"></script>', "https://cdn.jsdelivr.net/npm/vega@5"),
+    ("<link rel=stylesheet href=//fonts.googleapis.com/css>", "//fonts.googleapis.com/css"),
+    ('<img src="http://example.com/a.png">', "http://example.com/a.png"),
+    ("<style>@import url('https://x.org/a.css');</style>", "https://x.org/a.css"),
+    ("<div style=\"background: url(https://x.org/b.png)\"></div>", "https://x.org/b.png"),
+])
+def test_external_resources_are_found(snippet, url):
+    assert assemble.external_resources(f"<p>x</p>{snippet}") == [url]
+
+
+def test_plain_links_and_embedded_images_are_not_external_resources():
+    assert assemble.external_resources('<a href="https://arxiv.org/abs/2001.08361">Kaplan</a>'
+                                       '<img src="data:image/svg+xml;base64,PHN2Zz4=">') == []
+
+
+def test_headline_reads_a_training_recommendation():
+    summary = {"scenario": "s", "title": "T", "report": {"generated_utc": "2026-01-01T00:00:00Z"},
+               "recommendation": {"accelerator": "H100-SXM5-80GB", "provider": "AWS", "offering": "p5.48xlarge",
+                                  "pricing_model": "commit_1y", "metric": "cost_usd",
+                                  "runner_up": {"accelerator": "MI300X", "score": 0.7012},
+                                  "figures": {"cost_usd": 1.234e6, "cost_usd_low": 1.1e6, "cost_usd_high": 1.5e6,
+                                              "time_days": 3.0, "score": 0.74, "p_beats_runner_up": 0.51,
+                                              "p_cheapest": 0.32}}}
+    h = assemble.headline(summary)
+    assert h["recommendation"] == "H100-SXM5-80GB on a 1-year commitment (AWS, p5.48xlarge)"
+    assert h["cost"] == "$1.23M per run ($1.10M to $1.50M)"
+    assert h["time"] == "3.0 days"
+    assert h["confidence"] == ("score 0.740 vs 0.701 for the runner-up; beats the runner-up in 51% of Monte Carlo "
+                               "draws; cheapest in 32% of Monte Carlo draws")
+    assert (h["cost_value"], h["time_days"], h["p_cheapest"]) == (1.234e6, 3.0, 0.32)
+    assert assemble.headline({"scenario": "s", "estimate_error": "boom"})["recommendation"] is None
+
+
+def test_headline_reads_an_inference_recommendation_with_latency_from_its_option():
+    summary = {"scenario": "s", "options": [{"accelerator": "L4", "ttft_ms": 120.0, "tpot_ms": 20.4},
+                                            {"accelerator": "T4", "ttft_ms": 300.0, "tpot_ms": 45.0}],
+               "recommendation": {"accelerator": "L4", "provider": "GCP", "offering": "g2-standard-4",
+                                  "pricing_model": "spot", "metric": "usd_per_million_tokens",
+                                  "figures": {"usd_per_million_tokens": 0.35, "usd_per_million_tokens_low": 0.3,
+                                              "usd_per_million_tokens_high": 0.42, "usd_per_month": 2500.0}}}
+    h = assemble.headline(summary)
+    assert h["cost"] == "$0.35 per million output tokens ($0.3 to $0.42); $2,500 per month"
+    assert h["time"] == "20 ms per output token, first token 120 ms"
+    assert h["confidence"] is None
+
+
+def test_headline_text_is_the_decision_modules_own_headline():
+    pd = pytest.importorskip("pandas")
+    decision = pytest.importorskip("workbook.decision")
+
+    def rec(**kw):
+        parts = dict(scenario="s", accelerator=None, offering=None, provider=None, pricing_model=None, reasons=[],
+                     runner_up=None, flip_conditions=[], ranking=pd.DataFrame(), excluded=pd.DataFrame())
+        return decision.Recommendation(**{**parts, **kw})
+
+    for r in (rec(accelerator="MI300X", offering="nd-mi300x-v5", provider="Azure", pricing_model="commit_3y",
+                  metric="cost_usd", figures={"cost_usd": 1.0}), rec()):
+        assert assemble.headline({"recommendation": r.as_dict()})["recommendation"] == r.headline()

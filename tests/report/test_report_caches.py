@@ -1,0 +1,68 @@
+"""Caches on the report path (the calibration table that notebook 02 shows): keyed by content, never
+stale. Moved from tests/test_report.py unchanged; they exercise ``workbook.calibrate``."""
+from __future__ import annotations
+
+import pytest
+
+
+def _clear_data_caches():
+    from workbook import calibrate, catalog, perf
+
+    for f in (catalog.load, catalog.resolve_map, calibrate._runs_cached, perf._param_file):
+        f.cache_clear()
+
+
+@pytest.fixture
+def data_copy(tmp_path, monkeypatch):
+    """A private copy of data/*.csv as the catalog folder, a private cache folder, empty caches."""
+    from workbook import calibrate, paths
+
+    data = tmp_path / "data"
+    data.mkdir()
+    for p in paths.DATA_DIR.glob("*.csv"):
+        (data / p.name).write_bytes(p.read_bytes())
+    monkeypatch.setattr(paths, "DATA_DIR", data)
+    monkeypatch.setenv("WORKBOOK_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(calibrate, "_TABLES", {})
+    _clear_data_caches()
+    yield data
+    _clear_data_caches()
+
+
+def test_calibration_table_cache_follows_the_reference_runs_file(data_copy, monkeypatch):
+    from workbook import calibrate
+
+    runs_csv = data_copy / "reference_runs.csv"
+    first = calibrate.reference_runs().iloc[0]
+    before = calibrate.calibration_table()
+    assert len(list((data_copy.parent / "cache").glob("calibration-*.pkl"))) == 1
+    # halve the first used run's published figure: its error must follow, not come from the cache
+    original = runs_csv.read_text()
+    old = f",{first['metric']},{first['value']},{first['split']},"
+    assert original.count(old) == 1
+    runs_csv.write_text(original.replace(old, f",{first['metric']},{first['value'] / 2},{first['split']},"))
+    _clear_data_caches()
+    after = calibrate.calibration_table()
+    row = lambda t: t.set_index("run").loc[first["run"]]  # noqa: E731
+    assert row(after)["value"] == pytest.approx(row(before)["value"] / 2)
+    assert row(after)["error"] == pytest.approx(2 * (row(before)["error"] + 1) - 1)
+    assert len(list((data_copy.parent / "cache").glob("calibration-*.pkl"))) == 2
+    # a new process (empty memory) reads the table of the current files from disk, for either content
+    monkeypatch.setattr(calibrate, "_TABLES", {})
+    monkeypatch.setattr(calibrate, "_calibration_table", lambda runs: pytest.fail("recomputed"))
+    assert calibrate.calibration_table().equals(after)
+    runs_csv.write_text(original)
+    _clear_data_caches()
+    assert calibrate.calibration_table().equals(before)
+
+
+def test_calibration_table_cache_key_follows_the_package_source(monkeypatch, tmp_path):
+    from workbook import calibrate
+
+    pkg = tmp_path / "workbook"
+    pkg.mkdir()
+    (pkg / "perf.py").write_text("A = 1\n")
+    monkeypatch.setattr(calibrate, "__file__", str(pkg / "calibrate.py"))
+    k1 = calibrate._table_cache_key()
+    (pkg / "perf.py").write_text("A = 2\n")
+    assert calibrate._table_cache_key() != k1

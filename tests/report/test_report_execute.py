@@ -1,0 +1,72 @@
+"""Running notebooks for a report: ``widgets`` cells are removed from the NotebookNode before
+Papermill sees it, and a failure names the cell as the source notebook numbers it."""
+from __future__ import annotations
+
+import json
+import re
+
+import nbformat
+import pytest
+from report_helpers import FIXTURE_NOTEBOOKS, copy_scenario, without_catalog_model
+
+from workbook.report import batch, execute
+
+
+def test_widgets_cells_and_their_heading_are_removed_before_execution():
+    nb = execute.batch_notebook(FIXTURE_NOTEBOOKS / "05_decision.ipynb")
+    source = nbformat.read(FIXTURE_NOTEBOOKS / "05_decision.ipynb", as_version=4)
+    assert [c.source for c in source.cells][-2:] == ["## Try it\n\nOnly a live notebook shows this section.",
+                                                     'raise RuntimeError("a widgets cell ran in a batch")']
+    assert not [c for c in nb.cells if "widgets" in c.metadata.get("tags", [])]
+    assert [c.source for c in nb.cells] == [c.source for c in source.cells[:-2]]
+    assert nb.metadata.workbook.removed_cells == [len(source.cells) - 1, len(source.cells)]
+    assert nb.metadata.workbook.section.key == "decision"  # the rest of the metadata stays
+
+
+def test_a_notebook_without_widgets_cells_is_run_as_it_is():
+    nb = execute.batch_notebook(FIXTURE_NOTEBOOKS.parent / "notebooks_bad_params" / "05_decision.ipynb")
+    assert "removed_cells" not in nb.metadata.workbook
+
+
+def test_source_cell_number_ignores_injected_and_banner_cells():
+    nb = nbformat.v4.new_notebook()
+    tag = lambda t: {"tags": [t]}  # noqa: E731
+    nb.cells = [nbformat.v4.new_markdown_cell("banner", metadata=tag("papermill-error-cell-tag")),
+                nbformat.v4.new_markdown_cell("# q"), nbformat.v4.new_code_cell("p", metadata=tag("parameters")),
+                nbformat.v4.new_code_cell("i", metadata=tag("injected-parameters")),
+                nbformat.v4.new_markdown_cell("anchor", metadata=tag("papermill-error-cell-tag")),
+                nbformat.v4.new_code_cell("boom")]
+    # Papermill's index 3 counts the injected cell but not its banners: the 3rd cell of the source
+    assert execute._source_cell_number(nb, 3) == 3
+
+
+def test_source_cell_number_skips_the_cells_removed_before_execution():
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["workbook"] = {"removed_cells": [3, 4]}  # e.g. a "## Try it" heading and its widgets cell
+    nb.cells = [nbformat.v4.new_markdown_cell("# q"), nbformat.v4.new_code_cell("p", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell("i", metadata={"tags": ["injected-parameters"]}),
+                nbformat.v4.new_code_cell("ok"), nbformat.v4.new_code_cell("boom")]
+    assert execute._source_cell_number(nb, 3) == 5 and execute._source_cell_number(nb, 4) == 6
+
+
+@pytest.mark.slow
+def test_a_failure_after_a_removed_widgets_cell_names_the_source_cell(tmp_path):
+    d = tmp_path / "nb"
+    d.mkdir()
+    (d / "05_decision.ipynb").write_bytes((FIXTURE_NOTEBOOKS / "05_decision.ipynb").read_bytes())
+    nb = json.loads((FIXTURE_NOTEBOOKS / "01_workload_profile.ipynb").read_text())
+    widgets = nb["cells"].pop()  # cell 8 becomes cell 4: the catalog look-up moves from cell 7 to 8
+    nb["cells"].insert(3, widgets)
+    (d / "01_workload_profile.ipynb").write_text(json.dumps(nb, indent=1))
+    broken = copy_scenario(tmp_path, "small-model-cheap", without_catalog_model)
+    [job], _, _ = batch.plan([str(broken)], tmp_path, d)
+    try:
+        res = execute.render_scenario(job)
+    finally:
+        execute.shutdown_kernels()
+    assert not res.ok
+    assert re.search(r"01_workload_profile\.ipynb: cell 8 \(`wb\.catalog\.model", res.error), res.error
+    kept = nbformat.reads(res.files["01_workload_profile.ipynb"].decode(), as_version=4)
+    assert kept.metadata.workbook.removed_cells == [4]
+    assert kept.metadata.papermill.input_path == str(d / "01_workload_profile.ipynb")
+    assert not [c for c in kept.cells if "widgets" in c.metadata.get("tags", [])]

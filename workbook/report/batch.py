@@ -1,0 +1,462 @@
+"""The batch: which notebooks make the report (sections from notebook metadata), every check before a
+kernel starts, rendering in a process pool or on a Dask cluster, the atomic install of each report,
+recovery after a killed run, the index, and the ``report`` command.
+
+- Every scenario is validated, and every notebook's section declaration and ``parameters`` cell are
+  checked (``papermill.inspect_notebook``), before any kernel starts.
+- One kernel per scenario: the notebooks of a scenario run in turn in the same kernel, its namespace
+  reset between them (``%reset -f``), so the heavy imports are paid once per scenario.
+- Scenarios run in parallel in a process pool (``--jobs``), or on a Dask cluster (``--scheduler``)
+  through Dask's ``concurrent.futures`` executor; workers return the files and the driver writes them.
+- Each report is written to a staging folder inside ``--out`` and renamed into place, so a failed run
+  never leaves a half report nor removes the previous good one; a failure is logged with notebook,
+  cell and message, the failed executed notebook is kept in ``<out>/_failed/<scenario>/``, the batch
+  goes on and the exit status is non-zero.
+- ``--skip-unchanged`` skips a scenario whose inputs (scenario file, catalogs, notebooks, package
+  source and version) hash to the value recorded in its ``summary.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import csv
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from .. import paths
+from ..errors import InputError
+from ..paths import NOTEBOOK_DIR, PACKAGE_DIR, SCENARIO_DIR
+from ..scenario import load_scenario, resolve_path, scenario_names
+from .assemble import headline, jinja_env, report_css, sha256_file, utc_now
+from .execute import render_scenario, shutdown_kernels
+from .jobs import Job, Result
+from .sections import SECTION_METADATA, Section, available_sections, check_parameters
+
+__all__ = ["Section", "Job", "Result", "available_sections", "check_parameters", "inputs_sha256", "plan",
+           "install", "recover", "record_failure", "index_rows", "write_index", "run_batch", "add_arguments", "run"]
+
+
+# --- planning: everything checked before a kernel starts -------------------------------------------
+
+def _package_files() -> list[Path]:
+    return sorted(p for p in PACKAGE_DIR.rglob("*")
+                  if p.is_file() and p.suffix in (".py", ".j2", ".json", ".css") and "__pycache__" not in p.parts)
+
+
+def inputs_sha256(scenario_file: str | Path, notebooks: list[Path], data_dir: str | Path | None = None) -> str:
+    """One hash over what a report depends on: the scenario file, every catalog CSV, the section
+    notebooks, and the package (version and source). Equal hash: the report would be the same."""
+    h = hashlib.sha256(f"workbook {paths.VERSION}\n".encode())
+    data = Path(data_dir) if data_dir else paths.DATA_DIR
+    parts = ([("scenario", Path(scenario_file))] + [("catalog", p) for p in sorted(data.glob("*.csv"))]
+             + [("notebook", Path(p)) for p in notebooks]
+             + [("package", p) for p in _package_files()])
+    for kind, p in parts:
+        h.update(f"{kind} {p.name} {sha256_file(p)}\n".encode())
+    return h.hexdigest()
+
+
+def _previous_inputs_sha256(out: Path, name: str) -> str | None:
+    summary = out / name / "summary.json"
+    if not (summary.is_file() and (out / name / "report.html").is_file()) or (out / "_failed" / name).exists():
+        return None
+    try:
+        return json.loads(summary.read_text()).get("report", {}).get("inputs_sha256")
+    except (OSError, ValueError):
+        return None
+
+
+def _kernel_name(notebook: Path) -> str:
+    try:
+        meta = json.loads(Path(notebook).read_text()).get("metadata", {})
+        return meta.get("kernelspec", {}).get("name") or "python3"
+    except (OSError, ValueError):
+        return "python3"
+
+
+def plan(scenarios: list[str], out: str | Path, notebook_dir: str | Path = NOTEBOOK_DIR,
+         skip_unchanged: bool = False, timeout_s: float | None = None) -> tuple[list[Job], list[str], list[str]]:
+    """Validate the batch: returns (jobs to run, problems, names skipped as unchanged).
+
+    A scenario that does not validate is a problem (file and field named) and is left out; the
+    notebooks' section declarations and parameter cells are checked here too (InputError: no
+    notebook would render right).
+    """
+    present, missing = available_sections(notebook_dir)
+    if not present:
+        raise InputError(f"{paths.rel(Path(notebook_dir))}: no report notebook found (a report notebook "
+                         f"declares its section in its metadata: {SECTION_METADATA} = {{key, order, label}})")
+    nb_paths = [Path(notebook_dir) / s.notebook for s in present]
+    check_parameters(nb_paths)
+    base = dict(notebook_dir=str(Path(notebook_dir).resolve()), missing=tuple(x.label for x in missing),
+                sections=tuple((x.key, x.notebook, x.label) for x in present), timeout_s=timeout_s,
+                kernel_name=_kernel_name(nb_paths[0]))
+    out = Path(out)
+    jobs, problems, skipped, seen = [], [], [], {}
+    for arg in scenarios:
+        try:
+            s = load_scenario(arg)
+        except InputError as e:
+            problems.extend(e.problems)
+            continue
+        path = resolve_path(arg).resolve()
+        if s.name in seen:
+            problems.append(f"{paths.rel(path)}: name: {s.name!r} is also the name of {seen[s.name]}; "
+                            "each report needs its own name")
+            continue
+        seen[s.name] = paths.rel(path)
+        shipped = path.parent == SCENARIO_DIR.resolve() and path.stem == s.name
+        digest = inputs_sha256(path, nb_paths)
+        if skip_unchanged and _previous_inputs_sha256(out, s.name) == digest:
+            skipped.append(s.name)
+            continue
+        jobs.append(Job(scenario=s.name, parameter=s.name if shipped else str(path), scenario_file=str(path),
+                        inputs_sha256=digest, title=s.title, **base))
+    return jobs, problems, skipped
+
+
+# --- writing: staging folder, then rename into place ------------------------------------------------
+
+def install(result: Result, out: str | Path) -> Path:
+    """Write a finished report into ``<out>/<scenario>/`` atomically: files go to a staging folder
+    in ``out`` (same file system), which then replaces the old folder by two renames; the old
+    report is deleted only after the new one is in place. Clears a previous failure record."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    dest = out / result.scenario
+    staging = Path(tempfile.mkdtemp(prefix=f".staging-{result.scenario}-{os.getpid()}-", dir=out))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(staging, 0o777 & ~umask)  # mkdtemp makes it private; a report folder is not
+    try:
+        for name, data in result.files.items():
+            (staging / name).write_bytes(data)
+        old = None
+        if dest.exists():
+            old = out / f".old-{result.scenario}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            os.rename(dest, old)
+        try:
+            os.rename(staging, dest)
+        except OSError:
+            if old is not None:
+                os.rename(old, dest)
+            raise
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    shutil.rmtree(out / "_failed" / result.scenario, ignore_errors=True)
+    return dest / "report.html"
+
+
+_LEFTOVER = re.compile(r"^\.(staging|old)-(.+)-(\d+)-[A-Za-z0-9_]+$")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def recover(out: str | Path) -> list[str]:
+    """Finish what a killed run left in ``out``: put back a previous report that was moved aside
+    (``.old-*``) when no report replaced it, and delete staging folders. Only folders of processes
+    that no longer run are touched. Returns what was done."""
+    done = []
+    out = Path(out)
+    if not out.is_dir():
+        return done
+    for p in sorted(out.iterdir()):
+        m = _LEFTOVER.match(p.name)
+        if not (m and p.is_dir()) or _alive(int(m.group(3))):
+            continue
+        kind, name = m.group(1), m.group(2)
+        if kind == "old" and not (out / name).exists():
+            os.rename(p, out / name)
+            done.append(f"restored {name}/ (a killed run had moved it aside)")
+        else:
+            shutil.rmtree(p, ignore_errors=True)
+            done.append(f"removed {p.name}/ (left by a killed run)")
+    return done
+
+
+def record_failure(result: Result, out: str | Path) -> Path:
+    """Keep the failed executed notebook and the error in ``<out>/_failed/<scenario>/``; the
+    previous good report (if any) stays untouched."""
+    d = Path(out) / "_failed" / result.scenario
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    for name, data in result.files.items():
+        (d / name).write_bytes(data)
+    (d / "error.txt").write_text(result.error + "\n")
+    (d / "error.json").write_text(json.dumps({"scenario": result.scenario, "title": result.title,
+                                              "error": result.error, "detail": result.error_detail}, indent=2) + "\n")
+    return d
+
+
+# --- the index -----------------------------------------------------------------------------------------
+
+INDEX_COLUMNS = [("scenario", "Scenario"), ("title", "Title"), ("recommendation", "Recommendation"),
+                 ("cost", "Cost"), ("time", "Time"), ("confidence", "Confidence"), ("status", "Status"),
+                 ("generated_utc", "Generated (UTC)")]
+CSV_COLUMNS = ["scenario", "title", "recommendation", "accelerator", "pricing_model", "provider", "offering",
+               "cost_metric", "cost_value", "cost_low", "cost_high", "usd_per_month", "time_days", "ttft_ms",
+               "tpot_ms", "score", "runner_up_score", "p_beats_runner_up", "p_cheapest", "status", "generated_utc",
+               "report"]
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def index_rows(out: str | Path) -> list[dict]:
+    """One row per report folder in ``out`` (and per scenario whose latest run failed)."""
+    out = Path(out)
+    rows = {}
+    for p in sorted(out.glob("*/summary.json")):
+        summary = _read_json(p)
+        if summary is None:
+            continue
+        row = headline(summary)
+        row["scenario"] = row["scenario"] or p.parent.name
+        row["report"] = f"{p.parent.name}/report.html"
+        row["status"] = f"estimate error: {row['estimate_error']}" if row["estimate_error"] else "ok"
+        rows[p.parent.name] = row
+    for p in sorted((out / "_failed").glob("*/error.json")):
+        err = _read_json(p)
+        if err is None:
+            continue
+        name = p.parent.name
+        row = rows.setdefault(name, {"scenario": name, "title": err.get("title"), "report": None})
+        when = f" (the report linked is from {row['generated_utc']})" if row.get("generated_utc") else ""
+        row["status"] = f"latest run failed: {err.get('error')}{when}"
+        row["failure"] = f"_failed/{name}/error.txt"
+    return [rows[k] for k in sorted(rows)]
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def write_index(out: str | Path) -> Path:
+    """``index.html`` and ``index.csv`` from every report in ``out``."""
+    out = Path(out)
+    rows = index_rows(out)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    _atomic_write(out / "index.csv", buf.getvalue())
+    page = jinja_env().get_template("index_page.html.j2").render(
+        rows=rows, columns=[{"key": k, "label": v} for k, v in INDEX_COLUMNS], updated_utc=utc_now(),
+        css=report_css())
+    _atomic_write(out / "index.html", page)
+    return out / "index.html"
+
+
+# --- the batch ---------------------------------------------------------------------------------------
+
+def _default_jobs() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _process_pool(workers: int) -> cf.Executor:
+    import multiprocessing as mp
+
+    # forkserver: workers fork from a clean single-threaded server that imported the heavy modules
+    # once (papermill and nbconvert take seconds to import), rather than importing them each.
+    method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+    ctx = mp.get_context(method)
+    if method == "forkserver":
+        ctx.set_forkserver_preload(["workbook.report.batch", "papermill", "nbconvert", "jupyter_client",
+                                    "workbook.analysis"])
+    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+
+
+def _worker_failed(job: Job, e: Exception, prefix: str = "") -> Result:
+    return Result(scenario=job.scenario, ok=False, title=job.title, error=f"{prefix}{e.__class__.__name__}: {e}",
+                  error_detail={"ename": e.__class__.__name__, "evalue": str(e)})
+
+
+def _safe_render(job: Job) -> Result:
+    try:
+        return render_scenario(job)
+    except Exception as e:  # kernel could not start, disk full, ...
+        return _worker_failed(job, e)
+
+
+def _results(jobs: list[Job], workers: int, executor: cf.Executor | None):
+    """(job, Result) as each finishes: in this process, or through a pool or executor."""
+    if executor is None and (workers <= 1 or len(jobs) <= 1):
+        try:
+            for job in jobs:
+                yield job, _safe_render(job)
+        finally:
+            shutdown_kernels()
+        return
+    own = executor is None
+    ex = executor or _process_pool(min(workers, len(jobs)))
+    try:
+        futures = {ex.submit(render_scenario, job): job for job in jobs}
+        for fut in cf.as_completed(futures):
+            job = futures[fut]
+            try:
+                yield job, fut.result()
+            except Exception as e:  # the worker itself died (killed, out of memory, lost)
+                yield job, _worker_failed(job, e, "worker failed: ")
+    finally:
+        if own:
+            ex.shutdown(wait=True)
+
+
+def _progress_bar(n: int):
+    from tqdm import tqdm
+
+    size = shutil.get_terminal_size((80, 24))  # a pty of size 0x0 (CI, `script`) would hide the bar
+    return tqdm(total=n, unit="report", desc="report", file=sys.stderr,
+                ncols=min(size.columns, 100) if size.columns > 0 else 80, nrows=size.lines if size.lines > 1 else 24)
+
+
+def run_batch(jobs: list[Job], out: str | Path, workers: int = 1, executor: cf.Executor | None = None,
+              progress: bool | None = None, echo=None):
+    """Render ``jobs`` (in parallel when ``workers > 1`` or an ``executor`` is given), install each
+    finished report as it arrives, record failures; returns the list of Results."""
+    out = Path(out)
+    if progress is None:
+        progress = sys.stderr.isatty()
+    bar = _progress_bar(len(jobs)) if progress and jobs else None
+    say = echo or (bar.write if bar is not None else _say)
+    for line in recover(out):
+        say(f"note: {line}")
+    results = []
+    for job, res in _results(jobs, workers, executor):
+        results.append(res)
+        if res.ok:
+            where = install(res, out)
+            say(f"ok      {job.scenario} ({res.duration_s:.1f} s) -> {paths.rel(where)}")
+        else:
+            kept = record_failure(res, out)
+            say(f"FAILED  {job.scenario} ({res.duration_s:.1f} s): {res.error}")
+            say(f"        executed notebook and error kept in {paths.rel(kept)}/")
+        for n in res.notes:
+            say(f"        note: {job.scenario}: {n}")
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    return results
+
+
+# --- the `report` command ------------------------------------------------------------------------------
+
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return n
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("scenarios", nargs="*", metavar="SCENARIO",
+                        help="scenario names (data/scenarios/<name>.yaml) or YAML paths; default: every shipped scenario")
+    parser.add_argument("--out", default="reports", help="output folder (default: reports)")
+    parser.add_argument("--jobs", "-j", type=_positive_int, default=None,
+                        help="scenarios rendered in parallel (default: the number of CPUs)")
+    parser.add_argument("--skip-unchanged", action="store_true",
+                        help="skip scenarios whose inputs (scenario, catalogs, notebooks, package) are unchanged "
+                             "since their last good report")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="hand scenarios to a Dask distributed scheduler (e.g. tcp://10.0.0.5:8786) instead "
+                             "of a local process pool; workers need this package and its notebooks installed")
+    parser.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
+                        help="limit per notebook cell (default: 600)")
+    # The notebook folder (tests point it at fixtures); not part of the documented interface.
+    parser.add_argument("--notebooks", default=str(NOTEBOOK_DIR), help=argparse.SUPPRESS)
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _dask_client(address: str):
+    """A client of the Dask scheduler at ``address``, or InputError saying why there is none."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise InputError("--scheduler: needs the 'distributed' package (pip install 'dask[distributed]')") from None
+    try:
+        return Client(address, timeout="20s")
+    except (OSError, TimeoutError, ValueError) as e:
+        raise InputError(f"--scheduler {address}: cannot connect to a Dask scheduler ({e})") from None
+
+
+def _announce(args, problems: list[str], skipped: list[str]) -> list[Section]:
+    """Log the invalid scenarios, the sections skipped and the unchanged scenarios; the sections."""
+    for line in problems:
+        _say(f"invalid {line}")
+    present, missing = available_sections(args.notebooks)
+    for s in missing:
+        _say(f"note: section '{s.label}' skipped: {paths.rel(Path(args.notebooks) / s.notebook)} not found")
+    for name in skipped:
+        _say(f"skip    {name} (inputs unchanged since its last report)")
+    return present
+
+
+def run(args) -> int:
+    t0 = time.perf_counter()
+    out = Path(args.out)
+    names = args.scenarios or scenario_names()
+    if not names:
+        raise InputError(f"{paths.rel(SCENARIO_DIR)}: no scenario files found")
+    jobs, problems, skipped = plan(names, out, args.notebooks, args.skip_unchanged, args.timeout)
+    present = _announce(args, problems, skipped)
+    workers = max(1, args.jobs or _default_jobs())
+    executor, client = None, None
+    if args.scheduler and jobs:
+        client = _dask_client(args.scheduler)
+        executor = client.get_executor(pure=False)
+        where = f"Dask scheduler {args.scheduler}"
+    else:
+        where = f"{min(workers, max(len(jobs), 1))} job(s)"
+    if jobs:
+        _say(f"report: {len(jobs)} scenario(s) x {len(present)} notebook(s) on {where} -> {paths.rel(out)}/")
+    try:
+        results = run_batch(jobs, out, workers=workers, executor=executor)
+    finally:
+        if client is not None:
+            client.run(shutdown_kernels)  # the workers outlive the batch; their kernels need not
+            client.close()
+    out.mkdir(parents=True, exist_ok=True)
+    index = write_index(out)
+    failed = [r for r in results if not r.ok]
+    invalid = len({p.split(": ")[0] for p in problems})  # problems are "file: field: message" lines
+    _say(f"report: {len(results) - len(failed)} written, {len(failed)} failed, {len(skipped)} unchanged, "
+         f"{invalid} invalid, in {time.perf_counter() - t0:.1f} s; index: {paths.rel(index)}")
+    if problems:
+        return 2
+    return 1 if failed else 0

@@ -1,0 +1,304 @@
+"""Running a scenario's notebooks: one kernel per worker, shared by the notebooks of a scenario (its
+namespace reset between them) and reused for the next scenario; Papermill's Python API drives it
+through an engine that accepts that kernel. ``widgets`` cells are removed from each notebook before
+Papermill sees it. ``render_scenario`` is what a worker (process pool or Dask) runs for one ``Job``."""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from .. import paths
+from ..scenario import load_scenario
+from .assemble import assemble_report, first_line, run_estimate, source_numbers, widget_cells
+from .jobs import Job, Result
+
+ENGINE = "workbook-shared-kernel"
+ESTIMATE_FILE = "estimate.json"  # written by the kernel into the worker's private folder
+_RESET = "get_ipython().run_line_magic('reset', '-f')\nget_ipython().execution_count = 1\n"
+
+
+def _register_engine() -> None:
+    """A Papermill engine that runs a notebook in an already started kernel (``km=``) through an
+    already connected client (``kc=``), resetting the namespace first (Papermill's own engine starts
+    a kernel per notebook, which costs a kernel start plus the package imports each time).
+
+    Reusing the client matters too: a new client's ``wait_for_ready`` waits up to 0.2 s for its
+    IOPub subscription to see a message (ZeroMQ's late-joining subscriber), measured at about 0.27 s
+    of idle time per notebook; without ``kc`` a client is made per notebook and closed after it.
+    ``source_path``: recorded as the executed notebook's ``papermill.input_path`` (the notebook is
+    handed to Papermill as a NotebookNode, with its widgets cells removed)."""
+    from papermill.clientwrap import PapermillNotebookClient
+    from papermill.engines import NBClientEngine, papermill_engines
+
+    if ENGINE in papermill_engines._engines:
+        return
+
+    class SharedKernelEngine(NBClientEngine):
+        @classmethod
+        def execute_managed_notebook(cls, nb_man, kernel_name, log_output=False, stdout_file=None,
+                                     stderr_file=None, start_timeout=60, execution_timeout=None,
+                                     km=None, kc=None, reset_namespace=True, source_path=None, **kwargs):
+            from jupyter_core.utils import run_sync
+
+            if source_path is not None:
+                nb_man.nb.metadata.papermill["input_path"] = source_path
+            client = PapermillNotebookClient(
+                nb_man, km=km, timeout=execution_timeout, startup_timeout=start_timeout,
+                kernel_name=kernel_name, log=logging.getLogger("papermill"), log_output=log_output,
+                stdout_file=stdout_file, stderr_file=stderr_file)
+
+            async def reset(notebook=None):
+                if reset_namespace:
+                    await client.kc.execute_interactive(_RESET, silent=True, store_history=False,
+                                                        timeout=start_timeout, allow_stdin=False)
+
+            if kc is not None:  # connected already: no on_notebook_start hook runs, reset here
+                client.kc = kc
+                run_sync(reset)()
+                try:
+                    return client.execute()
+                finally:
+                    client.kc = None  # the kernel's client stays open for the next notebook
+            client.on_notebook_start = reset
+            try:
+                return client.execute()
+            finally:
+                if client.kc is not None:
+                    client.kc.stop_channels()
+
+    papermill_engines.register(ENGINE, SharedKernelEngine)
+
+
+# --- this worker's kernels ---------------------------------------------------------------------------
+
+def _start_kernel(kernel_name: str, cwd: str, log_file):
+    """Start a kernel in ``cwd`` that imports this very ``workbook`` package (its parent folder is
+    put first on PYTHONPATH), its stdout/stderr going to ``log_file`` rather than the batch log."""
+    from jupyter_client.manager import AsyncKernelManager
+    from jupyter_core.utils import run_sync
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(paths.ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    km = AsyncKernelManager(kernel_name=kernel_name)
+    run_sync(km.start_kernel)(cwd=cwd, env=env, stdout=log_file, stderr=log_file)
+    return km
+
+
+# Kernels kept by this worker (process and thread): starting a kernel and importing pandas and
+# altair in it costs seconds, paid once per worker rather than per scenario or notebook.
+# Each entry: (kernel manager, its log file, a connected client or None).
+_KERNELS: dict[tuple, list] = {}
+_FINALIZER = None
+
+
+def _key(kernel_name: str, cwd: str) -> tuple:
+    return (kernel_name, cwd, os.getpid(), threading.get_ident())
+
+
+def _kernel(kernel_name: str, cwd: str):
+    """This worker's kernel for ``cwd`` (started when missing or dead), and whether it is new."""
+    global _FINALIZER
+    from jupyter_core.utils import run_sync
+
+    key = _key(kernel_name, cwd)
+    if key in _KERNELS:
+        km = _KERNELS[key][0]
+        if run_sync(km.is_alive)():
+            return km, False
+        _discard_kernel(kernel_name, cwd)
+    log_file = tempfile.TemporaryFile()
+    _KERNELS[key] = [_start_kernel(kernel_name, cwd, log_file), log_file, None]
+    if _FINALIZER is None:
+        import multiprocessing.util
+
+        # runs at exit of the main process and of process-pool workers (which skip atexit handlers)
+        _FINALIZER = multiprocessing.util.Finalize(None, shutdown_kernels, exitpriority=10)
+    return _KERNELS[key][0], True
+
+
+def _client(kernel_name: str, cwd: str):
+    """A connected client of this worker's kernel for ``cwd`` (made once, kept with the kernel)."""
+    from jupyter_core.utils import run_sync
+
+    entry = _KERNELS[_key(kernel_name, cwd)]
+    if entry[2] is None:
+        kc = entry[0].client()
+        kc.start_channels()
+        try:
+            run_sync(kc.wait_for_ready)(timeout=60)
+        except Exception:
+            kc.stop_channels()
+            raise
+        kc.allow_stdin = False
+        entry[2] = kc
+    return entry[2]
+
+
+def _discard_kernel(kernel_name: str, cwd: str) -> None:
+    entry = _KERNELS.pop(_key(kernel_name, cwd), None)
+    if entry is not None:
+        _close_entry(entry)
+
+
+def _close_entry(entry) -> None:
+    km, log_file, kc = entry
+    if kc is not None:
+        kc.stop_channels()
+    _stop_kernel(km)
+    log_file.close()
+
+
+def shutdown_kernels() -> int:
+    """Stop every kernel this worker keeps (called at exit, and on Dask workers after a batch)."""
+    n = 0
+    for key in [k for k in _KERNELS if k[2] == os.getpid()]:
+        _close_entry(_KERNELS.pop(key))
+        n += 1
+    return n
+
+
+def _stop_kernel(km) -> None:
+    from jupyter_core.utils import run_sync
+
+    try:
+        run_sync(km.shutdown_kernel)(now=True)
+    except Exception:  # already dead: nothing left to stop
+        pass
+
+
+# --- failures ------------------------------------------------------------------------------------------
+
+class _NotebookFailed(Exception):
+    def __init__(self, notebook: str, exc: Exception, executed_path: Path):
+        super().__init__(str(exc))
+        self.notebook, self.exc, self.executed_path = notebook, exc, executed_path
+
+
+def _source_cell_number(nb, index: int) -> int:
+    """1-based number, in the source notebook, of the cell Papermill reports as ``index``: an index
+    into the executed cells (with its ``injected-parameters`` cell, without the ``widgets`` cells
+    removed before execution) before it added error banners."""
+    numbers = [n for c, n in zip(nb.cells, source_numbers(nb))
+               if "papermill-error-cell-tag" not in c.get("metadata", {}).get("tags", [])]
+    after = [n for n in numbers[index:] if n is not None]
+    return after[0] if after else max([n for n in numbers if n is not None], default=0) + 1
+
+
+def _failure(job: Job, notebook: str, exc: Exception, executed_path: Path | None) -> tuple[str, dict, dict]:
+    """One-line message, details for error.json and the files kept for debugging."""
+    import nbformat
+    from papermill.exceptions import PapermillExecutionError
+
+    rel = paths.rel(Path(job.notebook_dir) / notebook)
+    files = {}
+    if isinstance(exc, PapermillExecutionError):
+        cell = exc.cell_index + 1
+        if executed_path is not None and executed_path.exists():
+            files[notebook] = executed_path.read_bytes()
+            cell = _source_cell_number(nbformat.read(executed_path, as_version=4), exc.cell_index)
+        msg = (f"{rel}: cell {cell} (`{first_line(exc.source)}`): {exc.ename}: "
+               f"{exc.evalue.splitlines()[0] if exc.evalue else ''}").rstrip()
+        detail = {"notebook": rel, "cell": cell, "source": exc.source, "ename": exc.ename, "evalue": exc.evalue}
+    else:
+        msg = f"{rel}: {exc.__class__.__name__}: {exc}"
+        detail = {"notebook": rel, "cell": None, "ename": exc.__class__.__name__, "evalue": str(exc)}
+    return msg, detail, files
+
+
+# --- one scenario ----------------------------------------------------------------------------------
+
+def batch_notebook(path: str | Path):
+    """The notebook at ``path`` as a batch runs it (a NotebookNode): its ``widgets`` cells and the
+    headings of sections holding only them are removed, so they never execute; their numbers are
+    kept in ``metadata.workbook.removed_cells`` so that messages name cells as the source numbers them."""
+    import nbformat
+
+    nb = nbformat.read(str(path), as_version=4)
+    drop = widget_cells(nb.cells)
+    if drop:
+        nb.metadata.setdefault("workbook", {})["removed_cells"] = sorted(i + 1 for i in drop)
+        nb.cells = [c for i, c in enumerate(nb.cells) if i not in drop]
+    return nb
+
+
+def execute_notebooks(job: Job, workdir: Path) -> list[tuple[str, Path, float]]:
+    """Run the scenario's notebooks in report order in this worker's kernel, its namespace reset
+    before each notebook (``%reset -f``: a notebook sees only its own variables, as in JupyterLab);
+    returns (section key, executed notebook path, seconds). Raises ``_NotebookFailed`` naming the
+    notebook; after a failure the kernel is stopped, so the next scenario gets a fresh one."""
+    import papermill as pm
+
+    _register_engine()
+    logging.getLogger("papermill").setLevel(logging.WARNING)
+    done = []
+    km, fresh = _kernel(job.kernel_name, job.notebook_dir)
+    try:
+        kc = _client(job.kernel_name, job.notebook_dir)
+    except Exception as e:  # the kernel died while starting
+        _discard_kernel(job.kernel_name, job.notebook_dir)
+        raise _NotebookFailed(job.sections[0][1], e, workdir / job.sections[0][1]) from e
+    for i, (key, notebook, _label) in enumerate(job.sections):
+        source, out_path = Path(job.notebook_dir) / notebook, workdir / notebook
+        t0 = time.perf_counter()
+        try:
+            pm.execute_notebook(
+                batch_notebook(source), str(out_path), parameters={"scenario": job.parameter},
+                engine_name=ENGINE, kernel_name=job.kernel_name, progress_bar=False,
+                request_save_on_cell_execute=False, execution_timeout=job.timeout_s,
+                km=km, kc=kc, reset_namespace=not (fresh and i == 0), source_path=str(source))
+        except Exception as e:
+            _discard_kernel(job.kernel_name, job.notebook_dir)
+            raise _NotebookFailed(notebook, e, out_path) from e
+        done.append((key, out_path, time.perf_counter() - t0))
+    _estimate_in_kernel(kc, job, workdir / ESTIMATE_FILE)
+    return done
+
+
+def _estimate_in_kernel(kc, job: Job, path: Path) -> None:
+    """Compute ``summary.json``'s estimate in the scenario's kernel, which has the model modules
+    imported already (the runner would import and compute it all again, about 0.5 s); the runner
+    reads ``path``. A failure here only costs time: ``build_summary`` then computes it itself."""
+    from jupyter_core.utils import run_sync
+
+    code = (f"import workbook.report.execute as _wr\n_wr.write_estimate({job.scenario_file!r}, {str(path)!r})\n"
+            "del _wr\n")
+    try:
+        run_sync(kc.execute_interactive)(code, silent=True, store_history=False, timeout=job.timeout_s,
+                                         allow_stdin=False, output_hook=lambda msg: None)
+    except Exception:  # timeout, dead kernel: the runner computes the estimate
+        path.unlink(missing_ok=True)
+
+
+def write_estimate(scenario_file: str, path: str) -> None:
+    """``run_estimate`` of a scenario file, as JSON in ``path`` (runs in the report kernel)."""
+    est, err = run_estimate(load_scenario(scenario_file))
+    tmp = Path(path).with_name(f".{Path(path).name}.tmp")
+    tmp.write_text(json.dumps({"estimate": est, "error": err}, allow_nan=False))
+    os.replace(tmp, path)
+
+
+def render_scenario(job: Job) -> Result:
+    """Run one scenario's notebooks and build its report in memory (runs in a worker process, or on
+    a Dask worker: it writes only to a private temporary folder and returns the files)."""
+    t0 = time.perf_counter()
+    res = Result(scenario=job.scenario, ok=False, title=job.title)
+    with tempfile.TemporaryDirectory(prefix=f"workbook-report-{job.scenario}-") as tmp:
+        try:
+            executed = execute_notebooks(job, Path(tmp))
+        except _NotebookFailed as f:
+            res.error, res.error_detail, res.files = _failure(job, f.notebook, f.exc, f.executed_path)
+            res.duration_s = time.perf_counter() - t0
+            return res
+        try:
+            res.files, res.notes = assemble_report(job, executed, Path(tmp) / ESTIMATE_FILE)
+            res.ok = True
+        except Exception as e:  # a rendering bug or an offline-rule violation: this report only
+            res.error = f"{job.scenario}: assembling the report: {e.__class__.__name__}: {e}"
+            res.error_detail = {"notebook": None, "cell": None, "ename": e.__class__.__name__, "evalue": str(e)}
+    res.duration_s = time.perf_counter() - t0
+    return res

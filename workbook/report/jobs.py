@@ -1,0 +1,35 @@
+"""The plain, picklable values that cross the process (or Dask) boundary of a batch: a ``Job`` goes to
+a worker, a ``Result`` comes back. Nothing here imports from the workbook."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Job:
+    """Everything a worker needs to render one scenario (plain, picklable values)."""
+
+    scenario: str  # the scenario's name (output folder)
+    parameter: str  # the value passed as ``scenario`` (a shipped name, or an absolute path)
+    scenario_file: str
+    notebook_dir: str
+    sections: tuple[tuple[str, str, str], ...]  # (key, notebook file name, label) in report order
+    missing: tuple[str, ...]  # labels of the sections whose notebook does not exist
+    inputs_sha256: str
+    title: str = ""
+    timeout_s: float | None = None
+    kernel_name: str = "python3"
+
+
+@dataclass
+class Result:
+    """What a worker hands back: the files of a finished report, or the error that stopped it."""
+
+    scenario: str
+    ok: bool
+    title: str = ""
+    files: dict[str, bytes] = field(default_factory=dict)  # name -> content (report folder)
+    error: str | None = None  # one line: notebook, cell, exception
+    error_detail: dict | None = None
+    duration_s: float = 0.0
+    notes: list[str] = field(default_factory=list)
