@@ -17,6 +17,7 @@ from .errors import InputError
 _PLUGINS = {
     "calibrate": ("workbook.calibrate", "compare the performance model with published runs"),
     "report": ("workbook.report", "render decision reports (HTML) for scenarios with Papermill"),
+    "prices": ("workbook.prices", "import maintained price catalogs (SkyPilot vms.csv, gpuhunt CSV) into offerings"),
 }
 
 
