@@ -129,3 +129,48 @@ def test_a10g_has_no_published_peak_and_stays_blank():
     # NVIDIA publishes no A10G tensor peak: a blank, not a guess (data/README.md).
     import math
     assert math.isnan(catalog.peak_flops_per_s(catalog.accelerator("A10G"), "bf16"))
+
+
+# --- issue 12: price dates and host specs in offerings -------------------------------------------------
+
+def test_offerings_separate_price_date_from_read_date():
+    off = catalog.offerings()
+    dated = off["price_as_of"].notna()
+    assert dated.mean() > 0.6
+    assert (pd.to_datetime(off.loc[dated, "price_as_of"]) <= pd.to_datetime(off.loc[dated, "as_of"])
+            + pd.Timedelta(days=7)).all()  # a price is not valid long after it was read (one announced ahead)
+
+
+def test_old_aws_snapshot_rows_carry_the_snapshot_bound_not_the_read_date():
+    off = catalog.offerings()
+    snap = off[off["source"].str.contains("skypilot-catalog catalogs/v7/aws", regex=False)]
+    assert len(snap) >= 20
+    assert set(snap["price_as_of"]) == {"2025-05-31"}
+
+
+def test_undated_snapshot_rows_have_a_blank_price_date_and_say_why():
+    off = catalog.offerings()
+    blank = off[off["price_as_of"].isna()]
+    assert len(blank) > 0
+    assert blank["notes"].str.contains("price_as_of blank").all()
+
+
+def test_trillium_published_commitments_are_in_the_catalog():
+    off = catalog.offerings().set_index("offering")
+    row = off.loc["gcp-tpu-v6e-8-published-commitment"]
+    assert row["commit_1y_usd_per_hour"] / 8 == pytest.approx(1.89)
+    assert row["commit_3y_usd_per_hour"] / 8 == pytest.approx(1.22)
+    assert row["price_as_of"] == "2024-12-12"
+
+
+def test_host_specs_are_in_units_and_networks_are_per_instance():
+    off = catalog.offerings().set_index("offering")
+    p5 = off.loc["aws-p5.48xlarge-us-east-1"]
+    assert p5["vcpus"] == 192 and p5["host_memory_bytes"] == pytest.approx(2048 * 2 ** 30)
+    assert p5["inter_node_bytes_per_s"] == pytest.approx(3200e9 / 8) and p5["fabric"] == "efa"
+    assert set(off.loc[off["instance"].str.startswith("tpu-"), "fabric"]) == {"dcn"}
+
+
+def test_bad_fabric_is_caught(tmp_path):
+    msg = _bad_catalog(tmp_path, "offerings", _set_first("fabric", "carrier-pigeon"))
+    assert "offerings.csv: row 2: fabric: expected one of" in msg

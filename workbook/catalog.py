@@ -74,6 +74,12 @@ SCHEMAS: dict[str, dict[str, Col]] = {
         "other_usd_per_hour": Col("float", False, 0.01, 5000),
         "other_price_model": Col(),
         **_SRC,
+        "price_as_of": Col("date"),  # when the price was valid (as_of: when it was read); blank = unknown, stale
+        "vcpus": Col("int", False, 1, 10000),
+        "host_memory_bytes": Col("float", False, 1e9, 1e14),
+        "local_nvme_bytes": Col("float", False, 1e9, 1e15),
+        "inter_node_bytes_per_s": Col("float", False, 1e8, 1e13),  # per instance, not per chip
+        "fabric": Col("str", False, choices=("efa", "infiniband", "roce", "dcn", "none")),
         "notes": Col(),
     },
     "models": {

@@ -6,23 +6,27 @@ and field, and exit with status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 
+import pandas as pd
+
+from . import analysis, catalog, prices
+from .calibrate import fit as calibrate
 from .errors import InputError
+from .report import batch as report
+from .scenario import load_scenario, resolve_path, scenario_names, scenario_schema
 
 # Sub-commands that live in their own modules: name -> (module, help). Each module defines
 # ``add_arguments(parser)`` and ``run(args) -> int``.
-_PLUGINS = {
-    "calibrate": ("workbook.calibrate.fit", "compare the performance model with published runs"),
-    "report": ("workbook.report.batch", "render decision reports (HTML) for scenarios with Papermill"),
+_COMMANDS = {
+    "calibrate": (calibrate, "compare the performance model with published runs"),
+    "report": (report, "render decision reports (HTML) for scenarios with Papermill"),
+    "prices": (prices, "import maintained price catalogs (SkyPilot vms.csv, gpuhunt CSV) into offerings"),
 }
 
 
 def _validate(args) -> int:
-    from .scenario import load_scenario, resolve_path, scenario_names
-
     files = args.files or [str(resolve_path(n)) for n in scenario_names()]
     bad = 0
     for f in files:
@@ -37,10 +41,6 @@ def _validate(args) -> int:
 
 
 def _catalog(args) -> int:
-    import pandas as pd
-
-    from . import catalog
-
     df = catalog.load(args.name)
     cols = {
         "accelerators": ["accelerator", "vendor", "family", "memory_bytes", "memory_bytes_per_s",
@@ -67,8 +67,6 @@ def _catalog(args) -> int:
 
 
 def _schema(args) -> int:
-    from .scenario import scenario_schema
-
     print(json.dumps(scenario_schema(), indent=2))
     return 0
 
@@ -80,8 +78,6 @@ SERVING_TABLE = ["ttft_ms", "tpot_ms", "output_tokens_per_s", "max_batch", "repl
 
 def _estimate_table(result: dict) -> str:
     """``estimate``'s human-readable output: one row per option, then the recommendation."""
-    import pandas as pd
-
     training = result["task"] != "inference"
     keys = ["accelerator", "chips", "fits"] + (TRAINING_TABLE if training else SERVING_TABLE) + ["reason"]
     df = pd.DataFrame(result["options"])
@@ -98,9 +94,6 @@ def _estimate_table(result: dict) -> str:
 
 
 def _estimate(args) -> int:
-    from . import analysis
-    from .scenario import load_scenario
-
     result = analysis.summary_json(analysis.analyse(load_scenario(args.scenario)))
     if args.json:
         json.dump(result, sys.stdout, indent=2)
@@ -126,11 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=_estimate)
     s = sub.add_parser("schema", help="print the scenario file's JSON schema")
     s.set_defaults(func=_schema)
-    for name, (mod, help_) in _PLUGINS.items():
-        m = importlib.import_module(mod)
+    for name, (mod, help_) in _COMMANDS.items():
         sp = sub.add_parser(name, help=help_)
-        m.add_arguments(sp)
-        sp.set_defaults(func=m.run)
+        mod.add_arguments(sp)
+        sp.set_defaults(func=mod.run)
     return p
 
 

@@ -23,7 +23,7 @@ multi-chip model's (``model.training`` through ``model.estimate.training_config`
 the training parameters are fitted at a fixed point where that model reproduces the published MFU
 (``fit_training``). Family values are medians (L1 in log space), pooled values come from a grid
 search: see ``model.efficiency`` for the formulas. The per-doubling network loss of the earlier model is gone
-where the communication model explains the runs; it is fitted (as ``workbook.scaling``'s
+where the communication model explains the runs; it is fitted (as ``model.training``'s
 synchronisation term) only for a family whose runs hold one model and code at three or more chip
 counts beyond one fast domain, and the data leave one only for TPU v5e's MaxText multi-slice runs
 (the H100 GPT-3 175B series fits 0).
@@ -238,7 +238,7 @@ def predict_run(row, acc: dict | None = None, mem_eff=None, latency_s=None, ceil
     """The model's figure for one run, in the run's ``metric`` (array when ``mem_eff``/``latency_s`` are
     arrays: the fit evaluates a grid at once).
 
-    Training: the MFU of the best configuration of ``workbook.scaling`` (``training_prediction``:
+    Training: the MFU of the best configuration of ``model.training`` (``training_prediction``:
     compute at ``efficiency.compute_efficiency`` plus communication, bubbles, recomputation and optimizer
     time), the same code as ``estimate``. Inference: ``serving.serving_point`` at the run's batch per
     replica (or, for saturated runs, the largest batch that fits memory with vLLM's default 10%

@@ -97,7 +97,7 @@ def _tokens_per_step(w, chips):
 def data_parallel_fallback(p: Profile, acc: dict, chips, w, headroom: float, tokens_per_step=None,
                            eff: Efficiency | None = None):
     """Sharded data parallelism, vectorised over ``chips``: the multi-chip model of generic
-    (non-transformer) workloads, which ``workbook.scaling`` cannot split into layers, and the first
+    (non-transformer) workloads, which ``model.training`` cannot split into layers, and the first
     guess of a chip count (``choose_training_chips``) that the scaling search then refines.
 
     The better of two layouts that fit memory:

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 from .. import analysis, catalog, paths
-from ..narrative import usd as _usd
+from ..terms import usd as _usd
 from ..paths import TEMPLATE_DIR
 from ..scenario import load_scenario
 from ..terms import pricing_label
@@ -407,7 +407,7 @@ def assemble_report(job: Job, executed: list[tuple[str, Path, float]],
     ext = external_resources(page)
     if ext:
         raise ValueError(f"the report would load {len(ext)} resource(s) from a network, e.g. {ext[0]} "
-                         "(charts must be static: import workbook.charts, which enables the svg renderer)")
+                         "(charts must be static: import workbook.views.charts, which enables the svg renderer)")
     files["report.html"] = page.encode()
     files["summary.json"] = (json.dumps(summary, indent=2, allow_nan=False) + "\n").encode()
     return files, notes

@@ -1,7 +1,7 @@
 """Performance charts: the roofline with the workload's operating points, the accelerator comparison
 with P10/P90 bands, the memory breakdown, and the calibration (predicted against published).
 
-Each function takes the tidy frames of ``workbook.perf`` / ``workbook.calibrate`` and returns an
+Each function takes the tidy frames of ``model.tables`` / ``calibrate.runs`` and returns an
 ``alt.Chart``; nothing is displayed or saved here."""
 from __future__ import annotations
 
