@@ -1,11 +1,11 @@
-"""How long ``perf.compare`` takes for one scenario across the whole accelerator catalog.
+"""How long ``model.estimate.compare`` takes for one scenario across the whole accelerator catalog.
 
 For every shipped scenario, with its candidate list and pinned cluster removed (so every catalog chip
 with a peak for the precision is estimated), prints the number of accelerators, the time of the first
-``perf.compare`` call for that scenario in this process (cold: every multi-chip layout search runs)
-and the median of repeated calls (warm: the searches come from ``perf.training_config``'s cache, as
+``model.estimate.compare`` call for that scenario in this process (cold: every multi-chip layout search runs)
+and the median of repeated calls (warm: the searches come from ``estimate.training_config``'s cache, as
 when a widget redraws), plus how many layout searches the cold call ran. Training uses the same
-multi-chip search (``workbook.scaling`` over ``scaling.practical_limits``) as ``estimate``.
+multi-chip search (``model.training`` over ``training.practical_limits``) as ``estimate``.
 Target (issue 3): well under 100 ms of model time per scenario, so a widget feels instant: met by
 the warm calls (the exit status is 1 when one misses it). A cold training call runs a few layout
 searches per accelerator (about 5 ms each) and is reported, not held to the target.
@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from workbook import perf  # noqa: E402
+from workbook.model import estimate as perf  # noqa: E402
 from workbook.scenario import load_scenario, scenario_names, with_overrides  # noqa: E402
 from _timing import median_time  # noqa: E402
 
@@ -42,11 +42,11 @@ def main(argv=None) -> int:
     total_cold = 0.0
     for name in names:
         s = with_overrides(load_scenario(name), **{"candidates.accelerators": None, "cluster": None})
-        before = perf._training_config.cache_info().misses
+        before = perf._CONFIGS.misses
         t = time.perf_counter()
         df = perf.compare(s)
         cold = time.perf_counter() - t
-        searches = perf._training_config.cache_info().misses - before
+        searches = perf._CONFIGS.misses - before
         warm, _ = median_time(lambda: perf.compare(s), args.repeat)
         total_cold += cold
         print(f"{name:24s} {s.workload.task:11s} {len(df):5d} {cold * 1e3:8.1f} {searches:8d} {warm * 1e3:8.1f}")

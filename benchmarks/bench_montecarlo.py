@@ -16,7 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from workbook import analysis, cost, decision, perf  # noqa: E402
+from workbook import analysis, cost, decision  # noqa: E402
+from workbook.model import estimate  # noqa: E402
 from workbook.scenario import load_scenario, scenario_names  # noqa: E402
 from _timing import median_time  # noqa: E402
 
@@ -33,7 +34,7 @@ def main(argv=None) -> int:
     print(f"{'scenario':24s} {'options':>7s} {'feasible':>8s} {'price s':>8s} {'MC s':>7s} {'recommend s':>11s}")
     for name in scenario_names():
         s = load_scenario(name)
-        perf_df = perf.compare(s)
+        perf_df = estimate.compare(s)
         t_price, priced = median_time(lambda: analysis.price(s, perf_df), args.repeat)
         t_mc, mc = median_time(lambda: cost.monte_carlo(s, priced, n=args.draws), args.repeat)
         t_rec, _ = median_time(lambda: decision.recommend(s, perf_df, priced, mc, n_draws=args.draws), args.repeat)

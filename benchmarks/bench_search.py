@@ -1,4 +1,4 @@
-"""Speed of the vectorised parallel-configuration search (workbook.scaling.search).
+"""Speed of the vectorised parallel-configuration search (workbook.model.training.search).
 
 Target (issue 4): every TP x PP x DP x CP x micro-batch x interleaving x recompute x ZeRO
 configuration of Llama 3.1 405B on 16,384 chips in under 2 s on one core. Prints the grid size,
@@ -14,33 +14,19 @@ import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-import numpy as np  # noqa: E402
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from workbook import catalog, scaling  # noqa: E402
-from workbook import profile as prof  # noqa: E402
-from workbook.errors import InputError  # noqa: E402
+from workbook import catalog  # noqa: E402
+from workbook.model import profile as prof  # noqa: E402
+from workbook.model import training as scaling  # noqa: E402
+from workbook.model.efficiency import Efficiency  # noqa: E402
 from workbook.scenario import Workload  # noqa: E402
 
 TARGET_S = 2.0
 
 
-def efficiency_model():
-    """The calibrated efficiency of workbook.perf when its parameters exist, else a constant."""
-    try:
-        from workbook.perf import compute_efficiency
-
-        compute_efficiency(catalog.accelerator("H100-SXM5-80GB"), "bf16", "train", prof.model_profile("llama-3.1-8b"))
-        return compute_efficiency, "workbook.perf.compute_efficiency"
-    except (ImportError, InputError) as e:
-        def placeholder_constant_efficiency(acc, precision, work, profile, tp=1, tokens=None):
-            return 0.5 * np.ones(np.broadcast(np.asarray(tp), np.asarray(1 if tokens is None else tokens)).shape)
-        return placeholder_constant_efficiency, f"a constant 0.5 (perf efficiency unavailable: {e})"
-
-
 def main() -> int:
-    eff, eff_name = efficiency_model()
+    eff, eff_name = Efficiency.from_csv(), "the fitted efficiency (data/efficiency.csv)"
     p = prof.model_profile("llama-3.1-405b")
     w = Workload(task="training", model="llama-3.1-405b", tokens=15e12, seq_len=8192, global_batch_tokens=16e6)
     print(f"efficiency: {eff_name}")

@@ -170,7 +170,7 @@ class Pricing(_Strict):
     negotiated_discount: Annotated[float, Field(ge=0, lt=1)] = 0.0
     commit_1y_discount: Annotated[float, Field(ge=0, lt=1, description=(
         "Discount off on-demand for a 1-year commitment, used only where offerings.csv publishes no "
-        "committed price. Default 0.37 = 1 - median(commit_1y/on_demand) over the 12 GCP rows of "
+        "committed price. Default 0.37 = 1 - median(commit_1y/on_demand) over the 12 GCP GPU rows of "
         "data/offerings.csv that publish both (ratios 0.62-0.69, median 0.630; Cyclenerd "
         "google-cloud-pricing-cost-calculator pricing.yml @fd66b26, 2026-07-30)"))] = 0.37
     commit_3y_discount: Annotated[float, Field(ge=0, lt=1, description=(

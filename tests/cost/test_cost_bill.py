@@ -147,12 +147,14 @@ def test_superseded_rows_keep_their_spot_price_but_not_their_on_demand():
 
 
 def test_commit_discount_defaults_equal_the_median_published_gcp_ratio():
-    """scenario.py documents the defaults as 1 - median(commit/on-demand) over GCP rows with both."""
+    """scenario.py documents the defaults as 1 - median(commit/on-demand) over the GCP GPU rows with
+    both (the defaults stand in for unpublished GPU commitments; TPUs publish their own)."""
     off = catalog.offerings()
+    gpu = off["accelerator"].map(catalog.accelerators().set_index("accelerator")["kind"]) == "gpu"
     s = parse_scenario(TRAIN)
     for col, default in (("commit_1y_usd_per_hour", s.pricing.commit_1y_discount),
                          ("commit_3y_usd_per_hour", s.pricing.commit_3y_discount)):
-        both = off[(off["provider"] == "GCP") & off[col].notna() & off["on_demand_usd_per_hour"].notna()]
+        both = off[(off["provider"] == "GCP") & gpu & off[col].notna() & off["on_demand_usd_per_hour"].notna()]
         assert len(both) >= 10
         assert 1 - (both[col] / both["on_demand_usd_per_hour"]).median() == pytest.approx(default, abs=0.001)
 

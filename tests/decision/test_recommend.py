@@ -4,6 +4,8 @@ import time
 
 import pandas as pd
 
+from workbook.views import text
+
 from workbook import analysis, catalog, cost, decision
 from workbook.scenario import load_scenario, parse_scenario, with_overrides
 
@@ -29,9 +31,9 @@ def test_recommendation_is_json_ready_and_renders_as_a_table():
     d = rec.as_dict()
     json.dumps(d)
     assert d["accelerator"] == rec.accelerator and d["reasons"] == rec.reasons
-    summary = rec.summary()
+    summary = text.recommendation_table(rec)
     assert list(summary.columns) == ["", "detail"] and len(summary) >= 3
-    assert "Recommendation" in rec._repr_html_()
+    assert "Recommendation" in text.recommendation_markdown(rec)
 
 
 def test_recommend_is_fast():

@@ -266,25 +266,6 @@ def test_generic_workload_trains_from_flops_per_sample():
     assert r["fits"] and r["training_days"] > 0
 
 
-def test_roofline_chart_puts_the_workload_points_on_each_chip():
-    from workbook.charts import perf as cp
-
-    s = wb.load_scenario("chat-70b-realtime")
-    options = estimate.compare(s)
-    spec = cp.roofline(tables.roofline_lines(s), tables.operating_points(s, options)).to_dict()
-    assert len(spec["layer"]) == 2
-    assert spec["layer"][1]["encoding"]["shape"]["field"] == "point"
-
-
-def test_comparison_chart_has_an_error_bar_from_the_bands():
-    from workbook.charts import perf as cp
-
-    df = estimate.compare(wb.load_scenario("llama-8b-finetune"))
-    spec = cp.comparison(df).to_dict()
-    marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in spec["layer"]]
-    assert "errorbar" in marks and spec["layer"][1]["encoding"]["x2"]["field"] == "training_days_high"
-
-
 def test_memory_breakdown_sums_to_sixteen_bytes_per_parameter_plus_activations():
     s = wb.load_scenario("llama-70b-pretrain")
     df = tables.memory_breakdown(s)
@@ -298,12 +279,3 @@ def test_explanation_table_names_a_source_for_every_figure():
     for name in ("llama-70b-pretrain", "chat-70b-realtime"):
         t = tables.formulas(wb.load_scenario(name))
         assert t["formula"].str.len().gt(5).all() and len(t) >= 6
-
-
-def test_widgets_build_from_the_scenario():
-    for name in ("llama-8b-finetune", "small-model-cheap"):
-        s = wb.load_scenario(name)
-        assert wb.widgets.profile_explorer(s).children
-        box = wb.widgets.comparison_explorer(s)
-        cands = [c for c in box.children[0].children if "wb-compare-candidates" in c._dom_classes][0]
-        assert list(cands.value) == estimate.candidate_accelerators(s)

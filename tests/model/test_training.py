@@ -16,7 +16,6 @@ from workbook.calibrate.runs import megatron_hw_flops_per_token
 from workbook.model import comm, serving, tables, training
 from workbook.model import profile as prof
 from workbook.model.efficiency import Efficiency
-from workbook.views import text
 from workbook.errors import InputError
 from workbook.scenario import Architecture, Parallelism, Workload
 
@@ -352,54 +351,3 @@ def test_tensor_parallelism_cuts_latency_at_batch_one_for_a_70b_model():
     assert one.loc[8, "tpot_ms"] < one.loc[4, "tpot_ms"] < one.loc[2, "tpot_ms"]
     assert (df.groupby("tp")["chosen"].sum() <= 1).all()
 
-
-def test_explain_names_the_dimensions_in_use():
-    cfg = {"accelerator": "H100-SXM5-80GB", "chips": 1024, "tp": 8, "pp": 4, "vpp": 2, "dp": 32, "cp": 1, "ep": 1,
-           "zero": 1, "recompute": "selective", "micro_batch": 1, "microbatches": 16, "step_time_s": 2.0,
-           "compute_s": 1.5, "exposed_comm_s": 0.2, "bubble_s": 0.2, "recompute_s": 0.1, "optimizer_s": 0.0,
-           "tokens_per_s": 1e6, "mfu": 0.4, "memory_per_chip_bytes": 6e10}
-    text = text.explain_layout(cfg)
-    for phrase in ("tensor parallel 8", "pipeline parallel 4", "data parallel 32 with ZeRO-1", "compute 75%",
-                   "pipeline bubble 10%"):
-        assert phrase in text
-    assert "context parallel" not in text and "No configuration" in text.explain_layout(None)
-
-
-# --- scenario views, charts and widgets -------------------------------------------------------------
-
-def test_scenario_curves_and_charts_for_a_training_and_a_serving_scenario():
-    import vl_convert as vlc
-
-    from workbook import load_scenario
-    from workbook.charts import scaling as sc
-
-    for name in ("llama2-7b-pretrain", "chat-70b-realtime"):
-        s = load_scenario(name)
-        curves = tables.scenario_curves(s, efficiency=HALF)
-        assert len(curves) > 0
-        assert len(tables.summary(curves)) > 0
-        assert text.scaling_verdict(curves).strip()
-        assert text.explain_layout(tables.scenario_best(s, efficiency=HALF)).strip()
-        for chart in (sc.scaling_curves(curves), sc.mfu_curves(curves), sc.step_breakdown(curves)):
-            assert vlc.vegalite_to_svg(chart.to_dict()).startswith("<svg")
-    if "tpot_ms" not in curves:
-        pytest.fail("the serving scenario should give tensor-parallel curves")
-
-
-def test_configurations_chart_stacks_the_step_parts():
-    from workbook.charts import scaling as sc
-
-    p, a = prof.model_profile("llama-3.1-8b"), catalog.accelerator("H100-SXM5-80GB")
-    table = training.search(p, a, 64, _train("llama-3.1-8b"), efficiency=HALF)
-    spec = sc.configurations_breakdown(table, top=5).to_dict()
-    assert spec["mark"]["type"] == "bar" and spec["encoding"]["x"]["field"] == "seconds"
-
-
-def test_scaling_explorer_builds_and_reacts_to_a_chip_count_change(capsys):
-    from workbook import load_scenario, widgets
-
-    box = widgets.scaling_explorer(load_scenario("llama-70b-pretrain"), efficiency=HALF)
-    controls = box.children[0].children
-    chips = next(c for c in controls if "wb-scaling-chips" in c._dom_classes)
-    chips.value = 256
-    assert chips.value == 256

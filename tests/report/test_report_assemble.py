@@ -94,7 +94,7 @@ def test_headline_reads_a_training_recommendation():
                                   "pricing_model": "commit_1y", "metric": "cost_usd",
                                   "runner_up": {"accelerator": "MI300X", "score": 0.7012},
                                   "figures": {"cost_usd": 1.234e6, "cost_usd_low": 1.1e6, "cost_usd_high": 1.5e6,
-                                              "time_days": 3.0, "score": 0.74, "p_beats_runner_up": 0.51,
+                                              "training_days": 3.0, "score": 0.74, "p_beats_runner_up": 0.51,
                                               "p_cheapest": 0.32}}}
     h = assemble.headline(summary)
     assert h["recommendation"] == "H100-SXM5-80GB on a 1-year commitment (AWS, p5.48xlarge)"
@@ -102,7 +102,7 @@ def test_headline_reads_a_training_recommendation():
     assert h["time"] == "3.0 days"
     assert h["confidence"] == ("score 0.740 vs 0.701 for the runner-up; beats the runner-up in 51% of Monte Carlo "
                                "draws; cheapest in 32% of Monte Carlo draws")
-    assert (h["cost_value"], h["time_days"], h["p_cheapest"]) == (1.234e6, 3.0, 0.32)
+    assert (h["cost_value"], h["training_days"], h["p_cheapest"]) == (1.234e6, 3.0, 0.32)
     assert assemble.headline({"scenario": "s", "estimate_error": "boom"})["recommendation"] is None
 
 

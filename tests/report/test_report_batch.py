@@ -1,7 +1,7 @@
 """The batch behaviour (``python -m workbook report``): validation before any kernel starts, failures
 isolated, atomic replacement, recovery, skip, Dask. Runs on the small fixture notebooks in
 ``tests/fixtures/notebooks`` (same conventions as the real ones: a section in the notebook metadata,
-a parameters cell, a chart through ``workbook.charts``, ``widgets`` cells). Tests marked ``slow``
+a parameters cell, a chart through ``workbook.views.charts``, ``widgets`` cells). Tests marked ``slow``
 start kernels."""
 from __future__ import annotations
 

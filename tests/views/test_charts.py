@@ -7,9 +7,12 @@ import pandas as pd
 import pytest
 import vl_convert as vlc
 
-from workbook import calibrate, catalog, cost, load_scenario, perf, scaling
+from workbook import catalog, cost, load_scenario
+from workbook.calibrate import runs as calruns
+from workbook.model import tables
+from workbook.model import training as train_model
 from workbook.analysis import analyse
-from workbook.profile import workload_profile
+from workbook.model.profile import workload_profile
 from workbook.terms import pricing_short
 from workbook.views import charts
 from workbook.views.charts import cost as cc
@@ -32,7 +35,7 @@ def training():
 
 @pytest.fixture(scope="module")
 def curves():
-    return {name: scaling.scenario_curves(load_scenario(name)) for name in (SERVING, TRAINING)}
+    return {name: tables.scenario_curves(load_scenario(name)) for name in (SERVING, TRAINING)}
 
 
 def _layers(spec: dict) -> list[dict]:
@@ -71,7 +74,7 @@ def test_importing_the_charts_keeps_altairs_row_limit():
 
 def test_roofline_chart_puts_the_workload_points_on_each_chip(serving):
     s = serving.scenario
-    spec = cp.roofline(perf.roofline_lines(s), perf.operating_points(s, serving.perf)).to_dict()
+    spec = cp.roofline(tables.roofline_lines(s), tables.operating_points(s, serving.perf)).to_dict()
     assert len(spec["layer"]) == 2
     assert spec["layer"][0]["encoding"]["x"]["scale"]["type"] == "log"
     assert spec["layer"][1]["encoding"]["shape"]["field"] == "point"
@@ -90,13 +93,13 @@ def test_serving_comparison_is_per_chip_throughput(serving):
 
 
 def test_memory_breakdown_stacks_components_in_gigabytes(training):
-    spec = cp.memory_breakdown(perf.memory_breakdown(training.scenario)).to_dict()
+    spec = cp.memory_breakdown(tables.memory_breakdown(training.scenario)).to_dict()
     assert spec["encoding"]["x"]["field"] == "gb" and spec["encoding"]["x"]["aggregate"] == "sum"
     assert spec["encoding"]["color"]["field"] == "component"
 
 
 def test_calibration_chart_has_one_panel_per_kind():
-    spec = cp.calibration(calibrate.calibration_table()).to_dict()
+    spec = cp.calibration(calruns.calibration_table()).to_dict()
     assert spec["facet"]["field"] == "kind"
     assert {"value", "predicted"} <= _fields(spec["spec"])
 
@@ -138,7 +141,7 @@ def test_mfu_curves_show_both_measures_for_training_and_a_sentence_for_serving(c
 
 @pytest.mark.parametrize("name", [TRAINING, SERVING])
 def test_step_breakdown_takes_the_tidy_breakdown(curves, name):
-    spec = sc.step_breakdown(scaling.breakdown(curves[name])).to_dict()
+    spec = sc.step_breakdown(tables.breakdown(curves[name])).to_dict()
     assert spec["facet"]["field"] == "accelerator"
     assert spec["spec"]["encoding"]["y"]["stack"] == "normalize"
     assert spec["spec"]["encoding"]["color"]["field"] == "component"
@@ -152,7 +155,7 @@ def test_step_breakdown_of_nothing_says_so():
 
 def test_configurations_chart_stacks_the_step_parts():
     s = load_scenario("llama2-7b-pretrain")
-    table = scaling.search(workload_profile(s.workload), catalog.accelerator("H100-SXM5-80GB"), 64, s.workload)
+    table = train_model.search(workload_profile(s.workload), catalog.accelerator("H100-SXM5-80GB"), 64, s.workload)
     spec = sc.configurations_breakdown(table, top=5).to_dict()
     assert spec["mark"]["type"] == "bar" and spec["encoding"]["x"]["field"] == "seconds"
     assert spec["encoding"]["y"]["field"] == "configuration"

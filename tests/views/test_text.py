@@ -112,21 +112,13 @@ def test_serving_verdict_reads_the_new_column_names():
     assert "from TP1 to TP8" in out and "from 40.0 to 12.5 ms" in out and "900 to 400" in out
 
 
-def test_current_names_converts_the_old_serving_seconds_once():
-    old = pd.DataFrame({"tpot_s": [0.02], "prefill_s": [0.3], "time_to_train_days": [np.nan]})
-    new = text.current_names(old)
-    assert new["tpot_ms"].iloc[0] == pytest.approx(20.0) and new["ttft_ms"].iloc[0] == pytest.approx(300.0)
-    assert "training_days" in new and text.current_names(new)["tpot_ms"].iloc[0] == pytest.approx(20.0)
-    assert text.current_names({"time_days": 3.0})["training_days"] == 3.0
-
-
 def test_verdict_and_layout_of_real_scenarios_are_sentences():
-    from workbook import scaling
+    from workbook.model import tables
 
     for name in ("llama2-7b-pretrain", "chat-70b-realtime"):
         s = load_scenario(name)
-        assert text.scaling_verdict(scaling.scenario_curves(s)).strip().startswith("- **")
-        assert text.explain_layout(scaling.scenario_best(s)).startswith("**")
+        assert text.scaling_verdict(tables.scenario_curves(s)).strip().startswith("- **")
+        assert text.explain_layout(tables.scenario_best(s)).startswith("**")
 
 
 # --- the recommendation ----------------------------------------------------------------------------
@@ -154,4 +146,4 @@ def test_recommendation_markdown_and_table_say_the_same(rec):
 def test_key_figures_put_money_first(rec):
     figs = text.key_figures(rec.figures)
     assert figs[0][0].startswith("$") and "per million output tokens" in figs[0][1]
-    assert text.key_figures({"time_days": 4.25}) == [("4.2 days", "to finish")]
+    assert text.key_figures({"training_days": 4.25}) == [("4.2 days", "to finish")]

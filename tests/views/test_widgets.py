@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from workbook import load_scenario, perf
+from workbook import load_scenario
+from workbook.model import estimate
 from workbook.analysis import analyse
 from workbook.views import widgets
 
@@ -17,7 +18,7 @@ def test_profile_and_comparison_explorers_start_at_the_scenario(name):
     s = load_scenario(name)
     assert widgets.profile_explorer(s).children
     box = widgets.comparison_explorer(s)
-    assert list(_by_class(box, "wb-compare-candidates").value) == perf.candidate_accelerators(s)
+    assert list(_by_class(box, "wb-compare-candidates").value) == estimate.candidate_accelerators(s)
 
 
 def test_scaling_explorer_builds_and_reacts_to_a_chip_count_change():

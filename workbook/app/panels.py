@@ -91,7 +91,7 @@ def recommendation(a: Analysis | None) -> str:
 
 def ranking(rec, top: int = 12) -> str:
     """The decision's ranking table, with money as money and the cost band next to the cost."""
-    full = text.current_names(rec.ranking)
+    full = rec.ranking
     df = full.head(top).copy()
     for m in ("cost_usd", "usd_per_million_tokens"):
         if m in df:

@@ -3,3 +3,6 @@
 ``runs`` reads the runs, converts each to one definition, predicts it and tabulates the errors;
 ``fit`` fits the efficiency parameters (``data/efficiency.csv``) and is the ``calibrate`` command.
 """
+from . import fit, runs
+
+__all__ = ["fit", "runs"]

@@ -16,9 +16,8 @@ import pandas as pd
 
 from .. import catalog
 from ..model import profile
-from ..terms import usd
 from ..scenario import Scenario
-from ..terms import HOURS_PER_MONTH, pricing_label
+from ..terms import HOURS_PER_MONTH, pricing_label, usd
 from .rules import PHYSICAL, needed_capabilities
 
 STALE_DAYS = 180

@@ -18,10 +18,6 @@ from .evidence import STALE_DAYS, age_days
 from .rank import describe, flip_conditions, metric_of, p_cheaper, rank, ranking_table, weights
 from .rules import percent_text
 
-# the ``estimate --json`` contract predates the one vocabulary: these keys keep their old names there
-JSON_KEYS = {"training_days": "time_days"}
-
-
 def _clean(v):
     if isinstance(v, np.generic):
         v = v.item()
@@ -36,7 +32,7 @@ def _json_records(df, n=None) -> list[dict]:
     if df is None or df.empty:
         return []
     d = df if n is None else df.head(n)
-    return [{JSON_KEYS.get(k, k): _clean(v) for k, v in r.items()} for r in d.to_dict("records")]
+    return [{k: _clean(v) for k, v in r.items()} for r in d.to_dict("records")]
 
 
 @dataclass(repr=False)
@@ -71,37 +67,11 @@ class Recommendation:
         return {"scenario": self.scenario, "summary": self.headline(), "accelerator": self.accelerator,
                 "offering": self.offering,
                 "provider": self.provider, "pricing_model": self.pricing_model, "metric": self.metric,
-                "figures": {JSON_KEYS.get(k, k): _clean(v) for k, v in self.figures.items()},
+                "figures": {k: _clean(v) for k, v in self.figures.items()},
                 "reasons": list(self.reasons),
                 "runner_up": ({k: _clean(v) for k, v in self.runner_up.items()} if self.runner_up else None),
                 "flip_conditions": list(self.flip_conditions),
                 "ranking": _json_records(self.ranking, 15), "excluded": _json_records(self.excluded)}
-
-    # --- display (to move to workbook.views.text) ---
-
-    def summary(self) -> pd.DataFrame:
-        """The recommendation as a two-column table (renders well in notebooks and reports)."""
-        rows = [("recommendation", self.headline())]
-        if self.runner_up:
-            rows.append(("runner-up", self.runner_up.get("summary", "")))
-        rows += [("why", r) for r in self.reasons]
-        rows += [("what would change it", f) for f in self.flip_conditions]
-        return pd.DataFrame(rows, columns=["", "detail"])
-
-    def __repr__(self) -> str:
-        lines = [f"Recommendation: {self.headline()}"] + [f"  - {r}" for r in self.reasons]
-        if self.runner_up:
-            lines.append(f"Runner-up: {self.runner_up.get('summary', '')}")
-        lines += ["What would change it:"] + [f"  - {f}" for f in self.flip_conditions]
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        import html
-        items = "".join(f"<li>{html.escape(r)}</li>" for r in self.reasons)
-        flips = "".join(f"<li>{html.escape(f)}</li>" for f in self.flip_conditions)
-        ru = html.escape(self.runner_up.get("summary", "")) if self.runner_up else "none"
-        return (f"<h3>Recommendation: {html.escape(self.headline())}</h3><ul>{items}</ul>"
-                f"<p><b>Runner-up:</b> {ru}</p><p><b>What would change the decision:</b></p><ul>{flips}</ul>")
 
 
 def _excluded_table(priced: pd.DataFrame) -> pd.DataFrame:

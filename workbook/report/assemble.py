@@ -336,7 +336,7 @@ def headline(summary: dict) -> dict:
     metric = rec.get("metric")
     option = next((o for o in summary.get("options") or [] if o.get("accelerator") == rec.get("accelerator")), {})
     value, low, high = (_num(fig.get(metric)), _num(fig.get(f"{metric}_low")), _num(fig.get(f"{metric}_high")))
-    per_month, days, p = _num(fig.get("usd_per_month")), _num(fig.get("time_days")), _num(fig.get("p_cheapest"))
+    per_month, days, p = _num(fig.get("usd_per_month")), _num(fig.get("training_days")), _num(fig.get("p_cheapest"))
     ttft, tpot = _num(option.get("ttft_ms")), _num(option.get("tpot_ms"))
     p_ru, score = _num(fig.get("p_beats_runner_up")), _num(fig.get("score"))
     ru_score = _num((rec.get("runner_up") or {}).get("score"))
@@ -353,7 +353,7 @@ def headline(summary: dict) -> dict:
         "accelerator": rec.get("accelerator"), "pricing_model": rec.get("pricing_model"),
         "provider": rec.get("provider"), "offering": rec.get("offering"), "cost_metric": metric,
         "cost_value": value, "cost_low": low, "cost_high": high, "usd_per_month": per_month,
-        "time_days": days, "ttft_ms": ttft, "tpot_ms": tpot, "score": score, "runner_up_score": ru_score,
+        "training_days": days, "ttft_ms": ttft, "tpot_ms": tpot, "score": score, "runner_up_score": ru_score,
         "p_beats_runner_up": p_ru, "p_cheapest": p,
     }
 

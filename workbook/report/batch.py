@@ -214,7 +214,7 @@ INDEX_COLUMNS = [("scenario", "Scenario"), ("title", "Title"), ("recommendation"
                  ("cost", "Cost"), ("time", "Time"), ("confidence", "Confidence"), ("status", "Status"),
                  ("generated_utc", "Generated (UTC)")]
 CSV_COLUMNS = ["scenario", "title", "recommendation", "accelerator", "pricing_model", "provider", "offering",
-               "cost_metric", "cost_value", "cost_low", "cost_high", "usd_per_month", "time_days", "ttft_ms",
+               "cost_metric", "cost_value", "cost_low", "cost_high", "usd_per_month", "training_days", "ttft_ms",
                "tpot_ms", "score", "runner_up_score", "p_beats_runner_up", "p_cheapest", "status", "generated_utc",
                "report"]
 

@@ -17,7 +17,7 @@ import pandas as pd
 from ..scenario import Scenario
 from ..terms import SECONDS_PER_DAY, usd
 
-__all__ = ["BLANK", "Explanation", "current_names", "esc", "explain_layout", "header", "header_markdown",
+__all__ = ["BLANK", "Explanation", "esc", "explain_layout", "header", "header_markdown",
            "key_figures", "markdown_html", "money", "number", "recommendation_html", "recommendation_markdown",
            "recommendation_table", "register_table_formatter", "scaling_verdict", "table_html", "usd"]
 
@@ -169,29 +169,6 @@ class Explanation(str):
         return str(self)
 
 
-_OLD_DAYS = ("time_days", "time_to_train_days")          # architecture §5.3: one name, training_days
-_OLD_SECONDS = {"tpot_s": "tpot_ms", "prefill_s": "ttft_ms"}
-
-
-def current_names(x):
-    """A frame or dict with today's column names (§5.3): ``time_days`` / ``time_to_train_days`` ->
-    ``training_days``, serving ``tpot_s`` / ``prefill_s`` -> ``tpot_ms`` / ``ttft_ms`` (x 1000).
-    The bridge until model/ and decision/ emit those names themselves; then it changes nothing."""
-    if x is None:
-        return x
-    is_frame = isinstance(x, pd.DataFrame)
-    out = x.copy() if is_frame else dict(x)
-    keys = out.columns if is_frame else out.keys()
-    for old in _OLD_DAYS:
-        if old in keys and "training_days" not in keys:
-            out["training_days"] = out[old]
-            keys = out.columns if is_frame else out.keys()
-    for old, new in _OLD_SECONDS.items():
-        if old in keys and new not in keys:
-            out[new] = out[old] * 1e3
-    return out
-
-
 def _serving_layout(cfg: dict) -> str:
     text = (f"**{cfg['accelerator']}, tensor parallel {cfg['tp']}, batch {cfg['batch']}**: "
             f"{cfg['output_tokens_per_s']:,.0f} output tokens/s per replica "
@@ -230,7 +207,6 @@ def explain_layout(cfg: dict | None) -> Explanation:
     if cfg is None:
         return Explanation("**No configuration fits in memory** at this chip count: add chips, "
                            "shorten the sequence, or allow more sharding.")
-    cfg = current_names(cfg)
     if cfg.get("task") == "inference" or "tpot_ms" in cfg:
         return Explanation(_serving_layout(cfg))
     st = cfg["step_time_s"]
@@ -297,7 +273,6 @@ def scaling_verdict(curves: pd.DataFrame, efficiency_floor: float = 0.8) -> Expl
     chip and latency move with tensor-parallel size."""
     if curves is None or curves.empty:
         return Explanation("No accelerator could be priced for this scenario.")
-    curves = current_names(curves)
     if "tpot_ms" in curves.columns:
         return Explanation(_serving_verdict(curves))
     return Explanation("\n".join(_training_verdict(a, d, efficiency_floor)
@@ -308,7 +283,7 @@ def scaling_verdict(curves: pd.DataFrame, efficiency_floor: float = 0.8) -> Expl
 
 def key_figures(figures: dict | None) -> list[tuple[str, str]]:
     """A recommendation's few numbers (``Recommendation.figures``) as (value, what it is) pairs."""
-    f = current_names(figures or {})
+    f = figures or {}
     out = []
     for key, what in (("cost_usd", "for the run"), ("usd_per_million_tokens", "per million output tokens")):
         if key in f:

@@ -19,7 +19,7 @@ from .. import catalog, cost
 from ..model import comm, estimate, serving, tables, training
 from ..analysis import Analysis, analyse
 from ..errors import InputError
-from ..profile import workload_profile
+from ..model.profile import workload_profile
 from ..scenario import Parallelism, Scenario, with_overrides
 from ..terms import PRECISIONS
 from . import text

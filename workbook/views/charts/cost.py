@@ -7,8 +7,7 @@ import altair as alt
 import pandas as pd
 
 from ...terms import PRICING_MODEL_IDS, pricing_short
-from ..text import current_names
-from . import empty
+from .base import empty
 
 
 def _metric(df: pd.DataFrame) -> tuple[str, str]:
@@ -94,7 +93,7 @@ def pareto_chart(ranking: pd.DataFrame) -> alt.Chart:
     filled points are on the Pareto front (nothing is both cheaper and faster)."""
     if ranking is None or ranking.empty:
         return empty("No option passes the hard constraints.")
-    d = current_names(ranking)
+    d = ranking
     metric, title = _metric(d)
     time_col, time_title = (("training_days", "Days to train") if "training_days" in d
                             else ("tpot_ms", "Time per output token (ms)"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from . import empty
+from .base import empty
 
 COMPONENT_ORDER = ["weights", "gradients", "optimizer states", "activations", "KV cache"]
 

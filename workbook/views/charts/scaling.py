@@ -7,8 +7,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from ..text import current_names
-from . import empty
+from .base import empty
 
 COMPONENT_ORDER = ["compute", "recomputation", "pipeline bubble", "exposed communication", "optimizer update",
                    "synchronisation across domains", "decode (roofline)", "tensor-parallel communication"]
@@ -20,7 +19,6 @@ def scaling_curves(curves: pd.DataFrame) -> alt.Chart:
     (``network_bound``). Inference frames go to ``tp_curves``."""
     if curves is None or curves.empty:
         return empty("No accelerator could be priced for this scenario.")
-    curves = current_names(curves)
     if "tpot_ms" in curves.columns:
         return tp_curves(curves)
     d = curves[curves["fits"].astype(bool)].copy()
@@ -49,7 +47,7 @@ def scaling_curves(curves: pd.DataFrame) -> alt.Chart:
 
 def mfu_curves(curves: pd.DataFrame) -> alt.Chart:
     """MFU and scaling efficiency against chips, one line per accelerator (training frames)."""
-    if curves is None or curves.empty or "tpot_ms" in current_names(curves).columns:
+    if curves is None or curves.empty or "tpot_ms" in curves.columns:
         return empty("MFU and scaling efficiency apply to training; serving is charted against tensor-parallel size.")
     d = curves[curves["fits"].astype(bool)] if "fits" in curves else curves
     if d.empty:
@@ -121,7 +119,6 @@ def configurations_breakdown(table: pd.DataFrame, top: int = 8) -> alt.Chart:
 def tp_curves(df: pd.DataFrame) -> alt.Chart:
     """Serving: output tokens/s per chip (left) and time per output token (right) against
     tensor-parallel size, at the batch the TP curve chose, one line per accelerator."""
-    df = current_names(df)
     d = df[df["chosen"]].copy() if "chosen" in df else df.copy()
     if d.empty:
         return empty("The model does not fit at any tensor-parallel size.")

@@ -1,22 +1,21 @@
-"""Caches on the report path (the calibration table that notebook 02 shows): keyed by content, never
-stale. Moved from tests/test_report.py unchanged; they exercise ``workbook.calibrate``."""
+"""The calibration table that notebook 02 and the reports show is cached by content, never stale."""
 from __future__ import annotations
 
 import pytest
 
+from workbook import catalog, paths
+from workbook.calibrate import runs as calibrate
+from workbook.model import efficiency
+
 
 def _clear_data_caches():
-    from workbook import calibrate, catalog, perf
-
-    for f in (catalog.load, catalog.resolve_map, calibrate._runs_cached, perf._param_file):
+    for f in (catalog.load, catalog.resolve_map, catalog._acc_records, calibrate._runs_cached, efficiency._from_csv):
         f.cache_clear()
 
 
 @pytest.fixture
 def data_copy(tmp_path, monkeypatch):
     """A private copy of data/*.csv as the catalog folder, a private cache folder, empty caches."""
-    from workbook import calibrate, paths
-
     data = tmp_path / "data"
     data.mkdir()
     for p in paths.DATA_DIR.glob("*.csv"):
@@ -30,8 +29,6 @@ def data_copy(tmp_path, monkeypatch):
 
 
 def test_calibration_table_cache_follows_the_reference_runs_file(data_copy, monkeypatch):
-    from workbook import calibrate
-
     runs_csv = data_copy / "reference_runs.csv"
     first = calibrate.reference_runs().iloc[0]
     before = calibrate.calibration_table()
@@ -57,12 +54,10 @@ def test_calibration_table_cache_follows_the_reference_runs_file(data_copy, monk
 
 
 def test_calibration_table_cache_key_follows_the_package_source(monkeypatch, tmp_path):
-    from workbook import calibrate
-
     pkg = tmp_path / "workbook"
-    pkg.mkdir()
-    (pkg / "perf.py").write_text("A = 1\n")
-    monkeypatch.setattr(calibrate, "__file__", str(pkg / "calibrate.py"))
+    (pkg / "model").mkdir(parents=True)
+    (pkg / "model" / "efficiency.py").write_text("A = 1\n")
+    monkeypatch.setattr(paths, "PACKAGE_DIR", pkg)
     k1 = calibrate._table_cache_key()
-    (pkg / "perf.py").write_text("A = 2\n")
+    (pkg / "model" / "efficiency.py").write_text("A = 2\n")
     assert calibrate._table_cache_key() != k1
