@@ -345,149 +345,177 @@ def evaluate(profile: Profile, acc: pd.Series, chips: int, workload: Workload, g
                                memory_headroom=memory_headroom, sync_loss=sync_loss))
 
 
-def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, grid: dict, efficiency: Efficiency | None = None, *,
-           topology: comm.Topology | None = None, overlap: Overlap = DEFAULT_OVERLAP,
-           memory_headroom: float | None = None, sync_loss: float | None = None) -> dict:
-    """``evaluate`` as a dict of numpy arrays (the search's fast path)."""
-    p, w = profile, workload
-    _check_transformer(p)
-    eff_value = default(efficiency)
-    if sync_loss is None:
-        sync_loss = network_loss(eff_value, acc)
-    topo = topology or comm.topology(acc, chips)
-    peak = _peak(acc, w.precision)
-    hbm = float(acc["memory_bytes_per_s"])
-    mem_cap = float(acc["memory_bytes"]) * (1.0 - _headroom(memory_headroom))
-    B = _global_batch_seqs(w)
-    s = float(w.seq_len)
-    h, L, V = float(p.hidden), float(p.layers), float(p.vocab)
-    e = ACTIVATION_BYTES
-    frac = w.trainable_fraction
+def _grid_arrays(grid: dict) -> dict:
+    """The grid's dimensions as float arrays (``rc``/``z`` kept as given), with the recompute masks."""
+    g = {k: grid[src].astype(float) for k, src in (("tp", "tp"), ("cp", "cp"), ("pp", "pp"), ("dp", "dp"), ("ep", "ep"),
+                                                   ("mb", "micro_batch"), ("m", "microbatches"), ("v", "vpp"))}
+    g.update(rc=grid["recompute"], z=grid["zero"], full=grid["recompute"] == "full", sel=grid["recompute"] == "selective")
+    return g
 
-    tp = grid["tp"].astype(float)
-    cp = grid["cp"].astype(float)
-    pp = grid["pp"].astype(float)
-    dp = grid["dp"].astype(float)
-    ep = grid["ep"].astype(float)
-    mb = grid["micro_batch"].astype(float)
-    m = grid["microbatches"].astype(float)
-    v = grid["vpp"].astype(float)
-    rc = grid["recompute"]
-    z = grid["zero"]
-    full = rc == "full"
-    sel = rc == "selective"
 
-    # -- model shape per layer and per stage
+def _stage_shape(p: Profile, w: Workload, g: dict) -> dict:
+    """Weights of the busiest pipeline stage: layers per stage (``L_stage``), dense and expert
+    weights per layer, the embedding and head on the first and last stage, the non-expert
+    (``P_n``) and expert (``P_e``) weights on one chip, the ZeRO shard counts (``D_n``, ``D_e``) and
+    the bytes per parameter of weights, gradients and optimizer states."""
+    L, h = float(p.layers), float(p.hidden)
     tied = math.isclose(p.params_matmul_active, p.params_active)
-    head_params = 0.0 if tied else V * h
+    head_params = 0.0 if tied else float(p.vocab) * h
     body = p.params_total - p.params_embedding - head_params
-    dense_layer = (body - p.params_expert) / L
-    expert_layer = p.params_expert / L
-    L_stage = np.ceil(L / (pp * v)) * v  # layers on the busiest stage
-    emb_first = np.where(pp == 1, p.params_embedding + head_params, p.params_embedding)
-    emb_last = np.where(pp == 1, p.params_embedding + head_params, p.params_embedding if tied else head_params)
-    emb_max = np.maximum(emb_first, emb_last)
-    P_n = (L_stage * dense_layer + emb_max) / tp  # non-expert weights on the chip
-    P_e = L_stage * expert_layer / (tp * ep)  # expert weights on the chip
-    D_n = dp * cp  # data-parallel replicas of non-expert weights (ZeRO shards over DP x CP)
-    D_e = dp * cp / ep
-    wb, gb, ob = state_bytes_per_param(w.precision, w.optimizer)
+    st = {"dense_layer": (body - p.params_expert) / L, "expert_layer": p.params_expert / L,
+          "L_stage": np.ceil(L / (g["pp"] * g["v"])) * g["v"],  # layers on the busiest stage
+          "emb_first": np.where(g["pp"] == 1, p.params_embedding + head_params, p.params_embedding),
+          "emb_last": np.where(g["pp"] == 1, p.params_embedding + head_params, p.params_embedding if tied else head_params)}
+    emb_max = np.maximum(st["emb_first"], st["emb_last"])
+    st["P_n"] = (st["L_stage"] * st["dense_layer"] + emb_max) / g["tp"]  # non-expert weights on the chip
+    st["P_e"] = st["L_stage"] * st["expert_layer"] / (g["tp"] * g["ep"])  # expert weights on the chip
+    st["D_n"] = g["dp"] * g["cp"]  # data-parallel replicas of non-expert weights (ZeRO shards over DP x CP)
+    st["D_e"] = g["dp"] * g["cp"] / g["ep"]
+    st["wb"], st["gb"], st["ob"] = state_bytes_per_param(w.precision, w.optimizer)
+    return st
 
-    # -- FLOPs and compute time per micro-batch on the busiest stage. FLOPs are counted as PaLM's
-    # model FLOPs (full attention), the definition ``efficiency`` is calibrated on (MFU): a causal
-    # kernel that skips masked blocks shows up as a higher efficiency, not as fewer FLOPs.
+
+def _compute_parts(p: Profile, w: Workload, g: dict, st: dict, eff: Efficiency, acc, peak: float, grid: dict) -> dict:
+    """FLOPs and compute time per micro-batch on the busiest stage: forward, backward, the
+    recomputed forward and the attention core. FLOPs are counted as PaLM's model FLOPs (full
+    attention), the definition the efficiency is calibrated on (MFU): a causal kernel that skips
+    masked blocks shows up as a higher efficiency, not as fewer FLOPs."""
+    s, L, h, V = float(w.seq_len), float(p.layers), float(p.hidden), float(p.vocab)
     head_flops = 6.0 * V * h
     layer_flops = (float(prof.train_flops_per_token(p, s)) - head_flops) / L
     attn_layer_fwd = float(prof.attention_flops_per_token(p, s, causal=False)) / L
-    tok_chip = mb * s / (tp * cp)  # tokens per micro-batch per chip (sequence-parallel shards)
-    eff = np.clip(np.asarray(compute_efficiency(eff_value, acc, w.precision, "train", p, tp=grid["tp"], tokens=mb * s / cp), dtype=float)
-                  * np.ones_like(tp), 1e-6, 1.0)
-    rate = peak * eff
+    tok_chip = g["mb"] * s / (g["tp"] * g["cp"])  # tokens per micro-batch per chip (sequence-parallel shards)
+    e = np.clip(np.asarray(compute_efficiency(eff, acc, w.precision, "train", p, tp=grid["tp"], tokens=g["mb"] * s / g["cp"]),
+                           dtype=float) * np.ones_like(g["tp"]), 1e-6, 1.0)
+    rate = peak * e
+    L_stage = st["L_stage"]
     t_fb = (L_stage * layer_flops + head_flops) * tok_chip / rate
-    t_fwd, t_bwd = t_fb / 3.0, 2.0 * t_fb / 3.0
-    rc_flops = np.where(full, L_stage * layer_flops / 3.0, np.where(sel, L_stage * attn_layer_fwd, 0.0))
-    t_rc = rc_flops * tok_chip / rate
-    t_attn = 3.0 * L_stage * attn_layer_fwd * tok_chip / rate  # attention core, forward + backward
+    rc_flops = np.where(g["full"], L_stage * layer_flops / 3.0, np.where(g["sel"], L_stage * attn_layer_fwd, 0.0))
+    return {"efficiency": e, "tok_chip": tok_chip, "t_fwd": t_fb / 3.0, "t_bwd": 2.0 * t_fb / 3.0,
+            "t_rc": rc_flops * tok_chip / rate,
+            "t_attn": 3.0 * L_stage * attn_layer_fwd * tok_chip / rate}  # attention core, forward + backward
 
-    # -- communication per micro-batch
-    act = mb * (s / cp) * h * e  # a layer's activations for one micro-batch (before SP scattering)
-    n_tp = tp_collectives_per_layer(rc) * L_stage
-    tp_mb = comm.collective_s("all_gather", 2.0 * n_tp * act, tp, 1.0, topo, calls=2.0 * n_tp)
+
+def _model_parallel_comm(p: Profile, w: Workload, g: dict, st: dict, c: dict, topo: comm.Topology) -> dict:
+    """Communication per micro-batch of tensor, context, expert and pipeline parallelism."""
+    s, h, e = float(w.seq_len), float(p.hidden), ACTIVATION_BYTES
+    tp, cp, ep, pp, L_stage = g["tp"], g["cp"], g["ep"], g["pp"], st["L_stage"]
+    act = g["mb"] * (s / cp) * h * e  # a layer's activations for one micro-batch (before SP scattering)
+    n_tp = tp_collectives_per_layer(g["rc"]) * L_stage
+    out = {"tp_mb": comm.collective_s("all_gather", 2.0 * n_tp * act, tp, 1.0, topo, calls=2.0 * n_tp)}
     kv_heads_per_chip = np.maximum(1.0, p.kv_heads / tp)
-    kv_bytes = mb * s * p.kv_cache_dim * (kv_heads_per_chip / p.kv_heads) * e  # full-sequence K and V per layer
-    n_cp = np.where(full, 4.0, 3.0) * L_stage  # forward all-gather; backward all-gather + reduce-scatter
-    cp_mb = comm.collective_s("all_gather", n_cp * kv_bytes, cp, tp, topo, calls=n_cp)
+    kv_bytes = g["mb"] * s * p.kv_cache_dim * (kv_heads_per_chip / p.kv_heads) * e  # full-sequence K and V per layer
+    n_cp = np.where(g["full"], 4.0, 3.0) * L_stage  # forward all-gather; backward all-gather + reduce-scatter
+    out["cp_mb"] = comm.collective_s("all_gather", n_cp * kv_bytes, cp, tp, topo, calls=n_cp)
     if p.is_moe:
-        n_ep = np.where(full, 6.0, 4.0) * L_stage  # dispatch + combine, forward and backward
-        a2a_bytes = tok_chip * p.experts_per_token * h * e
-        ep_mb = comm.collective_s("all_to_all", n_ep * a2a_bytes, ep, tp * cp, topo, calls=n_ep)
+        n_ep = np.where(g["full"], 6.0, 4.0) * L_stage  # dispatch + combine, forward and backward
+        a2a_bytes = c["tok_chip"] * p.experts_per_token * h * e
+        out["ep_mb"] = comm.collective_s("all_to_all", n_ep * a2a_bytes, ep, tp * cp, topo, calls=n_ep)
     else:
-        ep_mb = np.zeros_like(tp)
-    sends = 2.0 * v  # forward activation and backward gradient per (virtual) stage boundary
-    pp_mb = np.where(pp > 1, comm.p2p_s(sends * act / tp, tp * cp * dp, topo, calls=sends), 0.0)
+        out["ep_mb"] = np.zeros_like(tp)
+    sends = 2.0 * g["v"]  # forward activation and backward gradient per (virtual) stage boundary
+    out["pp_mb"] = np.where(pp > 1, comm.p2p_s(sends * act / tp, tp * cp * g["dp"], topo, calls=sends), 0.0)
+    return out
 
-    # -- data parallel / ZeRO
-    G_n, G_e = gb * frac * P_n, gb * frac * P_e
-    W_n, W_e = wb * P_n, wb * P_e
-    calls = L_stage  # one bucket per layer
-    ar = comm.collective_s("all_reduce", G_n, D_n, tp, topo, calls) + comm.collective_s("all_reduce", G_e, D_e, tp * ep, topo, calls)
-    rs = comm.collective_s("reduce_scatter", G_n, D_n, tp, topo, calls) + comm.collective_s("reduce_scatter", G_e, D_e, tp * ep, topo, calls)
-    ag = comm.collective_s("all_gather", W_n, D_n, tp, topo, calls) + comm.collective_s("all_gather", W_e, D_e, tp * ep, topo, calls)
-    o = overlap
-    hidden = lambda t, window, f: np.maximum(0.0, t - f * window)  # noqa: E731
-    # ZeRO-2 reduce-scatters every micro-batch; ZeRO-3 also gathers weights forward and backward
-    zero_mb = np.where(z == 2, hidden(rs, t_bwd, o.dp),
-                       np.where(z == 3, hidden(ag, t_fwd, o.fsdp) + hidden(ag + rs, t_bwd + t_rc, o.fsdp), 0.0))
-    dp_step = np.where(z == 0, hidden(ar, t_bwd, o.dp),
-                       np.where(z == 1, hidden(rs, t_bwd, o.dp) + hidden(ag, t_fwd, o.dp),
-                                np.where(z == 2, hidden(ag, t_fwd, o.dp), 0.0)))
+
+def _hidden(t, window, fraction):
+    """The part of a communication of ``t`` seconds not hidden behind ``fraction`` of ``window``."""
+    return np.maximum(0.0, t - fraction * window)
+
+
+def _data_parallel_comm(w: Workload, g: dict, st: dict, c: dict, topo: comm.Topology, o: Overlap) -> dict:
+    """Data-parallel / ZeRO communication: exposed per micro-batch (``zero_mb``: ZeRO-2 reduce-scatters
+    every micro-batch, ZeRO-3 also gathers weights forward and backward), exposed once per step
+    (``dp_step``) and in total before overlap (``dp_total``)."""
+    frac, tp, ep, z, m = w.trainable_fraction, g["tp"], g["ep"], g["z"], g["m"]
+    G_n, G_e = st["gb"] * frac * st["P_n"], st["gb"] * frac * st["P_e"]
+    W_n, W_e = st["wb"] * st["P_n"], st["wb"] * st["P_e"]
+    D_n, D_e, calls = st["D_n"], st["D_e"], st["L_stage"]  # one bucket per layer
+
+    def both(kind, n_bytes, e_bytes):
+        return comm.collective_s(kind, n_bytes, D_n, tp, topo, calls) + comm.collective_s(kind, e_bytes, D_e, tp * ep, topo, calls)
+
+    ar, rs, ag = both("all_reduce", G_n, G_e), both("reduce_scatter", G_n, G_e), both("all_gather", W_n, W_e)
+    t_fwd, t_bwd, t_rc = c["t_fwd"], c["t_bwd"], c["t_rc"]
+    zero_mb = np.where(z == 2, _hidden(rs, t_bwd, o.dp),
+                       np.where(z == 3, _hidden(ag, t_fwd, o.fsdp) + _hidden(ag + rs, t_bwd + t_rc, o.fsdp), 0.0))
+    dp_step = np.where(z == 0, _hidden(ar, t_bwd, o.dp),
+                       np.where(z == 1, _hidden(rs, t_bwd, o.dp) + _hidden(ag, t_fwd, o.dp),
+                                np.where(z == 2, _hidden(ag, t_fwd, o.dp), 0.0)))
     dp_total = np.where(z == 0, ar, np.where(z == 1, rs + ag, np.where(z == 2, m * rs + ag, m * (2.0 * ag + rs))))
+    return {"zero_mb": zero_mb, "dp_step": dp_step, "dp_total": dp_total}
 
-    # -- the step
-    exposed_mb = ((1.0 - o.tp) * tp_mb + hidden(cp_mb, t_attn, o.cp) + (1.0 - o.ep) * ep_mb
-                  + (1.0 - o.pp) * pp_mb + zero_mb)
-    t_mb = t_fwd + t_bwd + t_rc + exposed_mb
-    compute_s = m * (t_fwd + t_bwd)
-    recompute_s = m * t_rc
-    exposed = m * exposed_mb + dp_step
-    bubble = (pp - 1.0) / v * t_mb
-    opt_params = np.where(z >= 1, P_n / D_n + P_e / D_e, P_n + P_e) * frac
-    optimizer_s = 2.0 * (wb + gb + ob) * opt_params / hbm  # read and write every state once (memory-bound)
+
+def memory_per_chip_bytes(p: Profile, w: Workload, g: dict, st: dict, c: dict):
+    """Memory per chip: the larger of the first pipeline stage (most activations in flight,
+    ``activation_inflight_factor``) and the last (the fp32 logits for the loss, Korthikanti et al.
+    2022 §4.3): weight, gradient and optimizer shards (``zero_state_bytes``), the gathered layers of
+    ZeRO-3, stored activations (``profile.activation_bytes_per_token_per_layer``) and the layer
+    being recomputed."""
+    s, V, frac = float(w.seq_len), float(p.vocab), w.trainable_fraction
+    tp, cp, pp, ep, z = g["tp"], g["cp"], g["pp"], g["ep"], g["z"]
+    tok_chip, L_stage, wb, gb, ob = c["tok_chip"], st["L_stage"], st["wb"], st["gb"], st["ob"]
+    act_tok = {r: float(prof.activation_bytes_per_token_per_layer(p, s, r)) for r in RECOMPUTE}
+    stored = np.select([g["full"], g["sel"]], [act_tok["full"], act_tok["selective"]], act_tok["none"]) * tok_chip
+    working = np.where(g["full"], act_tok["none"] * tok_chip, 0.0)  # the layer being recomputed
+    logits = 4.0 * g["mb"] * s * V / (tp * cp)  # fp32 logits for the loss (Korthikanti et al. 2022 §4.3)
+    experts = zero_state_bytes(st["P_e"], st["D_e"], z, wb, gb, ob, frac)
+    state_first = zero_state_bytes((L_stage * st["dense_layer"] + st["emb_first"]) / tp, st["D_n"], z, wb, gb, ob, frac) + experts
+    state_last = zero_state_bytes((L_stage * st["dense_layer"] + st["emb_last"]) / tp, st["D_n"], z, wb, gb, ob, frac) + experts
+    gathered = np.where(z == 3, 2.0 * wb * (st["dense_layer"] + st["expert_layer"] / ep) / tp, 0.0)  # current + prefetched layer
+    inflight = activation_inflight_factor(pp, g["m"], g["v"])
+    mem_first = state_first + gathered + stored * L_stage * inflight + working + np.where(pp == 1, logits, 0.0)
+    mem_last = state_last + gathered + stored * L_stage + working + logits
+    return np.maximum(mem_first, mem_last)
+
+
+def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, grid: dict, efficiency: Efficiency | None = None, *,
+           topology: comm.Topology | None = None, overlap: Overlap = DEFAULT_OVERLAP,
+           memory_headroom: float | None = None, sync_loss: float | None = None) -> dict:
+    """``evaluate`` as a dict of numpy arrays (the search's fast path): the step of the busiest stage
+    from its parts (module docstring), memory per chip and throughput."""
+    p, w = profile, workload
+    _check_transformer(p)
+    eff = default(efficiency)
+    sync_loss = network_loss(eff, acc) if sync_loss is None else sync_loss
+    topo = topology or comm.topology(acc, chips)
+    peak = _peak(acc, w.precision)
+    g = _grid_arrays(grid)
+    st = _stage_shape(p, w, g)
+    c = _compute_parts(p, w, g, st, eff, acc, peak, grid)
+    mp = _model_parallel_comm(p, w, g, st, c, topo)
+    dpc = _data_parallel_comm(w, g, st, c, topo, overlap)
+    o, m = overlap, g["m"]
+    exposed_mb = ((1.0 - o.tp) * mp["tp_mb"] + _hidden(mp["cp_mb"], c["t_attn"], o.cp) + (1.0 - o.ep) * mp["ep_mb"]
+                  + (1.0 - o.pp) * mp["pp_mb"] + dpc["zero_mb"])
+    t_mb = c["t_fwd"] + c["t_bwd"] + c["t_rc"] + exposed_mb
+    compute_s, recompute_s = m * (c["t_fwd"] + c["t_bwd"]), m * c["t_rc"]
+    exposed = m * exposed_mb + dpc["dp_step"]
+    bubble = (g["pp"] - 1.0) / g["v"] * t_mb
+    opt_params = np.where(g["z"] >= 1, st["P_n"] / st["D_n"] + st["P_e"] / st["D_e"], st["P_n"] + st["P_e"]) * w.trainable_fraction
+    # read and write every state once (memory-bound)
+    optimizer_s = 2.0 * (st["wb"] + st["gb"] + st["ob"]) * opt_params / float(acc["memory_bytes_per_s"])
     step = compute_s + recompute_s + exposed + bubble + optimizer_s
     sync_s = sync_loss * math.log2(max(chips / max(topo.domain_chips, 1), 1.0)) * step
     step = step + sync_s
-
-    # -- memory per chip: first stage (most activations in flight) vs last stage (logits)
-    act_tok = {r: float(prof.activation_bytes_per_token_per_layer(p, s, r)) for r in RECOMPUTE}
-    stored = np.select([full, sel], [act_tok["full"], act_tok["selective"]], act_tok["none"]) * tok_chip
-    working = np.where(full, act_tok["none"] * tok_chip, 0.0)  # the layer being recomputed
-    logits = 4.0 * mb * s * V / (tp * cp)  # fp32 logits for the loss (Korthikanti et al. 2022 §4.3)
-    state_first = zero_state_bytes((L_stage * dense_layer + emb_first) / tp, D_n, z, wb, gb, ob, frac) \
-        + zero_state_bytes(P_e, D_e, z, wb, gb, ob, frac)
-    state_last = zero_state_bytes((L_stage * dense_layer + emb_last) / tp, D_n, z, wb, gb, ob, frac) \
-        + zero_state_bytes(P_e, D_e, z, wb, gb, ob, frac)
-    gathered = np.where(z == 3, 2.0 * wb * (dense_layer + expert_layer / ep) / tp, 0.0)  # current + prefetched layer
-    inflight = activation_inflight_factor(pp, m, v)
-    mem_first = state_first + gathered + stored * L_stage * inflight + working + np.where(pp == 1, logits, 0.0)
-    mem_last = state_last + gathered + stored * L_stage + working + logits
-    memory = np.maximum(mem_first, mem_last)
-
-    tokens = B * s
-    model_flops = float(prof.train_flops_per_token(p, s, causal=False)) * tokens
-    n = len(tp)
-    out = {
+    memory = memory_per_chip_bytes(p, w, g, st, c)
+    B = _global_batch_seqs(w)
+    tokens = B * float(w.seq_len)
+    model_flops = float(prof.train_flops_per_token(p, float(w.seq_len), causal=False)) * tokens
+    mem_cap = float(acc["memory_bytes"]) * (1.0 - _headroom(memory_headroom))
+    return {
         "tp": grid["tp"], "pp": grid["pp"], "dp": grid["dp"], "ep": grid["ep"], "cp": grid["cp"],
-        "vpp": grid["vpp"], "zero": grid["zero"], "recompute": rc.astype(str), "micro_batch": grid["micro_batch"],
+        "vpp": grid["vpp"], "zero": grid["zero"], "recompute": g["rc"].astype(str), "micro_batch": grid["micro_batch"],
         "microbatches": grid["microbatches"],
         "step_time_s": step, "compute_s": compute_s, "exposed_comm_s": exposed, "bubble_s": bubble,
         "recompute_s": recompute_s, "optimizer_s": optimizer_s, "sync_s": sync_s,
-        "comm_s": m * (tp_mb + cp_mb + ep_mb + pp_mb) + dp_total,
-        "tp_comm_s": m * tp_mb, "cp_comm_s": m * cp_mb, "ep_comm_s": m * ep_mb, "pp_comm_s": m * pp_mb,
-        "dp_comm_s": dp_total, "memory_per_chip_bytes": memory, "fits": memory <= mem_cap,
-        "mfu": model_flops / (step * chips * peak), "tokens_per_s": tokens / step,
-        "tokens_per_s_per_chip": tokens / step / chips, "efficiency": eff, "global_batch_seqs": np.full(n, B),
+        "comm_s": m * (mp["tp_mb"] + mp["cp_mb"] + mp["ep_mb"] + mp["pp_mb"]) + dpc["dp_total"],
+        "tp_comm_s": m * mp["tp_mb"], "cp_comm_s": m * mp["cp_mb"], "ep_comm_s": m * mp["ep_mb"],
+        "pp_comm_s": m * mp["pp_mb"], "dp_comm_s": dpc["dp_total"], "memory_per_chip_bytes": memory,
+        "fits": memory <= mem_cap, "mfu": model_flops / (step * chips * peak), "tokens_per_s": tokens / step,
+        "tokens_per_s_per_chip": tokens / step / chips, "efficiency": c["efficiency"],
+        "global_batch_seqs": np.full(len(g["tp"]), B),
     }
-    return out
 
 
 def search(profile: Profile, acc: pd.Series, chips: int, workload: Workload, parallelism: Parallelism | None = None,
