@@ -117,7 +117,7 @@ SCHEMAS: dict[str, dict[str, Col]] = {
         **_SRC,
         "notes": Col(),
     },
-    # Public claims the workbook tests per scenario (issue 5; workbook/claims.py; data/README.md section claims).
+    # Public claims the workbook tests per scenario (decision/evidence.py; data/README.md section claims).
     "claims": {
         "claim_id": Col("str", True),
         "claim": Col("str", True),
@@ -132,7 +132,7 @@ SCHEMAS: dict[str, dict[str, Col]] = {
         **_SRC,
         "notes": Col(),
     },
-    # Systems to buy for the purchase option (issue 5; data/README.md section hardware).
+    # Systems to buy for the purchase option (data/README.md section hardware).
     "hardware": {
         "system": Col("str", True),
         "accelerator": Col("str", True),
@@ -143,7 +143,7 @@ SCHEMAS: dict[str, dict[str, Col]] = {
         **_SRC,
         "notes": Col(),
     },
-    # Published training and inference runs for calibration (issue 3; data/README.md section reference_runs).
+    # Published training and inference runs for calibration (data/README.md section reference_runs).
     "reference_runs": {
         "run": Col("str", True),
         "kind": Col("str", True, choices=("training", "inference")),

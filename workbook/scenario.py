@@ -179,12 +179,12 @@ class Pricing(_Strict):
         "(ratios 0.35-0.45, median 0.439; same source)"))] = 0.561
     spot_price_p90_over_p10: Annotated[float, Field(ge=1, description=(
         "Monte Carlo spread of spot prices around the catalog price (P90/P10). Default 1.45 = median "
-        "of 7 published spreads in offerings.csv notes and ../shared/reference/prices.csv: AWS AZ "
+        "of 7 published spreads (AWS spot per availability zone, SkyPilot catalog snapshot; GCP spot at two dates, data/offerings.csv notes): AWS AZ "
         "ranges p5 us-east-1 20.99-30.33, p5 us-east-2 14.38-18.28, p4d 5.09-9.61, p5en us-east-2 "
         "15.49-17.24, inf2.24xlarge 0.93-1.71, trn1.32xlarge 2.88-6.28; GCP a3-highgpu-8g spot "
         "35.40 (Mar 2025) vs 50.61 (Jul 2026)"))] = 1.45
     utilization_spread: Annotated[float, Field(ge=0, lt=1, description=(
-        "Monte Carlo: utilisation P10/P90 = utilization -/+ this (a planning assumption, not a "
+        "Monte Carlo: utilization P10/P90 = utilization -/+ this (a planning assumption, not a "
         "measurement: set your own)"))] = 0.1
     interruption_spread: Annotated[float, Field(ge=1, description=(
         "Monte Carlo: spot interruption-rate P10/P90 = rate divided/multiplied by this factor (a "

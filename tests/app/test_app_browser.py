@@ -202,8 +202,8 @@ def test_app_widget_more_load_needs_more_replicas_on_every_accelerator():
 
 
 
-def test_app_widget_lower_utilisation_makes_commitments_dearer_not_on_demand():
-    """Committed capacity is paid for every hour; at lower utilisation each useful hour costs more
+def test_app_widget_lower_utilization_makes_commitments_dearer_not_on_demand():
+    """Committed capacity is paid for every hour; at lower utilization each useful hour costs more
     (the cost model's billing rules), while pay-as-you-go prices do not move."""
     from workbook.app import page
 
@@ -305,7 +305,7 @@ def test_pricing_model_control_sets_how_the_recommendation_pays(app, tmp_path):
 
 
 @browser_test
-def test_utilisation_slider_redraws_the_cost_chart(app, tmp_path):
+def test_utilization_slider_redraws_the_cost_chart(app, tmp_path):
     page, guard = app
     from workbook import load_scenario
 
@@ -313,11 +313,11 @@ def test_utilisation_slider_redraws_the_cost_chart(app, tmp_path):
     page.locator(".wb-utilization .noUi-handle").focus()
     act(page, lambda: page.keyboard.press("ArrowLeft"))    # one step (0.05) down
     after = chart_sources(page)
-    page.screenshot(path=str(tmp_path / "utilisation.png"))
+    page.screenshot(path=str(tmp_path / "utilization.png"))
     assert "pricing.utilization" in page.inner_text(".wb-status")
     expected = f"{load_scenario(SCENARIO).pricing.utilization - 0.05:.0%}"
     assert page.locator(".wb-utilization .widget-readout").inner_text().strip() == expected
-    assert after and after != before, "the charts did not change with utilisation"
+    assert after and after != before, "the charts did not change with utilization"
     assert_offline_and_clean(guard)
 
 

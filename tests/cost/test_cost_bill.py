@@ -33,15 +33,15 @@ def test_spot_run_pays_for_work_lost_to_interruptions():
     assert r["training_days"] == pytest.approx(12.0)
 
 
-def test_commitment_charges_idle_hours_at_low_utilisation():
-    """1-year commitment over a 12-month horizon at 90% utilisation: $50/h / 0.9 per useful hour."""
+def test_commitment_charges_idle_hours_at_low_utilization():
+    """1-year commitment over a 12-month horizon at 90% utilization: $50/h / 0.9 per useful hour."""
     s = parse_scenario(TRAIN)
     p = price(s, train_perf(), offerings=offers(offering("o1")))
     assert row(p, "commit_1y")["cost_usd"] == pytest.approx(8 * 240 * 50.0 / 0.9)
 
 
 def test_commitment_longer_than_the_horizon_is_paid_in_full():
-    """A 3-year commitment used for 12 months pays 36/12 = 3x per useful hour (then / utilisation)."""
+    """A 3-year commitment used for 12 months pays 36/12 = 3x per useful hour (then / utilization)."""
     s = parse_scenario(TRAIN)
     p = price(s, train_perf(), offerings=offers(offering("o1")))
     assert row(p, "commit_3y")["cost_usd"] == pytest.approx(8 * 240 * 30.0 * 3 / 0.9)
@@ -85,15 +85,15 @@ def test_serving_cost_per_million_tokens_at_the_scenarios_load():
     assert r["usd_total"] == pytest.approx(80.0 * 730 * 36)
 
 
-def test_serving_commitment_covers_peaks_when_utilisation_is_below_the_duty_cycle():
-    """Serving 24 h a day at 50% utilisation: a reserved fleet holds 1/0.5 = 2x the average fleet."""
+def test_serving_commitment_covers_peaks_when_utilization_is_below_the_duty_cycle():
+    """Serving 24 h a day at 50% utilization: a reserved fleet holds 1/0.5 = 2x the average fleet."""
     s = parse_scenario(SERVE)
     p = price(s, serve_perf(), offerings=offers(offering("o1")))
     assert row(p, "commit_3y")["usd_per_month"] == pytest.approx(30.0 * 730 * 2)
 
 
 def test_nightly_batch_pays_serving_hours_on_demand_and_all_hours_reserved():
-    """6 h a day at 25% utilisation: on-demand pays 6 h a day; a commitment pays all 24."""
+    """6 h a day at 25% utilization: on-demand pays 6 h a day; a commitment pays all 24."""
     s = parse_scenario({**SERVE, "workload": {**SERVE["workload"], "hours_per_day": 6},
                         "pricing": {**SERVE["pricing"], "utilization": 0.25}})
     p = price(s, serve_perf(), offerings=offers(offering("o1")))

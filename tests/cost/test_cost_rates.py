@@ -22,7 +22,7 @@ def test_commit_breakeven_months_make_both_bills_equal():
     assert np.isinf(cost.breakeven_months_commit(0.6, 1.0, 12, 0.5))  # 0.6 / 0.5 > 1: never
 
 
-def test_commit_breakeven_utilisation():
+def test_commit_breakeven_utilization():
     assert float(cost.breakeven_utilization_commit(0.63, 1.0, 12, 12)) == pytest.approx(0.63)
     assert float(cost.breakeven_utilization_commit(0.44, 1.0, 36, 12)) == pytest.approx(1.32)
 

@@ -83,7 +83,7 @@ def test_spot_discount_after_interruptions():
     assert "75%" in r["why"]
 
 
-def test_three_year_commitment_saving_at_the_scenarios_utilisation():
+def test_three_year_commitment_saving_at_the_scenarios_utilization():
     """$30 vs $80 lists 62.5% off, but a 36-month term over 12 months at 90%: 1 - 30 x 3 / 0.9 / 80 = -25%."""
     s, perf, priced = _train()
     r = _status(decision.check_claims(s, perf, priced), "commit-3y-over-50")

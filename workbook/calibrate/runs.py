@@ -8,7 +8,7 @@ parameters on the runs marked ``split = fit`` and writes ``data/efficiency.csv``
 the runs that set it).
 
 One definition per metric (what ``value`` holds in ``reference_runs.csv``):
-- training ``mfu``: model FLOPs utilisation, ``(6N + 12·L·H·Q·S) · tokens/s / (chips · dense peak of
+- training ``mfu``: model FLOPs utilization, ``(6N + 12·L·H·Q·S) · tokens/s / (chips · dense peak of
   the compute precision)``, PaLM's definition (Chowdhery et al. 2022, App. B); N = weights in
   matmuls per token (``profile.train_flops_per_token``). Published figures on other bases (tokens/s,
   sequences/s, GPU-hours, hardware TFLOP/s with recomputation) are converted by ``convert``.

@@ -138,7 +138,7 @@ def reserved_factor(utilization, duty_fraction, term_months, horizon_months):
     purchase).
 
     The work uses the capacity ``duty_fraction`` of the day (training 1; serving hours_per_day / 24) and keeps a
-    fraction ``utilization`` of the paid hours busy; when utilisation is below the duty cycle the
+    fraction ``utilization`` of the paid hours busy; when utilization is below the duty cycle the
     fleet must also cover the peaks, so paid hours are max(1, duty/u) / duty per used hour. A term T
     longer than the horizon of use m is paid in full: x max(T, m) / m."""
     u = np.asarray(utilization, dtype=float)
@@ -168,7 +168,7 @@ def breakeven_months_commit(commit_usd_per_hour, on_demand_usd_per_hour, term_mo
 
 
 def breakeven_utilization_commit(commit_usd_per_hour, on_demand_usd_per_hour, term_months=0.0, horizon_months=1.0):
-    """Utilisation above which a commitment beats on-demand over a horizon of m months:
+    """Utilization above which a commitment beats on-demand over a horizon of m months:
     C·max(T, m)/m / u = OD  ->  u* = C/OD · max(T, m)/m (> 1 means never)."""
     c = np.asarray(commit_usd_per_hour, dtype=float)
     od = np.asarray(on_demand_usd_per_hour, dtype=float)

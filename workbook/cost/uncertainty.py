@@ -34,7 +34,7 @@ def mc_draws(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0) -
       all its offerings and ways to pay;
     - spot price: log-normal around the catalog price with P90/P10 = ``spot_price_p90_over_p10``,
       one draw per spot option;
-    - utilisation: normal with P10/P90 = utilization -/+ ``utilization_spread`` (clipped to 0.01-1),
+    - utilization: normal with P10/P90 = utilization -/+ ``utilization_spread`` (clipped to 0.01-1),
       shared by all options;
     - interruption rate: log-normal with P10/P90 = rate / and x ``interruption_spread``, shared.
 
@@ -185,7 +185,7 @@ def tornado(s: Scenario, priced: pd.DataFrame, option=None) -> pd.DataFrame:
     inputs = [("efficiency (performance band)", "x", lo, hi, value(eff=lo), value(eff=hi))]
     if row["kind"] == "reserved":
         u_lo, u_hi = max(0.01, p.utilization - p.utilization_spread), min(1.0, p.utilization + p.utilization_spread)
-        inputs.append(("utilisation", "fraction", u_lo, u_hi, value(u=u_lo), value(u=u_hi)))
+        inputs.append(("utilization", "fraction", u_lo, u_hi, value(u=u_lo), value(u=u_hi)))
     if model == "spot":
         lam = p.spot_interruptions_per_hour
         f = p.interruption_spread

@@ -312,7 +312,7 @@ def _commit(row, s, perf_df, priced):
     m = float(pair["effective_saving"].median())
     p = s.pricing
     why = (f"Median over {len(pair)} offerings: the 3-year price is {sticker:.0%} below on-demand; at "
-           f"{p.utilization:.0%} utilisation over a {p.horizon_months:g}-month horizon the bill is "
+           f"{p.utilization:.0%} utilization over a {p.horizon_months:g}-month horizon the bill is "
            f"{abs(m):.0%} {'lower' if m >= 0 else 'higher'}.")
     return _result(row, HOLDS if _within(m, row) else FAILS, m, why, _pct_gap(m, row))
 

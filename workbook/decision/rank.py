@@ -211,7 +211,7 @@ def _utilization_flip(s: Scenario, winner: pd.Series, priced: pd.DataFrame) -> s
                                                          float(od["usd_per_instance_hour"].iloc[0]),
                                                          winner["term_months"], winner["horizon_eff_months"]))
         if u_star <= min(1.0, winner["duty_fraction"]):
-            return (f"If utilisation fell below {u_star:.0%} (you assume {p.utilization:.0%}), on-demand on the same "
+            return (f"If utilization fell below {u_star:.0%} (you assume {p.utilization:.0%}), on-demand on the same "
                     f"instance would be cheaper than {pricing_label(winner['pricing_model'])}.")
     if winner["pricing_model"] == "on_demand":
         for model in ("commit_1y", "commit_3y"):
@@ -222,7 +222,7 @@ def _utilization_flip(s: Scenario, winner: pd.Series, priced: pd.DataFrame) -> s
                                                                  winner["usd_per_instance_hour"], r["term_months"],
                                                                  r["horizon_eff_months"]))
                 if u_star <= 1.0 and u_star <= r["duty_fraction"]:
-                    return (f"If utilisation rose above {u_star:.0%} (you assume {p.utilization:.0%}), "
+                    return (f"If utilization rose above {u_star:.0%} (you assume {p.utilization:.0%}), "
                             f"{pricing_label(model)} on the same instance would be cheaper than on-demand.")
     if winner["pricing_model"] == "spot" and len(od):
         lam = cost.max_interruptions_per_hour(s, winner, winner["usd_per_instance_hour"],
@@ -278,5 +278,5 @@ def flip_conditions(s: Scenario, priced: pd.DataFrame, ranked: pd.DataFrame, mc,
         flips += _weight_flips(s, ranked)
     flips += _constraint_flips(s, priced, ranked, mc)
     if not flips:
-        flips.append("Nothing within the scenario's ranges changes the choice (weights, prices, utilisation).")
+        flips.append("Nothing within the scenario's ranges changes the choice (weights, prices, utilization).")
     return flips

@@ -133,7 +133,7 @@ def _reason_cost(s: Scenario, priced, ranked, win, ru, n_draws: int, seed: int) 
         if "p_cheapest" in win and pd.notna(win.get("p_cheapest")):
             extra = f"; it is the cheapest of all {len(ranked)} feasible options in {win['p_cheapest']:.0%} of them"
         out.append(f"It is cheaper than the runner-up in {p_win:.0%} of {n_draws:,} Monte Carlo draws "
-                   f"(efficiency, spot price, utilisation and interruptions varied){extra}.")
+                   f"(efficiency, spot price, utilization and interruptions varied){extra}.")
     else:
         out.append(f"{describe(win)} is the only option that passes every hard constraint: "
                    f"{usd(win['cost_value'])} {unit}{monthly}{load}; {band}.")
@@ -201,7 +201,7 @@ def _reason_term(s: Scenario, win) -> list[str]:
     if win["kind"] == "reserved":
         term = win["term_months"]
         return [f"{pricing_label(win['pricing_model']).capitalize()} is paid for {term:g} months whether used "
-                f"or not; at {p.utilization:.0%} utilisation over your {p.horizon_months:g}-month horizon it pays "
+                f"or not; at {p.utilization:.0%} utilization over your {p.horizon_months:g}-month horizon it pays "
                 f"{win['paid_per_used_hour']:.2f} hours per hour of work ({win['price_basis']})."]
     if win["pricing_model"] == "spot" and pd.notna(win.get("spot_availability_target", np.nan)):
         k, n = float(win["spare_instances"]), float(win["instances"])

@@ -53,7 +53,7 @@ def breakeven_chart(curves: pd.DataFrame) -> alt.Chart:
         y=alt.Y("cumulative_usd_per_chip:Q", title="Cumulative USD per chip"),
         color=alt.Color("way to pay:N", title="Way to pay"),
         tooltip=["way to pay", "offering", "month", alt.Tooltip("cumulative_usd_per_chip:Q", format=",.0f")],
-    ).properties(title=f"Break-even: {acc}, at the scenario's utilisation", width=520, height=260)
+    ).properties(title=f"Break-even: {acc}, at the scenario's utilization", width=520, height=260)
 
 
 def mc_distribution(hist: pd.DataFrame) -> alt.Chart:
