@@ -174,3 +174,20 @@ def test_host_specs_are_in_units_and_networks_are_per_instance():
 def test_bad_fabric_is_caught(tmp_path):
     msg = _bad_catalog(tmp_path, "offerings", _set_first("fabric", "carrier-pigeon"))
     assert "offerings.csv: row 2: fabric: expected one of" in msg
+
+
+def test_a100_80gb_gcp_shapes_1_2_4_8_are_priced_dated_and_specced():
+    off = catalog.offerings()
+    a2 = off[off["instance"].str.match(r"a2-ultragpu-\dg$") & (off["region"] == "us-central1")]
+    assert sorted(a2["chips_per_instance"]) == [1, 2, 4, 8]
+    assert a2["price_as_of"].notna().all() and a2["vcpus"].notna().all() and a2["local_nvme_bytes"].notna().all()
+    per_chip = (a2["on_demand_usd_per_hour"] / a2["chips_per_instance"]).round(3)
+    assert per_chip.nunique() == 1  # A2 Ultra is priced linearly in GPUs in both Cyclenerd snapshots
+
+
+def test_host_spec_coverage_does_not_regress():
+    off = catalog.offerings()
+    both = (off["vcpus"].notna() & off["host_memory_bytes"].notna()).mean()
+    assert both >= 0.52  # data/README.md offerings: 52 of 100 rows; the target is 0.80
+    cpu_per_chip = off["vcpus"] / off["chips_per_instance"]
+    assert (cpu_per_chip.dropna() >= 1).all()
