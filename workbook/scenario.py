@@ -94,10 +94,17 @@ class Workload(_Strict):
     # inference
     input_tokens: PosInt | None = None
     output_tokens: PosInt | None = None
-    concurrency: PosInt | None = None
+    concurrency: Annotated[int, Field(gt=0, description=(
+        "Sequences in flight in the WHOLE deployment (all replicas together), e.g. 1 = a single stream; "
+        "absent = the best throughput that meets the latency targets. Spread over the replicas "
+        "(batch per replica = ceil(concurrency / replicas)); an option whose chips cannot hold it "
+        "is excluded with the reason"))] | None = None
     requests_per_s: Pos | None = None
     ttft_slo_ms: Pos | None = None
     tpot_slo_ms: Pos | None = None
+    ttft_slo_percentile: Annotated[float, Field(gt=0, lt=100, description=(
+        "Percentile at which ttft_slo_ms must hold under requests_per_s (Poisson arrivals, M/G/c "
+        "queue of the deployment's batch slots: model.queueing); default 99 = P99"))] = 99.0
     hours_per_day: Annotated[float, Field(gt=0, le=24)] = 24
     batch_window_hours: Annotated[float, Field(gt=0, le=24)] | None = None
 

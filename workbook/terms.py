@@ -123,6 +123,8 @@ _COLUMNS = [
     Column("micro_batch", "sequences", "Micro-batch"),
     Column("meets_deadline", "", "Meets deadline"),
     Column("calibrated", "", "Calibrated"),
+    Column("ttft_ms_p50", "ms", "TTFT under load, median (ms)"),
+    Column("ttft_ms_p99", "ms", "TTFT under load, P99 (ms)"),
 ]
 _BANDED = set(TRAINING_KEYS) | set(SERVING_KEYS)
 

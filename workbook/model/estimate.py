@@ -515,9 +515,10 @@ def estimate_inference(s: Scenario, accelerator: str, chips: int | None = None, 
     if math.isnan(out["peak_flops_per_s"]):
         out["reason"] = f"no published dense {cprec} peak"
         return out
-    pinned = chips or (s.cluster.chips if s.cluster and s.cluster.accelerator == acc["accelerator"] else None)
+    here = s.cluster is not None and catalog.resolve("accelerators", s.cluster.accelerator) == acc["accelerator"]
+    pinned = chips or (s.cluster.chips if here else None)
     out.update(serving.estimate_serving(workload_profile(w), acc, w, s.constraints.min_memory_headroom, pinned,
-                                        s.constraints.max_chips, eff))
+                                        s.constraints.max_chips, eff, s.cluster.parallelism if here else None))
     return out
 
 

@@ -284,8 +284,11 @@ def scenario_curves(s, chip_counts=None, efficiency: Efficiency | None = None, a
             continue
         try:
             if s.workload.task == "inference":
+                here = s.cluster is not None and catalog.resolve("accelerators", s.cluster.accelerator) == a
                 frames.append(serving.tp_curve(p, acc, s.workload, efficiency=efficiency,
-                                                 memory_headroom=s.constraints.min_memory_headroom))
+                                               memory_headroom=s.constraints.min_memory_headroom,
+                                               pinned=s.cluster.chips if here else None,
+                                               parallelism=par if here else None))
             else:
                 top = s.constraints.max_chips or (s.cluster.chips if s.cluster and s.cluster.chips else None)
                 counts = chip_counts or default_chip_counts(acc, top, profile=p, workload=s.workload)
