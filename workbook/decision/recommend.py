@@ -14,7 +14,8 @@ from .. import catalog, cost
 from ..terms import usd
 from ..scenario import Scenario
 from ..terms import FRAMEWORK_LABEL, PLATFORM_LABEL, PRICING_MODEL_IDS, pricing_label
-from .evidence import STALE_DAYS, age_days
+from .evidence import STALE_DAYS, age_days, price_valid_date
+from .nearest import nearest_changes, physical_hints
 from .rank import describe, flip_conditions, metric_of, p_cheaper, rank, ranking_table, weights
 from .rules import percent_text
 
@@ -53,6 +54,8 @@ class Recommendation:
     metric: str = "cost_usd"
     figures: dict = field(default_factory=dict)
     description: str = ""
+    warnings: list[str] = field(default_factory=list)   # recommendation_warnings: stale prices, uncalibrated, optimistic
+    nearest_changes: list[dict] = field(default_factory=list)  # nothing feasible: nearest.nearest_changes
 
     def headline(self) -> str:
         """The choice in one sentence."""
@@ -68,10 +71,11 @@ class Recommendation:
                 "offering": self.offering,
                 "provider": self.provider, "pricing_model": self.pricing_model, "metric": self.metric,
                 "figures": {k: _clean(v) for k, v in self.figures.items()},
-                "reasons": list(self.reasons),
+                "reasons": list(self.reasons), "warnings": list(self.warnings),
                 "runner_up": ({k: _clean(v) for k, v in self.runner_up.items()} if self.runner_up else None),
                 "flip_conditions": list(self.flip_conditions),
-                "ranking": _json_records(self.ranking, 15), "excluded": _json_records(self.excluded)}
+                "ranking": _json_records(self.ranking, 15), "excluded": _json_records(self.excluded),
+                "nearest_changes": list(self.nearest_changes)}
 
 
 def _excluded_table(priced: pd.DataFrame) -> pd.DataFrame:
@@ -144,13 +148,44 @@ def _reason_cost(s: Scenario, priced, ranked, win, ru, n_draws: int, seed: int) 
     return out
 
 
-def _reason_freshness(win) -> list[str]:
-    age = age_days(win.get("as_of"), _dt.date.today())
-    if pd.notna(age) and age > STALE_DAYS:
-        return [f"Check its price before committing: the {describe(win)} price is dated {win['as_of']} "
-                f"({age / 30.4:.0f} months old, over the {STALE_DAYS}-day freshness limit; see the "
+def _reason_freshness(win, today: _dt.date | None = None) -> list[str]:
+    """Say where the reader looks first that the winning price is stale: undated or older than
+    ``STALE_DAYS`` (``price_as_of``, when the price was valid; prices.is_stale)."""
+    valid = price_valid_date(win)
+    if valid is None:
+        return [f"Check its price before committing: the {describe(win)} price has no date of validity "
+                "(price_as_of is blank in data/offerings.csv), so it counts as stale."]
+    age = age_days(valid, today or _dt.date.today())
+    if age > STALE_DAYS:
+        return [f"Check its price before committing: the {describe(win)} price is dated {valid.isoformat()} "
+                f"({age / 30.4:.0f} months old, over the one-year freshness limit; see the "
                 f"assumptions ledger)."]
     return []
+
+
+def recommendation_warnings(s: Scenario, perf_df: pd.DataFrame, win, today: _dt.date | None = None) -> list[str]:
+    """What a reader must know before acting on the choice (``recommendation.warnings``): a price
+    that is undated or older than a year (``price_as_of``, issue 12), an estimate outside the
+    calibrated range (``calibrated`` False: no published run of this chip family set its efficiency,
+    so the wider band applies), and a generic (non-transformer) model, whose estimate borrows the
+    transformer-fitted ceilings and is optimistic (README "Known limits")."""
+    out = []
+    valid = price_valid_date(win)
+    age = age_days(valid, today or _dt.date.today()) if valid is not None else np.nan
+    if valid is None:
+        out.append(f"Undated price: {win['offering']} ({pricing_label(win['pricing_model'])}) has no price_as_of; "
+                   "check the provider's current price before acting.")
+    elif age > STALE_DAYS:
+        out.append(f"Stale price: {win['offering']} ({pricing_label(win['pricing_model'])}) was valid on "
+                   f"{valid.isoformat()}, {age / 365.25:.1f} years ago; check the provider's current price.")
+    row = perf_df[perf_df["accelerator"] == win["accelerator"]]
+    if s.workload.generic is not None:
+        out.append("Optimistic, uncalibrated estimate: a generic (non-transformer) model borrows the transformer-fitted "
+                   "efficiency, which no published run of such a model checks; read time and cost as lower bounds.")
+    elif "calibrated" in row and len(row) and row["calibrated"].iloc[0] is not None and not bool(row["calibrated"].iloc[0]):
+        out.append(f"Uncalibrated estimate: no published run on {win['accelerator']}'s chip family set its efficiency; "
+                   "the wider uncalibrated band applies.")
+    return out
 
 
 def _reason_time(s: Scenario, win) -> str:
@@ -250,13 +285,21 @@ def _figures(s: Scenario, win, metric: str) -> dict:
     return figures
 
 
-def _nothing_feasible(s: Scenario, ranked, excluded, metric: str) -> Recommendation:
+def _nothing_feasible(s: Scenario, priced, ranked, excluded, metric: str) -> Recommendation:
+    """No option passes: the most common reasons, and the nearest changes that would make one pass
+    (``nearest.nearest_changes``; JSON ``nearest_changes``: keys with ``from``/``to``, the option, a sentence)."""
     why = excluded.groupby("constraint").size().sort_values(ascending=False)
     reasons = ["Every option is ruled out. Most common reasons: "
                + "; ".join(f"{k} ({v} option group{'s' if v != 1 else ''})" for k, v in why.head(3).items())]
-    return Recommendation(s.name, None, None, None, None, reasons, None,
-                          ["Relax a constraint (budget, deadline, max_chips, frameworks) or add candidates."],
-                          ranked, excluded, metric)
+    near = nearest_changes(s, priced)
+    flips = [c["text"] for c in near] + physical_hints(s, priced)
+    flips = flips or ["Relax a constraint (budget, deadline, max_chips, frameworks) or add candidates."]
+    as_json = [{"changes": {k: {"from": _clean(a), "to": _clean(b)} for k, (a, b) in c["changes"].items()},
+                "stretch": _clean(c["stretch"]), "accelerator": c["option"]["accelerator"],
+                "offering": c["option"]["offering"], "pricing_model": c["option"]["pricing_model"],
+                metric: _clean(c["option"][metric]), "text": c["text"]} for c in near]
+    return Recommendation(s.name, None, None, None, None, reasons, None, flips, ranked, excluded, metric,
+                          nearest_changes=as_json)
 
 
 def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.DataFrame | None = None,
@@ -269,7 +312,7 @@ def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.D
     ranked = rank(s, priced, mc)
     excluded = _excluded_table(priced)
     if ranked.empty:
-        return _nothing_feasible(s, ranked, excluded, metric)
+        return _nothing_feasible(s, priced, ranked, excluded, metric)
     win, runner_idx = _choose(ranked)
     ru = ranked.iloc[runner_idx] if runner_idx is not None else None
     reasons = _reason_cost(s, priced, ranked, win, ru, n_draws, seed)
@@ -281,4 +324,4 @@ def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.D
     flips = flip_conditions(s, priced, ranked, mc, runner_idx)
     return Recommendation(s.name, win["accelerator"], win["offering"], win["provider"], win["pricing_model"],
                           reasons, _runner_up(s, ru, metric), flips, ranking_table(ranked, s), excluded, metric,
-                          _figures(s, win, metric), describe(win))
+                          _figures(s, win, metric), describe(win), recommendation_warnings(s, perf_df, win))
