@@ -5,6 +5,7 @@ accelerator), what would flip it, the ranking and the exclusions.
 from __future__ import annotations
 
 import datetime as _dt
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -140,7 +141,7 @@ def _reason_cost(s: Scenario, priced, ranked, win, ru, n_draws: int, seed: int) 
                    f"(efficiency, spot price, utilization and interruptions varied){extra}.")
     else:
         out.append(f"{describe(win)} is the only option that passes every hard constraint: "
-                   f"{usd(win['cost_value'])} {unit}{monthly}{load}; {band}.")
+                   f"{usd(win[metric])} {unit}{monthly}{load}; {band}.")
     cheapest = ranked.loc[ranked[metric].astype(float).idxmin()]  # by the point estimate, as the sentences quote
     if cheapest["option"] != win["option"]:
         out.append(f"It is not the cheapest: {describe(cheapest)} costs {usd(cheapest[metric])} "
@@ -268,7 +269,7 @@ def _runner_up(s: Scenario, ru, metric: str) -> dict | None:
         return None
     return {"accelerator": ru["accelerator"], "offering": ru["offering"], "provider": ru["provider"],
             "pricing_model": ru["pricing_model"], "score": float(ru["score"]), metric: float(ru[metric]),
-            "summary": f"{describe(ru)}: {_fmt_cost(s, ru['cost_value'])}, score {ru['score']:.2f}"}
+            "summary": f"{describe(ru)}: {_fmt_cost(s, ru[metric])} (point estimate), score {ru['score']:.2f}"}
 
 
 def _figures(s: Scenario, win, metric: str) -> dict:
@@ -282,7 +283,39 @@ def _figures(s: Scenario, win, metric: str) -> dict:
     if "p_cheapest" in win and pd.notna(win.get("p_cheapest")):
         figures["p_cheapest"] = float(win["p_cheapest"])
     figures[f"{metric}_p50"] = float(win["cost_value"])
+    figures.update(_question_figures(s, win))
     return figures
+
+
+def _p_within(limit: float, lo: float, hi: float) -> float:
+    """P(X <= limit) for X log-normal with P10 ``lo`` and P90 ``hi`` (the performance band's reading,
+    assumptions ledger "performance band"): z = (ln limit - mu) / sigma, mu = (ln lo + ln hi) / 2,
+    sigma = (ln hi - ln lo) / (2 x 1.2816)."""
+    if not (lo > 0 and hi > lo):
+        return float(limit >= lo) if lo > 0 else float("nan")
+    mu, sigma = (math.log(lo) + math.log(hi)) / 2, (math.log(hi) - math.log(lo)) / (2 * 1.2816)
+    return 0.5 * (1 + math.erf((math.log(limit) - mu) / (sigma * math.sqrt(2))))
+
+
+def _question_figures(s: Scenario, win) -> dict:
+    """The figures that answer the scenario's own question: chips billed (whole instances) next to
+    chips used (spare spot instances included); the deadline and the chance of meeting it (training); the hours the night's work
+    takes against the batch window (batch serving: work = demand x hours_per_day, done at the fleet's
+    output tokens/s)."""
+    spares = win.get("spare_instances")
+    spares = float(spares) if pd.notna(spares) else 0.0
+    out = {"chips_billed": float((win["instances"] + spares) * win["chips_per_instance"])}
+    c, w = s.constraints, s.workload
+    if s.is_training and c.deadline_days:
+        out["deadline_days"] = float(c.deadline_days)
+        lo, hi = win.get("training_days_low"), win.get("training_days_high")
+        if pd.notna(lo) and pd.notna(hi):
+            out["p_meets_deadline"] = _p_within(float(c.deadline_days), float(lo), float(hi))
+    if not s.is_training and w.batch_window_hours and pd.notna(win.get("demand_tokens_per_s")) \
+            and win.get("output_tokens_per_s"):
+        out["batch_window_hours"] = float(w.batch_window_hours)
+        out["batch_hours_needed"] = float(w.hours_per_day * win["demand_tokens_per_s"] / win["output_tokens_per_s"])
+    return out
 
 
 def _nothing_feasible(s: Scenario, priced, ranked, excluded, metric: str) -> Recommendation:
