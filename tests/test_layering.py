@@ -21,7 +21,7 @@ LAYERS = {
     "decision.rules": 6, "decision.rank": 7, "decision.evidence": 7, "decision.nearest": 7.5,
     "decision.recommend": 8,
     "calibrate.runs": 8, "calibrate.fit": 9,
-    "analysis": 10,
+    "analysis": 10, "diff": 10,
     "views.text": 11, "views.charts.base": 12, "views.charts.perf": 13, "views.charts.scaling": 13,
     "views.charts.cost": 13, "views.widgets": 14,
     "app.panels": 15, "app.page": 16, "app.__main__": 17,

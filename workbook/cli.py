@@ -11,7 +11,7 @@ import sys
 
 import pandas as pd
 
-from . import analysis, catalog, prices
+from . import analysis, catalog, diff, prices
 from .calibrate import fit as calibrate
 from .errors import InputError
 from .report import batch as report
@@ -24,6 +24,7 @@ _COMMANDS = {
     "calibrate": (calibrate, "compare the performance model with published runs"),
     "report": (report, "render decision reports (HTML) for scenarios with Papermill"),
     "prices": (prices, "import maintained price catalogs (SkyPilot vms.csv, gpuhunt CSV) into offerings"),
+    "diff": (diff, "what changed between two summary.json files or report folders"),
 }
 
 
