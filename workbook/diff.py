@@ -104,8 +104,10 @@ def _flat(prefix: str, obj, out: dict) -> dict:
 
 
 def _assumptions(old: dict, new: dict) -> list[dict]:
-    io, inn = _flat("", old.get("inputs") or {}, {}), _flat("", new.get("inputs") or {}, {})
-    out = [_change(f"scenario {k}", io.get(k), inn.get(k)) for k in sorted(set(io) | set(inn))]
+    out = []
+    if "inputs" in old and "inputs" in new:   # a summary written before inputs were kept has none to compare
+        io, inn = _flat("", old["inputs"] or {}, {}), _flat("", new["inputs"] or {}, {})
+        out = [_change(f"scenario {k}", io.get(k), inn.get(k)) for k in sorted(set(io) | set(inn))]
     vo, vn = old.get("catalog_versions") or {}, new.get("catalog_versions") or {}
     out += [_change(f"catalog {k}", vo.get(k), vn.get(k)) for k in sorted(set(vo) | set(vn))]
     out.append(_change("workbook version", old.get("workbook_version"), new.get("workbook_version")))
