@@ -26,12 +26,12 @@ SERVE = {
 
 
 def offering(name, acc="H100-SXM5-80GB", cpi=8, od=80.0, spot=20.0, c1=50.0, c3=30.0, kind="hyperscaler",
-             provider="TestCloud", as_of="2026-11-01"):
+             provider="TestCloud", as_of="2026-11-01", price_as_of="same"):
     return {"offering": name, "provider": provider, "provider_kind": kind, "region": "r1", "instance": name,
             "accelerator": acc, "chips_per_instance": cpi, "on_demand_usd_per_hour": od, "spot_usd_per_hour": spot,
             "commit_1y_usd_per_hour": c1, "commit_3y_usd_per_hour": c3, "monthly_usd": np.nan,
             "other_usd_per_hour": np.nan, "other_price_model": None, "as_of": as_of, "source": "test row",
-            "notes": ""}
+            "notes": "", "price_as_of": as_of if price_as_of == "same" else price_as_of}
 
 
 def offers(*rows):

@@ -49,6 +49,13 @@ def test_good_minimal_scenario_gets_defaults(write_yaml):
     assert s.workload.precision == "bf16" and s.pricing.utilization == 0.9
 
 
+def test_title_defaults_to_the_name_so_a_minimal_file_is_accepted(write_yaml):
+    s = load_scenario(write_yaml(GOOD.replace("title: test\n", "")))
+    assert s.title == "t"
+    assert load_scenario(write_yaml(GOOD.replace("title: test", "title: ''"))).title == "t"
+    assert load_scenario(write_yaml(GOOD)).title == "test"
+
+
 def test_yaml_exponent_without_dot_reads_as_number(write_yaml):
     s = load_scenario(write_yaml(GOOD.replace("2.0e+12", "5e4")))
     assert s.workload.tokens == 5e4

@@ -11,11 +11,12 @@ import sys
 
 import pandas as pd
 
-from . import analysis, catalog, prices
+from . import analysis, catalog, diff, prices
 from .calibrate import fit as calibrate
 from .errors import InputError
 from .report import batch as report
 from .scenario import load_scenario, resolve_path, scenario_names, scenario_schema
+from .views import text
 
 # Sub-commands that live in their own modules: name -> (module, help). Each module defines
 # ``add_arguments(parser)`` and ``run(args) -> int``.
@@ -23,6 +24,7 @@ _COMMANDS = {
     "calibrate": (calibrate, "compare the performance model with published runs"),
     "report": (report, "render decision reports (HTML) for scenarios with Papermill"),
     "prices": (prices, "import maintained price catalogs (SkyPilot vms.csv, gpuhunt CSV) into offerings"),
+    "diff": (diff, "what changed between two summary.json files or report folders"),
 }
 
 
@@ -85,11 +87,7 @@ def _estimate_table(result: dict) -> str:
     lines = [f"{result['scenario']}: {result['title']}", ""]
     with pd.option_context("display.width", 200, "display.max_columns", None, "display.float_format", "{:,.3g}".format):
         lines.append(df.to_string(index=False, na_rep="-"))
-    rec = result.get("recommendation")
-    if rec:
-        lines += ["", f"Recommendation: {rec.get('accelerator')} via {rec.get('provider')} "
-                      f"{rec.get('offering')} ({rec.get('pricing_model')})"]
-        lines += [f"  - {r}" for r in rec.get("reasons", [])]
+    lines += ["", text.recommendation_text(result.get("recommendation") or {})]
     return "\n".join(lines)
 
 
@@ -100,7 +98,8 @@ def _estimate(args) -> int:
         print()
     else:
         print(_estimate_table(result))
-    return 0
+    # 0: a recommendation; 1: the scenario is valid but no option passes its hard constraints (README)
+    return 0 if (result.get("recommendation") or {}).get("accelerator") else 1
 
 
 def build_parser() -> argparse.ArgumentParser:

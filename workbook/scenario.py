@@ -247,7 +247,7 @@ class Weights(_Strict):
 
 class Scenario(_Strict):
     name: str
-    title: str
+    title: str | None = Field(None, description="the decision's title in reports and the app; default: the name")
     description: str | None = None
     workload: Workload
     cluster: Cluster | None = None
@@ -262,6 +262,13 @@ class Scenario(_Strict):
         if not re.fullmatch(r"[a-z0-9][a-z0-9._-]*", v):
             raise ValueError(f"expected a lower-case id of letters, digits, '.', '_' or '-', got {v!r}")
         return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _title_defaults_to_name(cls, data):
+        if isinstance(data, dict) and not str(data.get("title") or "").strip() and data.get("name"):
+            data = {**data, "title": data["name"]}
+        return data
 
     @property
     def is_training(self) -> bool:

@@ -8,6 +8,7 @@ The browser tests skip only when ``/usr/bin/chromium`` is absent (CI installs it
 """
 from __future__ import annotations
 
+import json
 import re
 import urllib.error
 import urllib.request
@@ -393,3 +394,63 @@ def test_jupyterlab_starts_and_opens_a_notebook(browser, tmp_path, root):
     finally:
         bh.stop_process(proc)
 
+
+
+@browser_test
+def test_app_downloads_the_edited_scenario_and_the_summary(app, tmp_path):
+    import base64
+
+    import yaml
+
+    from workbook.scenario import parse_scenario
+
+    page, guard = app
+    page.locator(".wb-utilization .noUi-handle").focus()
+    act(page, lambda: page.keyboard.press("ArrowLeft"))
+    hrefs = page.eval_on_selector_all("a.wb-download", "els => els.map(e => [e.className, e.download, e.href])")
+    kinds = {c.split()[-1]: (name, href) for c, name, href in hrefs}
+    assert set(kinds) == {"wb-download-yaml", "wb-download-json", "wb-download-csv"}
+    name, href = kinds["wb-download-yaml"]
+    assert name == f"{SCENARIO}.yaml" and href.startswith("data:application/x-yaml")
+    edited = parse_scenario(yaml.safe_load(base64.b64decode(href.split(",", 1)[1])))
+    from workbook import load_scenario
+
+    assert edited.pricing.utilization < load_scenario(SCENARIO).pricing.utilization, "the download is not the edited scenario"
+    summary = json.loads(base64.b64decode(kinds["wb-download-json"][1].split(",", 1)[1]))
+    assert summary["recommendation"]["accelerator"] == recommendation(page)["accelerator"]
+    assert "warnings" in summary["recommendation"]
+    csv_text = base64.b64decode(kinds["wb-download-csv"][1].split(",", 1)[1]).decode()
+    assert csv_text.splitlines()[0].startswith("option") or "," in csv_text.splitlines()[0]
+    page.screenshot(path=str(tmp_path / "downloads.png"))
+    assert_offline_and_clean(guard)
+
+
+@browser_test
+def test_app_tables_show_every_digit(app, tmp_path):
+    page, guard = app
+    show_tab(page, "Workload")
+    page.wait_for_selector(".wb-pane-workload table.wb-table")
+    clipped = []
+    for tab in ("Workload", "Decision"):
+        show_tab(page, tab)
+        page.wait_for_selector(f".wb-pane-{tab.lower()} table.wb-table")
+        # a cell is cut when it overflows itself, or lies past the pane's right edge in a table
+        # that cannot be scrolled to it
+        clipped += page.evaluate("""(tab) => [...document.querySelectorAll(`.wb-pane-${tab} table.wb-table td`)]
+            .filter(td => {
+                const box = td.closest('.wb-scroll');
+                const pane = td.closest('.wb-pane').getBoundingClientRect();
+                const past = td.getBoundingClientRect().right > pane.right + 1;
+                const scrolls = box && box.scrollWidth > box.clientWidth && getComputedStyle(box).overflowX === 'auto'
+                                && box.getBoundingClientRect().right <= pane.right + 1;
+                return td.scrollWidth > td.clientWidth + 1 || (past && !scrolls);
+            }).map(td => td.innerText)""", tab.lower())
+    show_tab(page, "Workload")
+    assert clipped == [], f"table cells cut off: {clipped[:5]}"
+    from workbook import load_scenario
+
+    rps = load_scenario(SCENARIO).workload.requests_per_s
+    row = page.locator(".wb-pane-workload tr", has_text="Requests per second")
+    assert f"{rps:g}" in row.inner_text(), row.inner_text()
+    page.screenshot(path=str(tmp_path / "workload.png"), full_page=False)
+    show_tab(page, "Decision")

@@ -19,10 +19,24 @@ def test_ledger_lists_inputs_and_flags_old_prices():
     led = decision.assumptions(s, perf, priced, today=dt.date(2026, 11, 29))
     assert {"scenario", "performance", "price", "accelerator", "software", "model convention"} <= set(led["category"])
     old = led[(led["category"] == "price") & led["item"].str.startswith("h ")]
-    assert old["flag"].str.contains("older than 180 days").all()
+    # the staleness rule of issue 12: the price's validity date (price_as_of), over a year or undated
+    assert old["flag"].str.contains("older than 365 days").all()
     new = led[(led["category"] == "price") & led["item"].str.startswith("a ")]
     assert new["flag"].isna().all()
     assert led.loc[led["item"] == "pricing.utilization", "value"].iloc[0] == "0.9"
+
+
+def test_ledger_flags_an_undated_price_and_dates_prices_by_validity():
+    s = scenario()
+    o = offers(offering("u", od=100.0, as_of="2026-11-20", price_as_of=None),
+               offering("a", acc="A100-SXM4-80GB", od=30.0, as_of="2026-11-20", price_as_of="2025-06-01"))
+    perf = two_chip_perf()
+    led = decision.assumptions(s, perf, price(s, perf, offerings=o), today=dt.date(2026, 11, 29))
+    undated = led[(led["category"] == "price") & led["item"].str.startswith("u ")]
+    assert undated["flag"].str.contains("price date unknown").all() and undated["as_of"].isna().all()
+    old = led[(led["category"] == "price") & led["item"].str.startswith("a ")]
+    assert (old["as_of"] == "2025-06-01").all(), "a price row is dated by when the price was valid, not when read"
+    assert old["flag"].str.contains("older than 365 days").all()
 
 
 def _status(table, claim_id):

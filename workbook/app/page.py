@@ -49,6 +49,15 @@ CSS = """<style>
 .wb-app table.wb-table tr.wb-best td { font-weight: 600; background: #f4fbf4; }
 .wb-app .wb-chart img { max-width: 100%; height: auto; margin: 6px 0; }
 .wb-app .wb-pane { overflow-x: auto; }
+.wb-app .widget-html-content { white-space: normal; height: auto; }
+.wb-app .wb-pane, .wb-app .wb-pane > .widget-html-content { min-width: 0; max-width: 100%; overflow-x: auto; }
+.wb-app .wb-scroll { max-width: 100%; overflow-x: auto; border-right: 1px dashed #ccc; scrollbar-width: auto; }
+.wb-app .wb-scroll::-webkit-scrollbar { height: 10px; }
+.wb-app .wb-scroll::-webkit-scrollbar-thumb { background: #b0b4ba; border-radius: 5px; }
+.wb-app table.wb-table th.wb-str, .wb-app table.wb-table td.wb-str { text-align: left; }
+.wb-app .wb-warnings { border-left: 4px solid #f9ab00; background: #fef7e0; padding: 4px 10px; margin: 6px 0; }
+.wb-app .wb-downloads { font-size: 12.5px; margin: 4px 0; }
+.wb-app .wb-downloads a { margin: 0 4px; }
 .wb-app .widget-label { min-width: 0; }
 </style>"""
 
@@ -75,6 +84,8 @@ class Page:
         self.rec.add_class("wb-recommendation")
         self.status = W.HTML()
         self.status.add_class("wb-status-box")
+        self.downloads = W.HTML()
+        self.downloads.add_class("wb-downloads-box")
         controls = self._build_controls()
         self.panes = [W.HTML() for _ in panels.TABS]
         for name, pane in zip(panels.TABS, self.panes):
@@ -84,7 +95,7 @@ class Page:
         for i, name in enumerate(panels.TABS):
             self.tabs.set_title(i, name)
         self.tabs.add_class("wb-tabs")
-        main = W.VBox([self.rec, self.status, self.tabs], layout=W.Layout(flex="1 1 auto", padding="0 0 0 14px"))
+        main = W.VBox([self.rec, self.status, self.downloads, self.tabs], layout=W.Layout(flex="1 1 auto", padding="0 0 0 14px"))
         self.box = W.VBox([W.HTML(CSS), self.picker, self.about,
                            W.HBox([controls, main], layout=W.Layout(align_items="flex-start"))])
         self.box.add_class("wb-app")
@@ -242,6 +253,7 @@ class Page:
                        [f"{type(e).__name__}: {e}"])
         self.scenario = s
         self.analysis = analysis
+        self.downloads.value = panels.downloads(s, analysis)
         if problem:
             self.rec.value = panels.message(*problem)
         else:
@@ -266,6 +278,7 @@ class Page:
 
     def _show_error(self, title: str, lines) -> None:
         self.analysis = None
+        self.downloads.value = ""
         self.rec.value = panels.message(title, lines)
         for p in self.panes:
             p.value = ""

@@ -14,7 +14,9 @@ import traceback
 
 import pandas as pd
 import vl_convert as vlc
+import yaml
 
+from .. import analysis as pipeline
 from .. import cost
 from ..model import tables
 from ..analysis import Analysis
@@ -85,6 +87,27 @@ def recommendation(a: Analysis | None) -> str:
     if a is None or a.recommendation is None:
         return message("No recommendation: the analysis gave no decision.", [], "note")
     return text.recommendation_html(a.recommendation)
+
+
+def _data_link(cls: str, filename: str, mime: str, payload: str, label: str) -> str:
+    """A download link that needs no server round trip: the file inside a data: URI (works offline)."""
+    b64 = base64.b64encode(payload.encode()).decode()
+    return (f'<a class="wb-download {cls}" download="{text.esc(filename)}" '
+            f'href="data:{mime};charset=utf-8;base64,{b64}">{text.esc(label)}</a>')
+
+
+def downloads(s: Scenario, a: Analysis | None) -> str:
+    """Links to download the scenario as edited in the page (YAML, loadable by every command) and the
+    current summary (``estimate --json`` as JSON; the ranking, one row per option, as CSV)."""
+    scen = yaml.safe_dump(s.model_dump(mode="json", exclude_none=True), sort_keys=False)
+    links = [_data_link("wb-download-yaml", f"{s.name}.yaml", "application/x-yaml", scen, "scenario (YAML)")]
+    if a is not None:
+        links.append(_data_link("wb-download-json", f"{s.name}-summary.json", "application/json",
+                                json.dumps(pipeline.summary_json(a), indent=2), "summary (JSON)"))
+        rank = a.recommendation.ranking if a.recommendation is not None else pd.DataFrame()
+        links.append(_data_link("wb-download-csv", f"{s.name}-ranking.csv", "text/csv", rank.to_csv(index=False),
+                                "ranking (CSV)"))
+    return '<div class="wb-downloads">Download: ' + " · ".join(links) + "</div>"
 
 
 # --- Decision --------------------------------------------------------------------------------------

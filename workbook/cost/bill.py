@@ -116,6 +116,7 @@ def offer_prices(s: Scenario, offerings: pd.DataFrame | None = None, systems: pd
         if model == "purchase":
             continue
         base = off[_OFFER_KEEP].copy()
+        base["price_as_of"] = off["price_as_of"] if "price_as_of" in off else None  # when the price was valid
         base["pricing_model"] = model
         base["term_months"] = TERM_MONTHS.get(model, 0.0)
         base["energy_usd_per_instance_hour"] = 0.0

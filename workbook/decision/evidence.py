@@ -14,13 +14,13 @@ import datetime as _dt
 import numpy as np
 import pandas as pd
 
-from .. import catalog
+from .. import catalog, prices
 from ..model import profile
 from ..scenario import Scenario
 from ..terms import HOURS_PER_MONTH, pricing_label, usd
 from .rules import PHYSICAL, needed_capabilities
 
-STALE_DAYS = 180
+STALE_DAYS = prices.STALE_AFTER_DAYS   # a price older than a year, or undated, is stale (issue 12)
 HOLDS, FAILS, NA = "holds", "does not hold", "not applicable"
 
 
@@ -79,17 +79,24 @@ def _performance_rows(s: Scenario, perf_df: pd.DataFrame) -> list[dict]:
     return rows
 
 
+def price_valid_date(row):
+    """When a priced row's price was valid: ``price_as_of`` (data/offerings.csv), or for a purchase
+    (data/hardware.csv list prices) its ``as_of``; None when unknown."""
+    if row.get("pricing_model") == "purchase":
+        return prices.price_date(row.get("as_of"))
+    return prices.price_date(row.get("price_as_of"))
+
+
 def _price_rows(priced: pd.DataFrame) -> list[dict]:
     used = priced[priced["offering"].notna()].drop_duplicates(["offering", "pricing_model"])
     rows = []
     for _, r in used.iterrows():
-        notes = str(r.get("notes") or "")
+        valid = price_valid_date(r)
         rows.append({"category": "price", "item": f"{r['offering']} {r['pricing_model']}",
                      "value": f"{usd(r['usd_per_instance_hour'])} per instance-hour ({r['chips_per_instance']:.0f} "
                               f"chips; {r['price_basis']})",
-                     "source": r["source"], "as_of": r["as_of"],
-                     "_date_unknown": ("NOT the price date" in notes or "snapshot date unknown" in notes
-                                       or "date not in file" in notes)})
+                     "source": r["source"], "as_of": valid.isoformat() if valid else None,
+                     "_date_unknown": valid is None})
     return rows
 
 
@@ -152,15 +159,15 @@ def _flag(r) -> str | None:
     if r["category"] == "price" and pd.notna(r["age_days"]) and r["age_days"] > STALE_DAYS:
         f.append(f"stale: older than {STALE_DAYS} days")
     if r["category"] == "price" and r.get("_date_unknown") is True:
-        f.append("price date unknown (as_of is when it was collected)")
+        f.append("stale: price date unknown (price_as_of blank in data/offerings.csv)")
     return "; ".join(f) if f else None
 
 
 def assumptions(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, today: _dt.date | None = None) -> pd.DataFrame:
     """Every input the decision used: the scenario's values, the catalog rows (prices with their
     sources and dates, chips, software support), the performance estimates and the model's own
-    conventions. ``flag`` marks prices older than 180 days (relative to ``today``) and prices whose
-    date is only the collection date."""
+    conventions. A price row's ``as_of`` is when the price was valid (``price_as_of``); ``flag`` marks
+    prices older than ``STALE_DAYS`` (365, relative to ``today``) and undated prices."""
     today = today or _dt.date.today()
     rows = (_scenario_rows(s) + _performance_rows(s, perf_df) + _price_rows(priced) + _catalog_rows(s, perf_df)
             + _convention_rows(s) + _hardware_rows(priced))

@@ -5,6 +5,7 @@ accelerator), what would flip it, the ranking and the exclusions.
 from __future__ import annotations
 
 import datetime as _dt
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -14,7 +15,8 @@ from .. import catalog, cost
 from ..terms import usd
 from ..scenario import Scenario
 from ..terms import FRAMEWORK_LABEL, PLATFORM_LABEL, PRICING_MODEL_IDS, pricing_label
-from .evidence import STALE_DAYS, age_days
+from .evidence import STALE_DAYS, age_days, price_valid_date
+from .nearest import nearest_changes, physical_hints
 from .rank import describe, flip_conditions, metric_of, p_cheaper, rank, ranking_table, weights
 from .rules import percent_text
 
@@ -53,6 +55,8 @@ class Recommendation:
     metric: str = "cost_usd"
     figures: dict = field(default_factory=dict)
     description: str = ""
+    warnings: list[str] = field(default_factory=list)   # recommendation_warnings: stale prices, uncalibrated, optimistic
+    nearest_changes: list[dict] = field(default_factory=list)  # nothing feasible: nearest.nearest_changes
 
     def headline(self) -> str:
         """The choice in one sentence."""
@@ -68,10 +72,11 @@ class Recommendation:
                 "offering": self.offering,
                 "provider": self.provider, "pricing_model": self.pricing_model, "metric": self.metric,
                 "figures": {k: _clean(v) for k, v in self.figures.items()},
-                "reasons": list(self.reasons),
+                "reasons": list(self.reasons), "warnings": list(self.warnings),
                 "runner_up": ({k: _clean(v) for k, v in self.runner_up.items()} if self.runner_up else None),
                 "flip_conditions": list(self.flip_conditions),
-                "ranking": _json_records(self.ranking, 15), "excluded": _json_records(self.excluded)}
+                "ranking": _json_records(self.ranking, 15), "excluded": _json_records(self.excluded),
+                "nearest_changes": list(self.nearest_changes)}
 
 
 def _excluded_table(priced: pd.DataFrame) -> pd.DataFrame:
@@ -136,7 +141,7 @@ def _reason_cost(s: Scenario, priced, ranked, win, ru, n_draws: int, seed: int) 
                    f"(efficiency, spot price, utilization and interruptions varied){extra}.")
     else:
         out.append(f"{describe(win)} is the only option that passes every hard constraint: "
-                   f"{usd(win['cost_value'])} {unit}{monthly}{load}; {band}.")
+                   f"{usd(win[metric])} {unit}{monthly}{load}; {band}.")
     cheapest = ranked.loc[ranked[metric].astype(float).idxmin()]  # by the point estimate, as the sentences quote
     if cheapest["option"] != win["option"]:
         out.append(f"It is not the cheapest: {describe(cheapest)} costs {usd(cheapest[metric])} "
@@ -144,13 +149,44 @@ def _reason_cost(s: Scenario, priced, ranked, win, ru, n_draws: int, seed: int) 
     return out
 
 
-def _reason_freshness(win) -> list[str]:
-    age = age_days(win.get("as_of"), _dt.date.today())
-    if pd.notna(age) and age > STALE_DAYS:
-        return [f"Check its price before committing: the {describe(win)} price is dated {win['as_of']} "
-                f"({age / 30.4:.0f} months old, over the {STALE_DAYS}-day freshness limit; see the "
+def _reason_freshness(win, today: _dt.date | None = None) -> list[str]:
+    """Say where the reader looks first that the winning price is stale: undated or older than
+    ``STALE_DAYS`` (``price_as_of``, when the price was valid; prices.is_stale)."""
+    valid = price_valid_date(win)
+    if valid is None:
+        return [f"Check its price before committing: the {describe(win)} price has no date of validity "
+                "(price_as_of is blank in data/offerings.csv), so it counts as stale."]
+    age = age_days(valid, today or _dt.date.today())
+    if age > STALE_DAYS:
+        return [f"Check its price before committing: the {describe(win)} price is dated {valid.isoformat()} "
+                f"({age / 30.4:.0f} months old, over the one-year freshness limit; see the "
                 f"assumptions ledger)."]
     return []
+
+
+def recommendation_warnings(s: Scenario, perf_df: pd.DataFrame, win, today: _dt.date | None = None) -> list[str]:
+    """What a reader must know before acting on the choice (``recommendation.warnings``): a price
+    that is undated or older than a year (``price_as_of``, issue 12), an estimate outside the
+    calibrated range (``calibrated`` False: no published run of this chip family set its efficiency,
+    so the wider band applies), and a generic (non-transformer) model, whose estimate borrows the
+    transformer-fitted ceilings and is optimistic (README "Known limits")."""
+    out = []
+    valid = price_valid_date(win)
+    age = age_days(valid, today or _dt.date.today()) if valid is not None else np.nan
+    if valid is None:
+        out.append(f"Undated price: {win['offering']} ({pricing_label(win['pricing_model'])}) has no price_as_of; "
+                   "check the provider's current price before acting.")
+    elif age > STALE_DAYS:
+        out.append(f"Stale price: {win['offering']} ({pricing_label(win['pricing_model'])}) was valid on "
+                   f"{valid.isoformat()}, {age / 365.25:.1f} years ago; check the provider's current price.")
+    row = perf_df[perf_df["accelerator"] == win["accelerator"]]
+    if s.workload.generic is not None:
+        out.append("Optimistic, uncalibrated estimate: a generic (non-transformer) model borrows the transformer-fitted "
+                   "efficiency, which no published run of such a model checks; read time and cost as lower bounds.")
+    elif "calibrated" in row and len(row) and row["calibrated"].iloc[0] is not None and not bool(row["calibrated"].iloc[0]):
+        out.append(f"Uncalibrated estimate: no published run on {win['accelerator']}'s chip family set its efficiency; "
+                   "the wider uncalibrated band applies.")
+    return out
 
 
 def _reason_time(s: Scenario, win) -> str:
@@ -233,7 +269,7 @@ def _runner_up(s: Scenario, ru, metric: str) -> dict | None:
         return None
     return {"accelerator": ru["accelerator"], "offering": ru["offering"], "provider": ru["provider"],
             "pricing_model": ru["pricing_model"], "score": float(ru["score"]), metric: float(ru[metric]),
-            "summary": f"{describe(ru)}: {_fmt_cost(s, ru['cost_value'])}, score {ru['score']:.2f}"}
+            "summary": f"{describe(ru)}: {_fmt_cost(s, ru[metric])} (point estimate), score {ru['score']:.2f}"}
 
 
 def _figures(s: Scenario, win, metric: str) -> dict:
@@ -247,16 +283,56 @@ def _figures(s: Scenario, win, metric: str) -> dict:
     if "p_cheapest" in win and pd.notna(win.get("p_cheapest")):
         figures["p_cheapest"] = float(win["p_cheapest"])
     figures[f"{metric}_p50"] = float(win["cost_value"])
+    figures.update(_question_figures(s, win))
     return figures
 
 
-def _nothing_feasible(s: Scenario, ranked, excluded, metric: str) -> Recommendation:
+def _p_within(limit: float, lo: float, hi: float) -> float:
+    """P(X <= limit) for X log-normal with P10 ``lo`` and P90 ``hi`` (the performance band's reading,
+    assumptions ledger "performance band"): z = (ln limit - mu) / sigma, mu = (ln lo + ln hi) / 2,
+    sigma = (ln hi - ln lo) / (2 x 1.2816)."""
+    if not (lo > 0 and hi > lo):
+        return float(limit >= lo) if lo > 0 else float("nan")
+    mu, sigma = (math.log(lo) + math.log(hi)) / 2, (math.log(hi) - math.log(lo)) / (2 * 1.2816)
+    return 0.5 * (1 + math.erf((math.log(limit) - mu) / (sigma * math.sqrt(2))))
+
+
+def _question_figures(s: Scenario, win) -> dict:
+    """The figures that answer the scenario's own question: chips billed (whole instances) next to
+    chips used (spare spot instances included); the deadline and the chance of meeting it (training); the hours the night's work
+    takes against the batch window (batch serving: work = demand x hours_per_day, done at the fleet's
+    output tokens/s)."""
+    spares = win.get("spare_instances")
+    spares = float(spares) if pd.notna(spares) else 0.0
+    out = {"chips_billed": float((win["instances"] + spares) * win["chips_per_instance"])}
+    c, w = s.constraints, s.workload
+    if s.is_training and c.deadline_days:
+        out["deadline_days"] = float(c.deadline_days)
+        lo, hi = win.get("training_days_low"), win.get("training_days_high")
+        if pd.notna(lo) and pd.notna(hi):
+            out["p_meets_deadline"] = _p_within(float(c.deadline_days), float(lo), float(hi))
+    if not s.is_training and w.batch_window_hours and pd.notna(win.get("demand_tokens_per_s")) \
+            and win.get("output_tokens_per_s"):
+        out["batch_window_hours"] = float(w.batch_window_hours)
+        out["batch_hours_needed"] = float(w.hours_per_day * win["demand_tokens_per_s"] / win["output_tokens_per_s"])
+    return out
+
+
+def _nothing_feasible(s: Scenario, priced, ranked, excluded, metric: str) -> Recommendation:
+    """No option passes: the most common reasons, and the nearest changes that would make one pass
+    (``nearest.nearest_changes``; JSON ``nearest_changes``: keys with ``from``/``to``, the option, a sentence)."""
     why = excluded.groupby("constraint").size().sort_values(ascending=False)
     reasons = ["Every option is ruled out. Most common reasons: "
                + "; ".join(f"{k} ({v} option group{'s' if v != 1 else ''})" for k, v in why.head(3).items())]
-    return Recommendation(s.name, None, None, None, None, reasons, None,
-                          ["Relax a constraint (budget, deadline, max_chips, frameworks) or add candidates."],
-                          ranked, excluded, metric)
+    near = nearest_changes(s, priced)
+    flips = [c["text"] for c in near] + physical_hints(s, priced)
+    flips = flips or ["Relax a constraint (budget, deadline, max_chips, frameworks) or add candidates."]
+    as_json = [{"changes": {k: {"from": _clean(a), "to": _clean(b)} for k, (a, b) in c["changes"].items()},
+                "stretch": _clean(c["stretch"]), "accelerator": c["option"]["accelerator"],
+                "offering": c["option"]["offering"], "pricing_model": c["option"]["pricing_model"],
+                metric: _clean(c["option"][metric]), "text": c["text"]} for c in near]
+    return Recommendation(s.name, None, None, None, None, reasons, None, flips, ranked, excluded, metric,
+                          nearest_changes=as_json)
 
 
 def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.DataFrame | None = None,
@@ -269,7 +345,7 @@ def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.D
     ranked = rank(s, priced, mc)
     excluded = _excluded_table(priced)
     if ranked.empty:
-        return _nothing_feasible(s, ranked, excluded, metric)
+        return _nothing_feasible(s, priced, ranked, excluded, metric)
     win, runner_idx = _choose(ranked)
     ru = ranked.iloc[runner_idx] if runner_idx is not None else None
     reasons = _reason_cost(s, priced, ranked, win, ru, n_draws, seed)
@@ -281,4 +357,4 @@ def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.D
     flips = flip_conditions(s, priced, ranked, mc, runner_idx)
     return Recommendation(s.name, win["accelerator"], win["offering"], win["provider"], win["pricing_model"],
                           reasons, _runner_up(s, ru, metric), flips, ranking_table(ranked, s), excluded, metric,
-                          _figures(s, win, metric), describe(win))
+                          _figures(s, win, metric), describe(win), recommendation_warnings(s, perf_df, win))

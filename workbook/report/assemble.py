@@ -268,6 +268,7 @@ def build_summary(job: Job, durations: list[dict], estimate_file: Path | None = 
     }
     summary = {"scenario": s.name, "title": s.title}
     if est is not None:
+        est = {**est, "inputs": s.model_dump(mode="json", exclude={"name", "title", "description"})}  # for diff
         summary.update(est)
     else:
         summary["estimate_error"] = err
@@ -317,6 +318,28 @@ def _time_text(days, ttft, tpot) -> str | None:
     return None
 
 
+def _answer_text(fig: dict) -> str | None:
+    """The scenario's own question answered: does the night's work fit the batch window, is the
+    deadline met and how likely (``Recommendation.figures``)."""
+    need, window = _num(fig.get("batch_hours_needed")), _num(fig.get("batch_window_hours"))
+    if need is not None and window is not None:
+        return (f"{'fits' if need <= window else 'does not fit'} the {window:g}-hour batch window "
+                f"(the work takes {need:.1f} h)")
+    days, dl, p = _num(fig.get("training_days")), _num(fig.get("deadline_days")), _num(fig.get("p_meets_deadline"))
+    if days is not None and dl is not None:
+        chance = f"; {p:.0%} chance within the performance band" if p is not None else ""
+        return f"{'meets' if days <= dl else 'misses'} the {dl:g}-day deadline ({days:,.1f} days{chance})"
+    return None
+
+
+def _chips_text(fig: dict) -> str | None:
+    used, billed = _num(fig.get("chips")), _num(fig.get("chips_billed"))
+    if used is None:
+        return None
+    text = f"{used:,.0f} used"
+    return text + (f", {billed:,.0f} billed (whole instances and spares)" if billed and billed > used else "")
+
+
 def _confidence_text(score, ru_score, p_ru, p) -> str | None:
     return "; ".join(x for x in (
         f"score {score:.3f} vs {ru_score:.3f} for the runner-up" if score is not None and ru_score is not None else "",
@@ -340,12 +363,19 @@ def headline(summary: dict) -> dict:
     ttft, tpot = _num(option.get("ttft_ms")), _num(option.get("tpot_ms"))
     p_ru, score = _num(fig.get("p_beats_runner_up")), _num(fig.get("score"))
     ru_score = _num((rec.get("runner_up") or {}).get("score"))
+    batch = _num(fig.get("batch_hours_needed"))
+    warnings = list(rec.get("warnings") or [])
+    nearest = [n.get("text") for n in rec.get("nearest_changes") or [] if n.get("text")]
     return {
         "scenario": summary.get("scenario"),
         "title": summary.get("title"),
         "recommendation": _recommendation_text(rec) if rec else None,
+        "answer": _answer_text(fig),
         "cost": _cost_text(metric, value, low, high, per_month),
-        "time": _time_text(days, ttft, tpot),
+        "time": f"{batch:.1f} hours per batch" if batch is not None else _time_text(days, ttft, tpot),
+        "chips": _chips_text(fig),
+        "warnings": "; ".join(warnings) or None, "warning_list": warnings,
+        "nearest_change": nearest[0] if nearest else None,
         "confidence": _confidence_text(score, ru_score, p_ru, p),
         "estimate_error": summary.get("estimate_error"),
         "generated_utc": _pick(summary, "report.generated_utc"),
@@ -354,7 +384,7 @@ def headline(summary: dict) -> dict:
         "provider": rec.get("provider"), "offering": rec.get("offering"), "cost_metric": metric,
         "cost_value": value, "cost_low": low, "cost_high": high, "usd_per_month": per_month,
         "training_days": days, "ttft_ms": ttft, "tpot_ms": tpot, "score": score, "runner_up_score": ru_score,
-        "p_beats_runner_up": p_ru, "p_cheapest": p,
+        "p_beats_runner_up": p_ru, "p_cheapest": p, "chips_billed": _num(fig.get("chips_billed")),
     }
 
 
@@ -398,11 +428,13 @@ def assemble_report(job: Job, executed: list[tuple[str, Path, float]],
         sections.append(_section(key, labels[key], path, notes, names[key]))
     summary = build_summary(job, durations, estimate_file)
     head = headline(summary)
-    items = [("Recommendation", head["recommendation"] or "(no recommendation)"), ("Cost", head["cost"]),
-             ("Time", head["time"]), ("Confidence", head["confidence"])]
+    items = [("Recommendation", head["recommendation"] or "(no recommendation)"),
+             ("Nearest change", head["nearest_change"]), ("Answer", head["answer"]), ("Cost", head["cost"]),
+             ("Time", head["time"]), ("Chips", head["chips"]), ("Confidence", head["confidence"])]
     page = jinja_env().get_template("report_page.html.j2").render(
         scenario=summary["scenario"], title=summary["title"], description=load_scenario(job.scenario_file).description,
         headline_items=[(k, v) for k, v in items if v is not None], estimate_error=summary.get("estimate_error"),
+        warnings=head["warning_list"], feasible=bool(head["accelerator"]),
         sections=sections, missing=list(job.missing), meta=summary["report"], css=report_css())
     ext = external_resources(page)
     if ext:

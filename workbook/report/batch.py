@@ -32,7 +32,7 @@ import time
 import uuid
 from pathlib import Path
 
-from .. import paths
+from .. import diff, paths
 from ..errors import InputError
 from ..paths import NOTEBOOK_DIR, PACKAGE_DIR, SCENARIO_DIR
 from ..scenario import load_scenario, resolve_path, scenario_names
@@ -140,6 +140,7 @@ def install(result: Result, out: str | Path) -> Path:
     try:
         for name, data in result.files.items():
             (staging / name).write_bytes(data)
+        _keep_previous(dest, staging)
         old = None
         if dest.exists():
             old = out / f".old-{result.scenario}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -157,6 +158,22 @@ def install(result: Result, out: str | Path) -> Path:
             shutil.rmtree(staging, ignore_errors=True)
     shutil.rmtree(out / "_failed" / result.scenario, ignore_errors=True)
     return dest / "report.html"
+
+
+def _keep_previous(dest: Path, staging: Path) -> None:
+    """Keep the summary a new report replaces (``previous_summary.json``) and what changed since it
+    (``changes.json``, ``changes.txt``: ``workbook.diff``), for the index's "Since last run"."""
+    prev, new = dest / "summary.json", staging / "summary.json"
+    if not (prev.is_file() and new.is_file()):
+        return
+    try:
+        old_summary, new_summary = diff.load_summary(prev), diff.load_summary(new)
+    except InputError:
+        return   # an unreadable old summary: nothing to compare with
+    d = diff.diff_summaries(old_summary, new_summary)
+    (staging / "previous_summary.json").write_bytes(prev.read_bytes())
+    (staging / "changes.json").write_text(json.dumps(d, indent=2, default=str) + "\n")
+    (staging / "changes.txt").write_text("\n".join(diff.change_lines(d)) + "\n")
 
 
 _LEFTOVER = re.compile(r"^\.(staging|old)-(.+)-(\d+)-[A-Za-z0-9_]+$")
@@ -211,12 +228,12 @@ def record_failure(result: Result, out: str | Path) -> Path:
 # --- the index -----------------------------------------------------------------------------------------
 
 INDEX_COLUMNS = [("scenario", "Scenario"), ("title", "Title"), ("recommendation", "Recommendation"),
-                 ("cost", "Cost"), ("time", "Time"), ("confidence", "Confidence"), ("status", "Status"),
-                 ("generated_utc", "Generated (UTC)")]
+                 ("cost", "Cost"), ("time", "Time"), ("confidence", "Confidence"), ("warnings", "Warnings"),
+                 ("status", "Status"), ("since_last_run", "Since last run"), ("generated_utc", "Generated (UTC)")]
 CSV_COLUMNS = ["scenario", "title", "recommendation", "accelerator", "pricing_model", "provider", "offering",
                "cost_metric", "cost_value", "cost_low", "cost_high", "usd_per_month", "training_days", "ttft_ms",
-               "tpot_ms", "score", "runner_up_score", "p_beats_runner_up", "p_cheapest", "status", "generated_utc",
-               "report"]
+               "tpot_ms", "score", "runner_up_score", "p_beats_runner_up", "p_cheapest", "chips", "chips_billed",
+               "warnings", "status", "since_last_run", "generated_utc", "report"]
 
 
 def _read_json(path: Path) -> dict | None:
@@ -224,6 +241,14 @@ def _read_json(path: Path) -> dict | None:
         return json.loads(path.read_text())
     except (OSError, ValueError):
         return None
+
+
+def _status(row: dict) -> str:
+    """``ok`` (a recommendation), ``no feasible option`` (the estimate ran, nothing passes the hard
+    constraints) or the estimate's error."""
+    if row.get("estimate_error"):
+        return f"estimate error: {row['estimate_error']}"
+    return "ok" if row.get("accelerator") else "no feasible option"
 
 
 def index_rows(out: str | Path) -> list[dict]:
@@ -237,7 +262,11 @@ def index_rows(out: str | Path) -> list[dict]:
         row = headline(summary)
         row["scenario"] = row["scenario"] or p.parent.name
         row["report"] = f"{p.parent.name}/report.html"
-        row["status"] = f"estimate error: {row['estimate_error']}" if row["estimate_error"] else "ok"
+        row["status"] = _status(row)
+        changes = _read_json(p.parent / "changes.json")
+        if changes is not None:
+            row["since_last_run"] = changes.get("headline")
+            row["changes"] = f"{p.parent.name}/changes.txt"
         rows[p.parent.name] = row
     for p in sorted((out / "_failed").glob("*/error.json")):
         err = _read_json(p)

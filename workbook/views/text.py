@@ -19,7 +19,7 @@ from ..terms import SECONDS_PER_DAY, usd
 
 __all__ = ["BLANK", "Explanation", "esc", "explain_layout", "header", "header_markdown",
            "key_figures", "markdown_html", "money", "number", "recommendation_html", "recommendation_markdown",
-           "recommendation_table", "register_table_formatter", "scaling_verdict", "table_html", "usd"]
+           "recommendation_table", "recommendation_text", "register_table_formatter", "scaling_verdict", "table_html", "usd"]
 
 BLANK = "–"   # what a missing figure looks like in a table or a card
 
@@ -123,8 +123,9 @@ def table_html(df: pd.DataFrame | None, columns=None, labels: dict | None = None
         best = ' class="wb-best"' if highlight_first and i == 0 else ""
         rows.append(f"<tr{best}>{cells}</tr>")
     more = (f"<p class='wb-sub'>The first {max_rows} of {len(df):,} rows.</p>" if len(df) > max_rows else "")
-    return (f'<table class="dataframe wb-table"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
-            f"</table>{more}")
+    # a wide table scrolls inside its own box (a visible scrollbar) instead of being clipped by the page
+    return (f'<div class="wb-scroll" tabindex="0"><table class="dataframe wb-table"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></div>{more}')
 
 
 def register_table_formatter() -> bool:
@@ -282,7 +283,9 @@ def scaling_verdict(curves: pd.DataFrame, efficiency_floor: float = 0.8) -> Expl
 # --- the recommendation ----------------------------------------------------------------------------
 
 def key_figures(figures: dict | None) -> list[tuple[str, str]]:
-    """A recommendation's few numbers (``Recommendation.figures``) as (value, what it is) pairs."""
+    """A recommendation's few numbers (``Recommendation.figures``) as (value, what it is) pairs: the
+    cost as a point estimate with its band (the one price of the option), the answer to the
+    scenario's question (batch window, deadline), the chips used and billed."""
     f = figures or {}
     out = []
     for key, what in (("cost_usd", "for the run"), ("usd_per_million_tokens", "per million output tokens")):
@@ -291,15 +294,52 @@ def key_figures(figures: dict | None) -> list[tuple[str, str]]:
                                        f"{money(f.get(key + '_high'))})"))
     if "usd_per_month" in f:
         out.append((money(f["usd_per_month"]), "a month"))
+    if "batch_hours_needed" in f and "batch_window_hours" in f:
+        fits = f["batch_hours_needed"] <= f["batch_window_hours"]
+        out.append((f"{f['batch_hours_needed']:.1f} h", f"{'fits' if fits else 'does NOT fit'} the "
+                                                          f"{f['batch_window_hours']:g}-hour batch window"))
     if "training_days" in f:
-        out.append((f"{f['training_days']:.1f} days", "to finish"))
+        dl = f.get("deadline_days")
+        what = "to finish" + (f" ({'inside' if f['training_days'] <= dl else 'past'} the {dl:g}-day deadline)"
+                              if dl else "")
+        out.append((f"{f['training_days']:.1f} days", what))
+    if "p_meets_deadline" in f:
+        out.append((f"{f['p_meets_deadline']:.0%}", "chance of meeting the deadline (performance band)"))
     if "chips" in f:
-        out.append((f"{f['chips']:,.0f}", "chips"))
+        billed = f.get("chips_billed")
+        used = "chip used" if f["chips"] == 1 else "chips used"
+        out.append((f"{f['chips']:,.0f}", used + (f", {billed:,.0f} billed (whole instances and spares)"
+                                                  if billed and billed > f["chips"] else "")))
     if "p_cheapest" in f:
         out.append((f"{f['p_cheapest']:.0%}", "chance it is the cheapest (Monte Carlo)"))
     if "score" in f:
         out.append((f"{f['score']:.2f}", "weighted score of 1"))
     return out
+
+
+def recommendation_text(d: dict) -> str:
+    """The recommendation (``Recommendation.as_dict()`` or ``recommendation`` of ``estimate --json``)
+    in plain text for a terminal: the choice or "no option" in words, warnings, key figures, reasons,
+    and what would change it (for no option: the nearest changes that would make one pass)."""
+    if not d:
+        return "Recommendation: none (the estimate did not run)."
+    if d.get("accelerator"):
+        lines = [f"Recommendation: {d.get('summary')}"]
+    else:
+        lines = ["Recommendation: no option passes the hard constraints."]
+    lines += [f"  ! {w}" for w in d.get("warnings") or []]
+    figs = key_figures(d.get("figures")) if d.get("accelerator") else []
+    if figs:
+        lines.append("  " + "; ".join(f"{v} {k}" for v, k in figs))
+    lines += [f"  - {r}" for r in d.get("reasons") or []]
+    if d.get("runner_up"):
+        lines.append(f"Runner-up: {_runner_up_text(d)}")
+    flips = d.get("flip_conditions") or []
+    if flips:
+        lines.append("Nearest changes that would make an option pass:" if not d.get("accelerator")
+                     else "What would change the decision:")
+        lines += [f"  - {x}" for x in flips]
+    return "\n".join(lines)
 
 
 def _runner_up_text(d: dict) -> str:
@@ -310,7 +350,7 @@ def _runner_up_text(d: dict) -> str:
 def recommendation_table(rec) -> pd.DataFrame:
     """The recommendation as a two-column table (renders well in notebooks and reports)."""
     d = rec.as_dict()
-    rows = [("recommendation", d["summary"])]
+    rows = [("recommendation", d["summary"])] + [("before acting", w) for w in d.get("warnings") or []]
     if d.get("runner_up"):
         rows.append(("runner-up", _runner_up_text(d)))
     rows += [("why", r) for r in d.get("reasons") or []]
@@ -321,7 +361,10 @@ def recommendation_table(rec) -> pd.DataFrame:
 def recommendation_markdown(rec) -> Explanation:
     """The recommendation, its reasons, the runner-up and what would change it, as Markdown."""
     d = rec.as_dict()
-    lines = [f"**Recommendation: {d['summary']}**", ""] + [f"- {r}" for r in d.get("reasons") or []]
+    lines = [f"**Recommendation: {d['summary']}**", ""]
+    if d.get("warnings"):
+        lines += ["**Before acting:**", ""] + [f"- {w}" for w in d["warnings"]] + [""]
+    lines += [f"- {r}" for r in d.get("reasons") or []]
     lines += ["", f"**Runner-up:** {_runner_up_text(d) or 'none'}", "", "**What would change the decision:**", ""]
     lines += [f"- {f}" for f in d.get("flip_conditions") or []]
     return Explanation("\n".join(lines))
@@ -335,11 +378,15 @@ def recommendation_html(rec) -> str:
                     for k in ("accelerator", "provider", "offering", "pricing_model"))
     none = "" if d.get("accelerator") else " wb-none"
     parts = [f'<div class="wb-rec{none}" {data}><div class="wb-rec-label">Recommendation</div>',
-             f'<div class="wb-rec-headline">{esc(d["summary"])}</div>']
+             f'<div class="wb-rec-headline">{esc(d["summary"] if d.get("accelerator") else "No option passes the hard constraints.")}</div>']
     figs = key_figures(d.get("figures")) if d.get("accelerator") else []
     if figs:
         parts.append('<div class="wb-figures">' + "".join(
             f'<div class="wb-figure"><b>{esc(v)}</b><span>{esc(k)}</span></div>' for v, k in figs) + "</div>")
+    warns = d.get("warnings") or []
+    if warns:
+        parts.append('<div class="wb-warnings" role="alert"><b>Before acting</b><ul>'
+                     + "".join(f"<li>{esc(w)}</li>" for w in warns) + "</ul></div>")
     reasons = "".join(f"<li>{esc(r)}</li>" for r in d.get("reasons") or [])
     if reasons:
         parts.append(f'<div class="wb-why"><b>Why</b><ul class="wb-reasons">{reasons}</ul></div>')
@@ -347,7 +394,8 @@ def recommendation_html(rec) -> str:
         parts.append(f'<div class="wb-runner-up"><b>Runner-up:</b> {esc(_runner_up_text(d))}</div>')
     flips = d.get("flip_conditions") or []
     if flips:
-        parts.append('<div class="wb-flip"><b>What would change the decision</b><ul>'
+        title = "What would change the decision" if d.get("accelerator") else "Nearest changes that would make an option pass"
+        parts.append(f'<div class="wb-flip"><b>{title}</b><ul>'
                      + "".join(f"<li>{esc(x)}</li>" for x in flips) + "</ul></div>")
     return "".join(parts) + "</div>"
 
