@@ -131,3 +131,15 @@ def test_headline_text_is_the_decision_modules_own_headline():
     for r in (rec(accelerator="MI300X", offering="nd-mi300x-v5", provider="Azure", pricing_model="commit_3y",
                   metric="cost_usd", figures={"cost_usd": 1.0}), rec()):
         assert assemble.headline({"recommendation": r.as_dict()})["recommendation"] == r.headline()
+
+
+def test_the_stylesheet_is_inlined_unescaped():
+    """The CSS is the package's own file: jinja's autoescape must not turn its ``>`` selectors into
+    ``&gt;`` (which silently drops those rules)."""
+    from workbook.report.assemble import jinja_env, report_css
+
+    css = report_css()
+    assert ">" in css
+    for name in ("index_page.html.j2", "report_page.html.j2"):
+        src = jinja_env().loader.get_source(jinja_env(), name)[0]
+        assert "{{ css | safe }}" in src, name

@@ -374,7 +374,7 @@ def headline(summary: dict) -> dict:
         "cost": _cost_text(metric, value, low, high, per_month),
         "time": f"{batch:.1f} hours per batch" if batch is not None else _time_text(days, ttft, tpot),
         "chips": _chips_text(fig),
-        "warnings": "; ".join(warnings) or None, "warning_list": warnings,
+        "warnings": " ".join(w if w.endswith(".") else w + "." for w in warnings) or None, "warning_list": warnings,
         "nearest_change": nearest[0] if nearest else None,
         "confidence": _confidence_text(score, ru_score, p_ru, p),
         "estimate_error": summary.get("estimate_error"),
