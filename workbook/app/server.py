@@ -111,9 +111,15 @@ class NotServed(Guard, tornado.web.RequestHandler):
 
 
 def visitor_kernels(kernel_manager) -> int:
-    """Kernels alive that serve a visitor: all of them but the pre-started ones waiting in the pool."""
-    pooled = sum(len(pool) for pool in getattr(kernel_manager, "_pools", {}).values())
-    return max(0, len(kernel_manager.list_kernel_ids()) - pooled)
+    """Kernels alive that serve a visitor: all of them but the pre-started ones ready in the pool. A
+    pool kernel still starting counts as a visitor's for those few seconds (its id is not known yet),
+    so the cap may answer "busy" one visitor early while the pool refills."""
+    ready = set()
+    for pool in getattr(kernel_manager, "_pools", {}).values():
+        for task in pool:
+            if task.done() and not task.cancelled() and task.exception() is None:
+                ready.add(task.result().get("kernel_id"))
+    return len(set(kernel_manager.list_kernel_ids()) - ready)
 
 
 def guarded(cls: type) -> type:
