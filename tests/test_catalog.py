@@ -191,3 +191,65 @@ def test_host_spec_coverage_does_not_regress():
     assert both >= 0.52  # data/README.md offerings: 52 of 100 rows; the issue's target is 0.80
     cpu_per_chip = off["vcpus"] / off["chips_per_instance"]
     assert (cpu_per_chip.dropna() >= 1).all()
+
+
+# --- malformed files (issue 13): exit 2 with file, row and column, never a traceback ---------------
+
+def _bad_bytes(tmp_path, name, mutate_bytes):
+    """Copy every catalog to ``tmp_path``, rewrite ``name``'s bytes with ``mutate_bytes``, load it."""
+    for other in catalog.SCHEMAS:
+        (tmp_path / f"{other}.csv").write_bytes((paths.DATA_DIR / f"{other}.csv").read_bytes())
+    (tmp_path / f"{name}.csv").write_bytes(mutate_bytes((paths.DATA_DIR / f"{name}.csv").read_bytes()))
+    catalog.load.cache_clear()
+    catalog.resolve_map.cache_clear()
+    try:
+        with pytest.raises(InputError) as e:
+            catalog.load(name, str(tmp_path))
+    finally:
+        catalog.load.cache_clear()
+        catalog.resolve_map.cache_clear()
+    return str(e.value)
+
+
+def _second_line(b: bytes, f) -> bytes:
+    lines = b.split(b"\n")
+    lines[1] = f(lines[1])
+    return b"\n".join(lines)
+
+
+@pytest.mark.parametrize("mutate, expected", [
+    (lambda b: b"", "offerings.csv: empty file"),
+    (lambda b: b"\xef\xbb\xbf" + b, "offerings.csv: row 1: column 1: starts with a UTF-8 byte-order mark"),
+    (lambda b: b.replace(b"\n", b"\r\n"), "offerings.csv: row 1: line ends with CR LF"),
+    (lambda b: _second_line(b, lambda l: l.replace(b"a", b"\xe9", 1)), "offerings.csv: row 2: byte"),
+    (lambda b: _second_line(b, lambda l: l + b",extra"), "offerings.csv: row 2: expected"),
+    (lambda b: _second_line(b, lambda l: l.rsplit(b",", 3)[0]), "offerings.csv: row 2: expected"),
+])
+def test_malformed_file_names_file_row_and_column(tmp_path, mutate, expected):
+    assert expected in _bad_bytes(tmp_path, "offerings", mutate)
+
+
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf"])
+def test_nan_is_not_a_required_number(tmp_path, value):
+    msg = _bad_catalog(tmp_path, "accelerators", _set_first("memory_bytes", value))
+    assert f"accelerators.csv: row 2: memory_bytes: expected a float, got {value!r}" in msg
+
+
+def test_an_alias_on_a_later_row_cannot_repoint_an_id(tmp_path):
+    def mutate(df):
+        df.loc[len(df) - 1, "aliases"] = "H100-SXM5-80GB"
+    msg = _bad_catalog(tmp_path, "accelerators", mutate)
+    assert f"accelerators.csv: row " in msg and "aliases: 'H100-SXM5-80GB' already names 'H100-SXM5-80GB'" in msg
+
+
+def test_the_same_alias_on_two_models_is_refused(tmp_path):
+    def mutate(df):
+        df.loc[1, "aliases"] = df.loc[0, "aliases"].split(";")[0]
+    msg = _bad_catalog(tmp_path, "models", mutate)
+    assert "models.csv: row 3: aliases:" in msg and "already names" in msg
+
+
+@pytest.mark.parametrize("name", ["hardware", "topology"])
+def test_broken_foreign_key_is_caught(tmp_path, name):
+    msg = _bad_catalog(tmp_path, name, _set_first("accelerator", "H1000"))
+    assert f"{name}.csv: row 2: accelerator: unknown id 'H1000'" in msg

@@ -158,3 +158,157 @@ def test_cli_validate_bad_exit_2_one_line_no_traceback(write_yaml):
     assert r.returncode == 2
     assert r.stderr.strip() == f"{p}: workload.tokens: expected a number, got 'lots'"
     assert "Traceback" not in r.stderr
+
+
+# --- hostile and careless input (issue 13) -------------------------------------------------------
+
+def _alias_bomb(depth: int) -> str:
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, depth)]
+    return "\n".join(lines) + "\n" + GOOD.replace("  tokens: 2.0e+12\n", f"  tokens: *a{depth - 1}\n")
+
+
+def test_alias_bomb_is_refused_quickly_with_a_short_message(write_yaml):
+    import time
+
+    text = _alias_bomb(7)                          # 9**7 = 4.8 million strings once expanded
+    assert len(text) < 600
+    t0 = time.monotonic()
+    [line] = problems(write_yaml(text))
+    assert time.monotonic() - t0 < 2
+    assert "aliases expand to more than" in line and len(line) < 300
+
+
+def test_a_few_aliases_are_still_fine(write_yaml):
+    text = GOOD.replace("  tokens: 2.0e+12\n", "  tokens: &t 2.0e+12\n") + "constraints: {frameworks: [pytorch]}\n"
+    assert load_scenario(write_yaml(text)).workload.tokens == 2.0e12
+
+
+def test_duplicate_key_is_an_error(write_yaml):
+    [line] = problems(write_yaml(GOOD + "  seq_len: 2048\n"))
+    assert "duplicate key 'seq_len'" in line and "line 8" in line
+
+
+@pytest.mark.parametrize("bad", [".inf", "-.inf", ".nan", "1e999"])
+def test_non_finite_numbers_are_refused(write_yaml, bad):
+    [line] = problems(write_yaml(GOOD.replace("2.0e+12", bad)))
+    assert "expected a finite number" in line
+
+
+@pytest.mark.parametrize("word", ["yes", "no", "on", "true"])
+def test_yes_no_are_not_numbers(write_yaml, word):
+    [line] = problems(write_yaml(GOOD.replace("seq_len: 4096", f"seq_len: {word}")))
+    assert "workload" in line and "seq_len" in line and "expected" in line
+
+
+def test_yes_still_reads_as_a_boolean_flag(write_yaml):
+    assert load_scenario(write_yaml(GOOD + "  custom_cuda_kernels: yes\n")).workload.custom_cuda_kernels is True
+
+
+@pytest.mark.parametrize("key, value", [("tokens", "1e308"), ("seq_len", "1000000000000"),
+                                        ("global_batch_tokens", "1e300")])
+def test_impossible_sizes_are_out_of_range(write_yaml, key, value):
+    text = GOOD + (f"  global_batch_tokens: {value}\n" if key == "global_batch_tokens" else "")
+    text = text.replace("2.0e+12", value) if key == "tokens" else text
+    text = text.replace("seq_len: 4096", f"seq_len: {value}") if key == "seq_len" else text
+    [line] = problems(write_yaml(text))
+    assert f"workload.{key}: expected a number <=" in line
+
+
+def test_every_number_in_the_schema_has_an_upper_bound():
+    def walk(node, path):
+        if isinstance(node, dict):
+            if node.get("type") in ("number", "integer") and "enum" not in node:
+                yield path, node
+            for k, v in node.items():
+                yield from walk(v, f"{path}.{k}")
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                yield from walk(v, f"{path}.{i}")
+
+    unbounded = [p for p, n in walk(scenario_schema(), "") if "maximum" not in n and "exclusiveMaximum" not in n]
+    assert unbounded == []
+
+
+def test_seq_len_beyond_the_models_context_needs_the_override(write_yaml):
+    [line] = problems(write_yaml(GOOD.replace("seq_len: 4096", "seq_len: 32768")))
+    assert "workload.seq_len: 32768 is beyond llama-2-7b's context of 4096" in line
+    s = load_scenario(write_yaml(GOOD.replace("seq_len: 4096", "seq_len: 32768") + "  seq_len_beyond_context: true\n"))
+    assert s.workload.seq_len == 32768
+
+
+def test_empty_pricing_models_and_duplicate_candidates_are_refused(write_yaml):
+    [line] = problems(write_yaml(GOOD + "pricing: {models: []}\n"))
+    assert "pricing.models" in line
+    dup = ", ".join(["H100"] * 1000)
+    [line] = problems(write_yaml(GOOD + f"candidates: {{accelerators: [{dup}]}}\n"))
+    assert "candidates.accelerators" in line and len(line) < 300
+
+
+def test_messages_echo_only_an_excerpt_of_a_long_value(write_yaml):
+    [line] = problems(write_yaml(GOOD.replace("2.0e+12", "x" * 100_000)))
+    assert len(line) < 300 and "..." in line
+
+
+def test_cli_validate_reads_the_catalogs(tmp_path, monkeypatch, capsys):
+    from workbook import catalog, cli, paths
+
+    for f in paths.DATA_DIR.glob("*.csv"):
+        (tmp_path / f.name).write_bytes(f.read_bytes())
+    (tmp_path / "offerings.csv").write_text((tmp_path / "offerings.csv").read_text().replace(",H100-SXM5-80GB,", ",H100-NOPE,", 1))
+    monkeypatch.setattr(paths, "DATA_DIR", tmp_path)
+    catalog.load.cache_clear()
+    catalog.resolve_map.cache_clear()
+    try:
+        assert cli.main(["validate"]) == 2
+    finally:
+        catalog.load.cache_clear()
+        catalog.resolve_map.cache_clear()
+    err = capsys.readouterr().err
+    assert "offerings.csv: row" in err and "accelerator: unknown id 'H100-NOPE'" in err
+
+
+# a bounded fuzz test: no scenario dict or YAML text reaches a traceback (InputError or a Scenario)
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from workbook.scenario import parse_scenario, read_yaml  # noqa: E402
+
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=True),
+                     st.text(max_size=12), st.sampled_from(["llama-2-7b", "H100", "on_demand", "training", "inference"]))
+_VALUES = st.recursive(_SCALARS, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4),
+                       max_leaves=12)
+_KEYS = st.sampled_from(["task", "model", "tokens", "seq_len", "input_tokens", "output_tokens", "requests_per_s",
+                         "precision", "global_batch_tokens", "concurrency", "x"])
+_SCENARIOS = st.fixed_dictionaries({
+    "name": st.sampled_from(["t", "Bad Name", ""]) | st.text(max_size=8), "title": _SCALARS,
+    "workload": st.dictionaries(_KEYS, _VALUES, max_size=6) | _VALUES,
+    "pricing": st.dictionaries(st.sampled_from(["models", "utilization", "horizon_months"]), _VALUES, max_size=3),
+    "candidates": st.dictionaries(st.sampled_from(["accelerators", "clouds"]), _VALUES, max_size=2),
+})
+_FUZZ = settings(max_examples=60, deadline=500, suppress_health_check=list(HealthCheck), derandomize=True)
+
+
+@_FUZZ
+@given(_SCENARIOS)
+def test_fuzz_scenario_dicts_give_a_scenario_or_an_input_error(data):
+    try:
+        parse_scenario(data, "fuzz.yaml")
+    except InputError as e:
+        assert all(len(p) < 600 for p in e.problems)
+
+
+@_FUZZ
+@given(st.lists(st.sampled_from(list("ab:&*[]{},-'\"!| \n\t.e0123456789") + ["tokens", "name", "<<", "&a ", "*a"]),
+                max_size=40).map("".join))
+def test_fuzz_yaml_texts_give_data_or_a_yaml_error(text):
+    import yaml
+
+    try:
+        data = read_yaml(text)
+    except yaml.YAMLError:
+        return
+    try:
+        parse_scenario(data, "fuzz.yaml")
+    except InputError:
+        pass

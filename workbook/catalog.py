@@ -6,7 +6,9 @@ base units or the unit named in the column (``_bytes``, ``_bytes_per_s``, ``_flo
 """
 from __future__ import annotations
 
+import csv
 import difflib
+import io
 import functools
 import math
 from dataclasses import dataclass
@@ -222,6 +224,8 @@ def _parse(value, col: Col, file: str, row: int, name: str):
     try:
         if col.kind == "float":
             out = float(text)
+            if not math.isfinite(out):
+                raise ValueError
         elif col.kind == "int":
             f = float(text)
             if f != int(f):
@@ -268,6 +272,52 @@ def validate_frame(raw: pd.DataFrame, schema: dict[str, Col], file: str, key: st
     return df
 
 
+# catalog -> (column, catalog whose ids and aliases it must name)
+FOREIGN_KEYS = {"offerings": ("accelerator", "accelerators"), "hardware": ("accelerator", "accelerators"),
+                "topology": ("accelerator", "accelerators")}
+
+
+def read_table(path: Path, rel: str) -> pd.DataFrame:
+    """A catalog file as an all-string frame, refusing what would be misread, each with file, row
+    (header = row 1) and column: an empty file, bytes that are not UTF-8, a byte-order mark, CR LF
+    line ends (the catalogs use LF), a row with more or fewer cells than the header."""
+    data = path.read_bytes()
+    if not data.strip():
+        raise InputError(f"{rel}: empty file, expected a header row of {path.stem} columns")
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise InputError(f"{rel}: row 1: column 1: starts with a UTF-8 byte-order mark; save the file as UTF-8 without BOM")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        row = data[:e.start].count(b"\n") + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise InputError(f"{rel}: row {row}: byte {col} of the line: not UTF-8 (byte {data[e.start]:#04x}); "
+                         "save the file as UTF-8") from None
+    if "\r" in text:
+        row = text[:text.index("\r")].count("\n") + 1
+        raise InputError(f"{rel}: row {row}: line ends with CR LF (or a stray CR); the catalogs use LF line ends")
+    rows = list(csv.reader(io.StringIO(text)))
+    width = len(rows[0])
+    for n, cells in enumerate(rows[1:], start=2):
+        if cells and len(cells) != width:
+            raise InputError(f"{rel}: row {n}: expected {width} cells (as in the header), got {len(cells)}"
+                             + (f"; column {width + 1} is the first extra one" if len(cells) > width else ""))
+    return pd.DataFrame([r for r in rows[1:] if r], columns=rows[0], dtype=str)
+
+
+def _check_aliases(df: pd.DataFrame, key: str, rel: str) -> None:
+    """No id or alias may name two rows (compared case-insensitively, as ``resolve`` does): a later
+    row's alias must not re-point an id or an earlier alias."""
+    owner: dict[str, tuple[str, int]] = {}
+    for i, (canon, aliases) in enumerate(zip(df[key], df["aliases"].fillna(""))):
+        names = [(canon, key)] + [(a.strip(), "aliases") for a in str(aliases).split(";") if a.strip()]
+        for name, column in names:
+            prev = owner.get(name.lower())
+            if prev is not None and prev[0] != canon:
+                raise InputError(f"{rel}: row {i + 2}: {column}: {name!r} already names {prev[0]!r} (row {prev[1]})")
+            owner.setdefault(name.lower(), (canon, i + 2))
+
+
 @functools.lru_cache(maxsize=None)
 def load(name: str, data_dir: str | None = None) -> pd.DataFrame:
     """Load and validate ``data/<name>.csv`` once per process (cached; callers must not mutate)."""
@@ -278,14 +328,18 @@ def load(name: str, data_dir: str | None = None) -> pd.DataFrame:
     rel = paths.rel(path)
     if not path.exists():
         raise InputError(f"{rel}: file not found")
-    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    raw = read_table(path, rel)
     key = {"accelerators": "accelerator", "offerings": "offering", "models": "model"}.get(name)
     df = validate_frame(raw, SCHEMAS[name], rel, key)
-    if name == "offerings":
-        known = set(resolve_map("accelerators", data_dir))
-        for i, acc in enumerate(df["accelerator"]):
+    if name in ("accelerators", "models"):
+        _check_aliases(df, key, rel)
+    if name in FOREIGN_KEYS:
+        column, target = FOREIGN_KEYS[name]
+        known = set(resolve_map(target, data_dir))
+        for i, acc in enumerate(df[column]):
             if acc not in known:
-                raise InputError(f"{rel}: row {i + 2}: accelerator: unknown id {acc!r}{_suggest(acc, known)}")
+                raise InputError(f"{rel}: row {i + 2}: {column}: unknown id {acc!r}{_suggest(acc, known)}")
+    if name == "offerings":
         priced = df[["on_demand_usd_per_hour", "spot_usd_per_hour", "commit_1y_usd_per_hour",
                      "commit_3y_usd_per_hour", "monthly_usd", "other_usd_per_hour"]].notna().any(axis=1)
         if not priced.all():

@@ -29,8 +29,18 @@ _COMMANDS = {
 
 
 def _validate(args) -> int:
+    """The catalogs (every ``data/*.csv`` through ``catalog.load``), then each scenario file."""
     files = args.files or [str(resolve_path(n)) for n in scenario_names()]
     bad = 0
+    for name in catalog.SCHEMAS:
+        try:
+            catalog.load(name)
+        except InputError as e:
+            bad += 1
+            for line in e.problems:
+                print(line, file=sys.stderr)
+    if bad:
+        return 2
     for f in files:
         try:
             s = load_scenario(f)

@@ -6,6 +6,7 @@ schema (written to ``data/scenario.schema.json``).
 """
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Literal
@@ -19,39 +20,63 @@ from .errors import InputError
 
 Precision = Literal[terms.PRECISIONS]
 PricingModel = Literal[terms.PRICING_MODEL_IDS]
-Pos = Annotated[float, Field(gt=0)]
-PosInt = Annotated[int, Field(gt=0)]
+# Every number has a range (JSON schema ``maximum``): the upper bounds are sanity limits far above any
+# real workload (e.g. 1e15 training tokens, 25x the largest published run), so that no input asks the
+# model for impossible sizes or overflows a float; they are not sourced facts.
+Pos = Annotated[float, Field(gt=0, le=1e15)]
+PosInt = Annotated[int, Field(gt=0, le=10_000_000)]
 Frac = Annotated[float, Field(ge=0, le=1)]
+NonNeg = Annotated[float, Field(ge=0, le=1e15)]
+Dim = Annotated[int, Field(gt=0, le=1_048_576)]        # a layer width or count
+Ways = Annotated[int, Field(gt=0, le=65_536)]          # a parallelism degree
+Chips = Annotated[int, Field(gt=0, le=1_000_000)]
+MAX_LIST = 64                                          # candidates, clouds, pricing models, frameworks
+
+
+def _numeric(annotation) -> bool:
+    args = getattr(annotation, "__args__", ()) or ()
+    return annotation in (int, float) or any(a in (int, float) for a in args)
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_numbers(cls, data):
+        """``tokens: true`` is not the number 1 (pydantic would read it so)."""
+        if isinstance(data, dict):
+            for key, value in data.items():
+                field = cls.model_fields.get(key) if isinstance(key, str) else None
+                if isinstance(value, bool) and field is not None and _numeric(field.annotation):
+                    raise ValueError(f"{key}: expected a number, got {value!r}")
+        return data
+
 
 class Architecture(_Strict):
     """A decoder-only transformer, dense or mixture-of-experts (columns of data/models.csv)."""
 
-    layers: PosInt
-    hidden: PosInt
-    ffn_hidden: PosInt
-    heads: PosInt
-    kv_heads: PosInt
-    head_dim: PosInt | None = None
-    vocab: PosInt
-    experts: PosInt = 1
-    experts_per_token: PosInt = 1
-    shared_experts: Annotated[int, Field(ge=0)] = 0
-    moe_ffn_hidden: PosInt | None = None
-    dense_layers: Annotated[int, Field(ge=0)] = 0
+    layers: Dim
+    hidden: Dim
+    ffn_hidden: Dim
+    heads: Dim
+    kv_heads: Dim
+    head_dim: Dim | None = None
+    vocab: Dim
+    experts: Dim = 1
+    experts_per_token: Dim = 1
+    shared_experts: Annotated[int, Field(ge=0, le=1_048_576)] = 0
+    moe_ffn_hidden: Dim | None = None
+    dense_layers: Annotated[int, Field(ge=0, le=1_048_576)] = 0
     gated_mlp: bool = True
     tied_embeddings: bool = False
-    kv_cache_dim: PosInt | None = None
+    kv_cache_dim: Dim | None = None
     # multi-head latent attention (DeepSeek-V2 §2.1): low-rank query and key-value projections; head_dim
     # is then the non-rotary query/key head size (qk_nope_head_dim)
-    q_lora_rank: PosInt | None = None
-    kv_lora_rank: PosInt | None = None
-    qk_rope_head_dim: PosInt | None = None
-    v_head_dim: PosInt | None = None
+    q_lora_rank: Dim | None = None
+    kv_lora_rank: Dim | None = None
+    qk_rope_head_dim: Dim | None = None
+    v_head_dim: Dim | None = None
 
     @model_validator(mode="after")
     def _check(self):
@@ -71,7 +96,7 @@ class GenericProfile(_Strict):
     train_flops_per_sample: Pos | None = None
     infer_flops_per_sample: Pos | None = None
     bytes_per_sample: Pos | None = None
-    activation_bytes_per_sample: Annotated[float, Field(ge=0)] = 0
+    activation_bytes_per_sample: NonNeg = 0
 
 
 class Workload(_Strict):
@@ -87,6 +112,9 @@ class Workload(_Strict):
     tokens: Pos | None = None
     samples: Pos | None = None
     seq_len: PosInt = 4096
+    seq_len_beyond_context: bool = Field(False, description=(
+        "true: accept a seq_len (or input_tokens + output_tokens) beyond the model's max_seq_len in "
+        "data/models.csv (a context extension you plan); false: such a length is an error"))
     global_batch_tokens: Pos | None = None
     recompute: Literal["none", "selective", "full", "auto"] = "auto"
     optimizer: Literal["adam", "sgd", "adafactor"] = "adam"
@@ -139,40 +167,53 @@ class Workload(_Strict):
         return self.kv_cache_precision or ("bf16" if self.precision in ("int4", "int8") else self.precision)
 
 
+def _unique_list(v):
+    if v is not None and len(set(v)) != len(v):
+        dup = next(x for i, x in enumerate(v) if x in v[:i])
+        raise ValueError(f"{excerpt(dup)} is listed twice")
+    return v
+
+
 class Parallelism(_Strict):
-    tp: PosInt | None = None
-    pp: PosInt | None = None
-    dp: PosInt | None = None
-    ep: PosInt | None = None
-    cp: PosInt | None = None
+    tp: Ways | None = None
+    pp: Ways | None = None
+    dp: Ways | None = None
+    ep: Ways | None = None
+    cp: Ways | None = None
     zero: Literal[0, 1, 2, 3] | None = None
-    micro_batch: PosInt | None = None
+    micro_batch: Ways | None = None
     recompute: Literal["none", "selective", "full"] | None = None
 
 
 class Cluster(_Strict):
     accelerator: str
-    chips: PosInt | None = None
+    chips: Chips | None = None
     offering: str | None = None
     parallelism: Parallelism | None = None
 
 
 class Candidates(_Strict):
-    accelerators: list[str] | None = None
-    clouds: list[str] | None = None
-    pricing_models: list[PricingModel] | None = None
+    accelerators: Annotated[list[str], Field(max_length=MAX_LIST)] | None = None
+    clouds: Annotated[list[str], Field(max_length=MAX_LIST)] | None = None
+    pricing_models: Annotated[list[PricingModel], Field(min_length=1, max_length=MAX_LIST)] | None = None
+
+    @field_validator("accelerators", "clouds", "pricing_models")
+    @classmethod
+    def _unique(cls, v):
+        return _unique_list(v)
 
 
 class Constraints(_Strict):
-    deadline_days: Pos | None = None
+    deadline_days: Annotated[float, Field(gt=0, le=36_500)] | None = None
     budget_usd: Pos | None = None
-    max_chips: PosInt | None = None
+    max_chips: Chips | None = None
     min_memory_headroom: Frac = 0.1
-    frameworks: list[Literal["pytorch", "jax", "tensorflow"]] | None = None
+    frameworks: Annotated[list[Literal["pytorch", "jax", "tensorflow"]], Field(max_length=MAX_LIST)] | None = None
 
 
 class Pricing(_Strict):
-    models: list[PricingModel] = ["on_demand", "spot", "commit_1y", "commit_3y"]
+    models: Annotated[list[PricingModel], Field(min_length=1, max_length=MAX_LIST)] = [
+        "on_demand", "spot", "commit_1y", "commit_3y"]
     utilization: Annotated[float, Field(gt=0, le=1)] = 0.9
     negotiated_discount: Annotated[float, Field(ge=0, lt=1)] = 0.0
     commit_1y_discount: Annotated[float, Field(ge=0, lt=1, description=(
@@ -184,7 +225,7 @@ class Pricing(_Strict):
         "Discount off on-demand for a 3-year commitment, used only where no committed price is "
         "published. Default 0.561 = 1 - median(commit_3y/on_demand) over the same 12 GCP rows "
         "(ratios 0.35-0.45, median 0.439; same source)"))] = 0.561
-    spot_price_p90_over_p10: Annotated[float, Field(ge=1, description=(
+    spot_price_p90_over_p10: Annotated[float, Field(ge=1, le=100, description=(
         "Monte Carlo spread of spot prices around the catalog price (P90/P10). Default 1.45 = median "
         "of 7 published spreads (AWS spot per availability zone, SkyPilot catalog snapshot; GCP spot at two dates, data/offerings.csv notes): AWS AZ "
         "ranges p5 us-east-1 20.99-30.33, p5 us-east-2 14.38-18.28, p4d 5.09-9.61, p5en us-east-2 "
@@ -193,32 +234,32 @@ class Pricing(_Strict):
     utilization_spread: Annotated[float, Field(ge=0, lt=1, description=(
         "Monte Carlo: utilization P10/P90 = utilization -/+ this (a planning assumption, not a "
         "measurement: set your own)"))] = 0.1
-    interruption_spread: Annotated[float, Field(ge=1, description=(
+    interruption_spread: Annotated[float, Field(ge=1, le=100, description=(
         "Monte Carlo: spot interruption-rate P10/P90 = rate divided/multiplied by this factor (a "
         "planning assumption, not a measurement: set your own)"))] = 2.0
-    storage_usd_per_tb_month: Annotated[float, Field(ge=0, description=(
+    storage_usd_per_tb_month: Annotated[float, Field(ge=0, le=1e4, description=(
         "Object storage for data and checkpoints. Default: GCS Standard regional $0.000027397 per "
         "GiB-hour x 730 h x 931.32 GiB/TB (cloud.google.com/storage/pricing, read 2026-09-20 via "
         "api-evangelist/gcp-cloud-storage plans/gcp-cloud-storage-plans-pricing.yml)"))] = 18.63
-    egress_usd_per_tb: Annotated[float, Field(ge=0, description=(
+    egress_usd_per_tb: Annotated[float, Field(ge=0, le=1e4, description=(
         "Internet egress. Default: GCS network egress worldwide 0-10 TiB $0.12 per GiB x 931.32 "
         "GiB/TB (same page and date)"))] = 111.76
-    spot_interruptions_per_hour: Annotated[float, Field(ge=0)] = 0.05
+    spot_interruptions_per_hour: Annotated[float, Field(ge=0, le=100)] = 0.05
     spot_availability_target: Annotated[float, Field(gt=0, lt=1, description=(
         "Latency-bound serving on spot: the fraction of time the fleet must keep its full capacity "
         "through interruptions; spare spot instances are added until P(more instances down than "
         "spares) <= 1 - target (workbook.cost.spare_instances). A planning choice, not a sourced "
         "fact. Default 0.999 ('three nines', about 44 min a month below capacity), the availability "
         "usually promised for customer-facing services; 0.99 accepts about 7.3 h a month"))] = 0.999
-    checkpoint_interval_min: Pos = 30
-    restart_min: Pos = 10
-    horizon_months: Pos = 12
-    electricity_usd_per_kwh: Annotated[float, Field(ge=0)] = 0.12
+    checkpoint_interval_min: Annotated[float, Field(gt=0, le=1e5)] = 30
+    restart_min: Annotated[float, Field(gt=0, le=1e5)] = 10
+    horizon_months: Annotated[float, Field(gt=0, le=120)] = 12
+    electricity_usd_per_kwh: Annotated[float, Field(ge=0, le=10)] = 0.12
     pue: Annotated[float, Field(ge=1, le=3)] = 1.3
-    depreciation_years: Pos = 4
-    storage_tb: Annotated[float, Field(ge=0)] = 0
-    egress_tb_per_month: Annotated[float, Field(ge=0)] = 0
-    porting_cost_usd: Annotated[float, Field(ge=0)] = 0
+    depreciation_years: Annotated[float, Field(gt=0, le=50)] = 4
+    storage_tb: NonNeg = 0
+    egress_tb_per_month: NonNeg = 0
+    porting_cost_usd: NonNeg = 0
 
     @property
     def restart_h(self) -> float:
@@ -278,15 +319,86 @@ class Scenario(_Strict):
 
 # --- YAML loading -----------------------------------------------------------------------------
 
+MAX_YAML_NODES = 20_000      # a scenario has about 60 values; aliases may not expand past this
+MAX_YAML_BYTES = 1_000_000
+EXCERPT_CHARS = 60           # messages quote at most this much of any input value
+
+
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that also reads ``5.0e4`` and ``2e12`` as floats (YAML 1.1 needs a sign and a dot)."""
+    """SafeLoader for scenarios: reads ``5.0e4`` and ``2e12`` as floats (YAML 1.1 needs a sign and a
+    dot); ``true``/``false`` only as booleans (``yes``, ``no``, ``on``, ``off`` stay strings, so no
+    number field reads ``yes`` as 1); refuses duplicate keys, non-finite numbers (``.inf``, ``.nan``,
+    ``1e999``) and aliases that expand to more than ``MAX_YAML_NODES`` nodes (a "billion laughs"
+    file of 1 kB otherwise expands to hundreds of MB)."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._expanded = 0
+        self._sizes: dict[int, int] = {}
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            anchored = self.anchors.get(event.anchor)
+            self._expanded += self._size(anchored) if anchored is not None else 1
+        else:
+            self._expanded += 1
+        if self._expanded > MAX_YAML_NODES:
+            raise yaml.composer.ComposerError(
+                None, None, f"aliases expand to more than {MAX_YAML_NODES} values (refused)", self.peek_event().start_mark)
+        return super().compose_node(parent, index)
+
+    def _size(self, node) -> int:
+        if id(node) not in self._sizes:
+            self._sizes[id(node)] = 1          # a recursive alias counts once
+            kids = node.value if isinstance(node, (yaml.SequenceNode, yaml.MappingNode)) else []
+            flat = [n for kv in kids for n in (kv if isinstance(kv, tuple) else (kv,))]
+            self._sizes[id(node)] = 1 + sum(self._size(k) for k in flat)
+        return self._sizes[id(node)]
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, (str, int, float, bool)) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {excerpt(key)} (a second value would silently win)", key_node.start_mark)
+            seen.add(key) if isinstance(key, (str, int, float, bool)) else None
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_float(self, node):
+        value = super().construct_yaml_float(node)
+        if not math.isfinite(value):
+            raise yaml.constructor.ConstructorError(
+                None, None, f"expected a finite number, got {excerpt(node.value)}", node.start_mark)
+        return value
 
 
+_Loader.yaml_implicit_resolvers = {k: [r for r in v if r[0] != "tag:yaml.org,2002:bool"]
+                                   for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
+                              list("tTfF"))
+_Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
 _Loader.add_implicit_resolver(
     "tag:yaml.org,2002:float",
     re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
     list("-+0123456789"),
 )
+
+
+def excerpt(value, limit: int = EXCERPT_CHARS) -> str:
+    """``repr(value)`` cut to ``limit`` characters: a message never echoes a large input."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def read_yaml(text: str):
+    """Parse one scenario document with ``_Loader``; ``yaml.YAMLError`` on any refusal."""
+    loader = _Loader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
 def _fmt_loc(loc) -> str:
@@ -302,22 +414,29 @@ def _describe(err: dict) -> str:
         return "required key is missing"
     if t in ("float_parsing", "float_type", "int_parsing", "int_type", "int_from_float"):
         kind = "an integer" if t.startswith("int") else "a number"
-        return f"expected {kind}, got {got!r}"
+        return f"expected {kind}, got {excerpt(got)}"
     if t in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
         op = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}[t]
         bound = next(iter(ctx.values()))
-        return f"expected a number {op} {bound}, got {got!r}"
+        return f"expected a number {op} {bound}, got {excerpt(got)}"
     if t == "literal_error":
-        return f"expected {ctx.get('expected')}, got {got!r}"
+        return f"expected {ctx.get('expected')}, got {excerpt(got)}"
     if t == "value_error":
-        return str(ctx.get("error", err["msg"]))
-    return f"{err['msg']}, got {got!r}"
+        return excerpt_text(str(ctx.get("error", err["msg"])))
+    return f"{err['msg']}, got {excerpt(got)}"
+
+
+def excerpt_text(text: str, limit: int = 4 * EXCERPT_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+MAX_PROBLEMS = 30
 
 
 def _errors_to_lines(file: str, exc: ValidationError) -> list[str]:
     lines = []
     for e in exc.errors():
-        loc = _fmt_loc(e["loc"])
+        loc = excerpt_text(_fmt_loc(e["loc"]), EXCERPT_CHARS)
         lines.append(f"{file}: {loc + ': ' if loc else ''}{_describe(e)}")
     return lines
 
@@ -339,7 +458,9 @@ def parse_scenario(data, file: str = "<scenario>") -> Scenario:
     try:
         s = Scenario.model_validate(data)
     except ValidationError as exc:
-        raise InputError("", _errors_to_lines(file, exc)) from None
+        raise InputError("", _errors_to_lines(file, exc)[:MAX_PROBLEMS]) from None
+    except RecursionError:
+        raise InputError(f"{file}: nested too deeply (refused)") from None
     problems = _check_ids(s, file)
     if problems:
         raise InputError("", problems)
@@ -359,6 +480,7 @@ def _check_ids(s: Scenario, file: str) -> list[str]:
     w = s.workload
     if w.model is not None:
         w.model = _res("models", w.model, "workload.model")
+        out += _context_problems(w, file)
     if s.cluster is not None:
         s.cluster.accelerator = _res("accelerators", s.cluster.accelerator, "cluster.accelerator")
     if s.candidates.accelerators:
@@ -377,6 +499,23 @@ def _check_ids(s: Scenario, file: str) -> list[str]:
     return out
 
 
+def _context_problems(w: Workload, file: str) -> list[str]:
+    """A length given in the file beyond the model's context (``max_seq_len`` of data/models.csv)."""
+    try:
+        limit = catalog.model(w.model).get("max_seq_len")
+    except (InputError, KeyError):
+        return []
+    if w.seq_len_beyond_context or limit is None or limit != limit:
+        return []
+    if w.task == "inference" and w.input_tokens and w.output_tokens and w.input_tokens + w.output_tokens > limit:
+        return [f"{file}: workload.input_tokens: input_tokens + output_tokens = {w.input_tokens + w.output_tokens} "
+                f"is beyond {w.model}'s context of {int(limit)} tokens (set seq_len_beyond_context: true to plan an extension)"]
+    if w.task != "inference" and "seq_len" in w.model_fields_set and w.seq_len > limit:
+        return [f"{file}: workload.seq_len: {w.seq_len} is beyond {w.model}'s context of {int(limit)} tokens "
+                "(set seq_len_beyond_context: true to plan an extension)"]
+    return []
+
+
 def load_scenario(name_or_path: str | Path) -> Scenario:
     """Read and validate one scenario file; ``InputError`` lists every problem, naming file and field."""
     path = resolve_path(name_or_path)
@@ -390,14 +529,19 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"{rel}: cannot read file ({e.__class__.__name__}: {e})") from None
+    if len(text) > MAX_YAML_BYTES:
+        raise InputError(f"{rel}: {len(text)} characters, more than a scenario needs (limit {MAX_YAML_BYTES})")
     if not text.strip():
         raise InputError(f"{rel}: empty file, expected a scenario mapping (name, title, workload, ...)")
     try:
-        data = yaml.load(text, Loader=_Loader)
+        data = read_yaml(text)
+    except RecursionError:
+        raise InputError(f"{rel}: YAML nested too deeply (refused)") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise InputError(f"{rel}: YAML syntax error: {where}{getattr(e, 'problem', None) or e}") from None
+        kind = "YAML syntax error" if isinstance(e, (yaml.scanner.ScannerError, yaml.parser.ParserError)) else "YAML error"
+        raise InputError(f"{rel}: {kind}: {where}{excerpt_text(str(getattr(e, 'problem', None) or e))}") from None
     return parse_scenario(data, rel)
 
 

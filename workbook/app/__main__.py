@@ -13,7 +13,14 @@ What it does, and why each option is set (see ``docs/app.md`` for exposing it on
 * ``preheat_kernel=True``: one kernel has already run the notebook when the first visitor arrives
   (the stack notes measured first render ~5 s cold, ~1.7 s preheated);
 * the ``workbook`` Voila template (``workbook/app_share/voila/templates/workbook``) is Voila's lab
-  template without its two CDN stylesheets, so the page asks for nothing outside the machine.
+  template without its two CDN stylesheets, so the page asks for nothing outside the machine;
+  ``allow_template_override``/``allow_theme_override`` = ``NO``: ``?template=`` and ``?theme=`` in
+  the URL are ignored (they allowed script injection and CDN templates);
+* ``workbook.app.server.WorkbookVoila``: Host header checked, security headers, bare error pages,
+  no ``/voila/query`` route, a cap on visitors' kernels; kernels no page uses are culled after
+  ``--cull-unused-s`` seconds, open but idle pages after ``--cull-idle-min`` minutes;
+* before Voila starts, a check that 127.0.0.1 accepts connections (kernels need it): without it the
+  launcher says so and exits 2 instead of pages hanging for 60 s.
 
 The browser cannot run code in the kernel: Voila only forwards widget (comm) messages, never
 ``execute_request``.
@@ -23,12 +30,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING
 
+from traitlets.config import Config
+
+from ..netcheck import loopback_problem
 from ..paths import APP_NOTEBOOK, APP_SHARE_DIR, ROOT
-
-if TYPE_CHECKING:
-    from traitlets.config import Config
+from .server import WorkbookVoila
 
 TEMPLATE = "workbook"
 DEFAULT_PORT = 8866
@@ -60,15 +67,16 @@ def voila_argv(port: int = DEFAULT_PORT, ip: str = DEFAULT_IP, token: str | None
     return argv
 
 
-def voila_config(cull_idle_min: float = 0) -> "Config":
+def voila_config(cull_idle_min: float = 0, cull_unused_s: float = 120, max_kernels: int = 8,
+                 allowed_hosts: list[str] | None = None) -> Config:
     """Options that the command line cannot express: an empty file allowlist, so that
     ``/voila/files/...`` serves no file at all (Voila's default serves images of the folder); no
     ``voila.json``/``voila.py`` read from the cwd or the Jupyter config folders, so that no stray
     config file can point the server at another notebook or folder; only the widget manager among
-    the front-end extensions; optional culling of kernels idle for ``cull_idle_min`` minutes (each
-    visitor gets one kernel)."""
-    from traitlets.config import Config
-
+    the front-end extensions; no template or theme from the URL; kernels that no page is connected
+    to culled after ``cull_unused_s`` seconds (a page fetched but never opened, a closed tab), those
+    of open pages after ``cull_idle_min`` idle minutes (0: never); at most ``max_kernels`` visitors'
+    kernels (0: no cap); Host names served besides loopback (``allowed_hosts``)."""
     c = Config()
     c.Voila.config_file_paths = []
     c.VoilaConfiguration.file_allowlist = []
@@ -76,9 +84,15 @@ def voila_config(cull_idle_min: float = 0) -> "Config":
     # the page needs one front-end extension, the widget manager; the others (anywidget, the
     # JupyterLab preview button, pygments' theme) would only add JavaScript to download
     c.VoilaConfiguration.extension_allowlist = ["@jupyter-widgets/jupyterlab-manager", "@voila-dashboards/widgets-manager8"]
-    if cull_idle_min > 0:
-        c.MappingKernelManager.cull_idle_timeout = int(cull_idle_min * 60)
-        c.MappingKernelManager.cull_interval = 60
+    c.VoilaConfiguration.allow_template_override = "NO"
+    c.VoilaConfiguration.allow_theme_override = "NO"
+    c.VoilaConfiguration.multi_kernel_manager_class = "workbook.app.server.CullingKernelManager"
+    c.MappingKernelManager.cull_idle_timeout = max(1, int(cull_unused_s))
+    c.MappingKernelManager.cull_interval = max(1, min(60, int(cull_unused_s) // 2))
+    c.MappingKernelManager.cull_connected = False
+    c.CullingKernelManager.connected_idle_timeout = float(cull_idle_min * 60)
+    c.WorkbookVoila.max_kernels = max_kernels
+    c.WorkbookVoila.allowed_hosts = list(allowed_hosts or [])
     return c
 
 
@@ -105,7 +119,14 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--base-url", default="/", help="URL prefix when served behind a reverse proxy (e.g. /workbook/)")
     p.add_argument("--no-preheat", action="store_true", help="do not run the notebook before the first visit")
     p.add_argument("--cull-idle-min", type=float, default=0,
-                   help="shut down a visitor's kernel after this many idle minutes (default 0: never)")
+                   help="shut down an open page's kernel after this many idle minutes (default 0: never)")
+    p.add_argument("--cull-unused-s", type=float, default=120,
+                   help="shut down a kernel no page is connected to after this many seconds (default 120)")
+    p.add_argument("--max-kernels", type=int, default=8,
+                   help="visitors served at once, one kernel each (default 8; 0: no cap)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="a Host name to serve besides loopback (repeatable; '*': any); needed behind a "
+                        "proxy that forwards its own Host header, or with --ip on a network address")
     return p
 
 
@@ -117,17 +138,24 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 < args.port < 65536:
         print(f"--port: expected a TCP port between 1 and 65535, got {args.port}", file=sys.stderr)
         return 2
+    if args.max_kernels < 0 or args.cull_unused_s <= 0 or args.cull_idle_min < 0:
+        print("--max-kernels, --cull-idle-min: expected 0 or more; --cull-unused-s: more than 0", file=sys.stderr)
+        return 2
     base_url = "/" + args.base_url.strip("/") + "/" if args.base_url.strip("/") else "/"
     token = os.environ.get("WORKBOOK_APP_TOKEN") or None   # from the environment: not visible in `ps`
     auto_token = args.token and token is None
     if args.ip not in LOOPBACK and not (token or auto_token):
         print(f"warning: serving on {args.ip} without a token: anyone who can reach port {args.port} can use "
               "the app. See docs/app.md (--token, a reverse proxy).", file=sys.stderr)
+    hosts = list(args.allow_host) + ([args.ip] if args.ip not in LOOPBACK | {"0.0.0.0", "::", ""} else [])
+    problem = loopback_problem()
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     os.environ.update(voila_env())             # before Voila collects its template paths
-    from voila.app import Voila
-
-    Voila.launch_instance(argv=voila_argv(args.port, args.ip, token, base_url, not args.no_preheat, auto_token),
-                          config=voila_config(args.cull_idle_min))
+    WorkbookVoila.launch_instance(
+        argv=voila_argv(args.port, args.ip, token, base_url, not args.no_preheat, auto_token),
+        config=voila_config(args.cull_idle_min, args.cull_unused_s, args.max_kernels, hosts))
     return 0
 
 

@@ -1,0 +1,204 @@
+"""The app's server against the probes of issue 13: URL theme/template overrides (reflected XSS, CDN
+templates, a template that never answers), foreign Host headers (DNS rebinding), routes without the
+token (``/voila/query/<kernel-id>``), missing security headers, server paths in errors, kernels never
+reclaimed, no cap on kernels, and a 60 s hang when kernels cannot start (no loopback).
+
+The server tests start the launcher on a free loopback port with a token, a short culling time and a
+cap of two visitors, talk plain HTTP to it and stop it by its PID; every request has a timeout."""
+from __future__ import annotations
+
+import http.client
+import os
+import socket
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+import browser_helpers as bh
+from workbook import netcheck
+from workbook.app import __main__ as launcher
+from workbook.app import server
+
+TOKEN = "s3cr3t-token-for-tests"
+CULL_S = 15          # long enough that page loads in a row are all alive (a load takes 2-8 s here)
+MAX_KERNELS = 2
+
+
+# --- without a server -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("host, ok", [
+    ("127.0.0.1:8866", True), ("localhost:8866", True), ("[::1]:8866", True), ("127.0.0.2", True),
+    ("LOCALHOST", True), ("evil.example", False), ("evil.example:8866", False), ("10.0.0.5:8866", False),
+    ("", False), ("localhost.evil.example", False)])
+def test_host_allowed_only_loopback_by_default(host, ok):
+    assert server.host_allowed(host) is ok
+
+
+def test_host_allowed_adds_configured_names():
+    assert server.host_allowed("workbook.example.com:443", ["workbook.example.com"])
+    assert not server.host_allowed("other.example.com", ["workbook.example.com"])
+    assert server.host_allowed("anything", ["*"])
+
+
+def test_voila_config_disables_url_overrides_and_culls_unused_kernels():
+    c = launcher.voila_config(cull_unused_s=30, max_kernels=3, allowed_hosts=["a.example"])
+    assert c.VoilaConfiguration.allow_template_override == "NO"
+    assert c.VoilaConfiguration.allow_theme_override == "NO"
+    assert c.MappingKernelManager.cull_idle_timeout == 30
+    assert c.MappingKernelManager.cull_interval <= 15
+    assert c.WorkbookVoila.max_kernels == 3 and c.WorkbookVoila.allowed_hosts == ["a.example"]
+
+
+def test_request_info_route_is_not_served():
+    from voila.request_info_handler import RequestInfoSocketHandler
+
+    assert server.guarded(RequestInfoSocketHandler) is server.NotServed
+
+
+def test_loopback_problem_is_none_here_and_a_sentence_when_bind_fails(monkeypatch):
+    assert netcheck.loopback_problem() is None
+
+    class Down(socket.socket):
+        def bind(self, addr):
+            raise OSError(99, "Cannot assign requested address")
+
+    monkeypatch.setattr(netcheck.socket, "socket", Down)
+    msg = netcheck.loopback_problem()
+    assert "127.0.0.1" in msg and "Cannot assign requested address" in msg and "\n" not in msg
+
+
+def test_launcher_exits_2_at_once_when_kernels_cannot_start(monkeypatch, capsys):
+    monkeypatch.setattr(launcher, "loopback_problem", lambda: "cannot start a Jupyter kernel: lo is down")
+    monkeypatch.setattr(launcher.WorkbookVoila, "launch_instance",
+                        classmethod(lambda cls, **kw: pytest.fail("Voila must not start")))
+    t0 = time.monotonic()
+    assert launcher.main(["--port", "18999"]) == 2
+    assert time.monotonic() - t0 < 2
+    assert capsys.readouterr().err.strip() == "cannot start a Jupyter kernel: lo is down"
+
+
+# --- against a running server ---------------------------------------------------------------------
+
+def _request(port, path, method="GET", headers=None, timeout=30):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request(method, path, headers=headers or {})
+        r = conn.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read().decode("utf-8", "replace")
+    finally:
+        conn.close()
+
+
+def _kernels(pid: int) -> int:
+    """Kernel processes started by the server ``pid`` (its children running ipykernel)."""
+    n = 0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmd = (proc / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        n += ppid == pid and b"ipykernel" in cmd
+    return n
+
+
+def _wait_for_kernels(pid: int, at_most: int, timeout_s: float = CULL_S + 30) -> int:
+    """Wait until the server has at most ``at_most`` kernels (or time runs out); return the count."""
+    deadline = time.monotonic() + timeout_s
+    while (n := _kernels(pid)) > at_most and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return n
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    port = bh.free_port()
+    log = tmp_path_factory.mktemp("voila-sec") / "voila.log"
+    env = {**os.environ, "WORKBOOK_APP_TOKEN": TOKEN}
+    proc = bh.start_process([sys.executable, "-m", "workbook.app", "--port", str(port),
+                             "--cull-unused-s", str(CULL_S), "--max-kernels", str(MAX_KERNELS)],
+                            port, log, env=env)
+    yield port, proc, log
+    bh.stop_process(proc)
+
+
+@pytest.mark.slow
+def test_foreign_host_header_is_refused(app):
+    port = app[0]
+    assert _request(port, f"/?token={TOKEN}", headers={"Host": "evil.example"})[0] == 403
+    assert _request(port, "/voila/static/voila.js", headers={"Host": f"rebind.evil.example:{port}"})[0] == 403
+    assert _request(port, "/voila/static/voila.js", headers={"Host": f"localhost:{port}"})[0] == 200
+
+
+@pytest.mark.slow
+def test_every_route_needs_the_token(app):
+    port = app[0]
+    kid = str(uuid.uuid4())
+    ws = {"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+          "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+    for path, method, headers in [("/", "GET", {}), (f"/voila/query/{kid}", "GET", ws),
+                                  (f"/api/kernels/{kid}/channels", "GET", ws), (f"/api/kernels/{kid}", "GET", {}),
+                                  (f"/voila/api/shutdown/{kid}", "POST", {})]:
+        status, _, body = _request(port, path, method, headers)
+        assert status in (302, 403, 404), (path, status)
+        assert TOKEN not in body
+    # with the token the request-info socket is still not served: it replayed the query string
+    assert _request(port, f"/voila/query/{kid}?token={TOKEN}", headers=ws)[0] == 404
+
+
+@pytest.mark.slow
+def test_theme_and_template_in_the_url_are_ignored(app):
+    port = app[0]
+    status, _, body = _request(port, f"/?token={TOKEN}&theme=%22%3E%3Cscript%3Ealert(1)%3C/script%3E")
+    assert status == 200 and "<script>alert(1)" not in body and "alert(1)" not in body
+    for template in ("lab", "classic", "reveal", "nonexistent"):
+        t0 = time.monotonic()
+        status, _, body = _request(port, f"/?token={TOKEN}&template={template}", timeout=40)
+        assert time.monotonic() - t0 < 30, template
+        assert status in (200, 503), template          # 503: the cap of two visitors (last test)
+        # the lab template's FontAwesome and the classic/reveal templates' jQuery come from CDNs
+        assert "cdn.jsdelivr" not in body and "jquery" not in body.lower(), template
+
+
+@pytest.mark.slow
+def test_security_headers_on_every_answer(app):
+    port = app[0]
+    for path in ("/", f"/?token={TOKEN}", "/voila/static/voila.js", "/voila/static/nope.js",
+                 f"/voila/query/{uuid.uuid4()}"):
+        _, headers, _ = _request(port, path)
+        csp = headers.get("content-security-policy", "")
+        assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp, path
+        assert "http" not in csp, path
+        assert headers.get("x-content-type-options") == "nosniff", path
+
+
+@pytest.mark.slow
+def test_errors_name_no_server_path(app):
+    port = app[0]
+    leaks = [str(bh.ROOT), "site-packages", sys.prefix, "Traceback"]
+    for path in ("/voila/static/nope.js", "/voila/static/../../../etc/passwd", "/voila/templates/x/../../y",
+                 "/voila/labextensions/nope", "/voila/api/themes/nope", f"/voila/files/x?token={TOKEN}",
+                 f"/api/kernels/{uuid.uuid4()}?token={TOKEN}", "/voila/static/%3Cscript%3E"):
+        status, _, body = _request(port, path)
+        for leak in leaks:
+            assert leak not in body, (path, status, leak)
+        assert "<script>" not in body
+
+
+@pytest.mark.slow
+def test_kernels_are_culled_and_capped(app):
+    port, proc, _ = app
+    assert _wait_for_kernels(proc.pid, 1) <= 1        # the earlier tests' kernels are culled
+    answers = [_request(port, f"/?token={TOKEN}", timeout=40) for _ in range(MAX_KERNELS + 2)]
+    statuses = [a[0] for a in answers]
+    assert statuses[:MAX_KERNELS] == [200] * MAX_KERNELS and 503 in statuses, statuses
+    status, headers, body = answers[statuses.index(503)]
+    assert status == 503 and "busy" in body and "try again" in body
+    assert "content-security-policy" in headers
+    assert _wait_for_kernels(proc.pid, 1) <= 1, "kernels of pages nobody opened are still alive"
+    assert _request(port, f"/?token={TOKEN}", timeout=40)[0] == 200

@@ -1,0 +1,170 @@
+"""The app's Voila server, hardened: every route checks the Host header, sends security headers and
+answers errors with a bare page; the page route refuses visitors beyond a kernel cap; kernels no
+page uses are culled. ``python -m workbook.app`` (``app/__main__.py``) launches ``WorkbookVoila``.
+
+Why each guard (the probes of issue 13):
+
+* **Host header** against loopback names (``127.0.0.0/8``, ``::1``, ``localhost``) plus the names
+  given with ``--allow-host``: a page on another site that re-points its DNS name at 127.0.0.1
+  (DNS rebinding) sends its own name as Host and is refused with 403. Voila itself sets
+  ``allow_remote_access=True`` and checks nothing; its static and query handlers are not even
+  Jupyter handlers, so the check is a mixin put on every handler class.
+* **Security headers** on every answer: a Content-Security-Policy that allows only this origin
+  (``default-src 'self'``, ``frame-ancestors 'none'``, ``object-src 'none'``, ``base-uri 'self'``),
+  ``X-Content-Type-Options: nosniff``, ``X-Frame-Options: DENY``, ``Referrer-Policy: no-referrer``.
+  Voila's pages need inline scripts and styles (its templates have no nonces), hence
+  ``'unsafe-inline'``/``'unsafe-eval'`` for scripts: the policy stops loading from or sending to
+  other origins, the escaping and the fixed template/theme stop injection.
+* **Errors** are ``<code>: <standard reason>`` and nothing else: no exception text, so no server path.
+* ``/voila/query/<kernel-id>`` (Voila's request-info socket, which needs no token and replays the
+  visitor's query string, token included) is not served: the app's notebook never asks for it.
+* **Kernel cap**: the page route answers 503 with a sentence when ``max_kernels`` visitors' kernels
+  are alive (each costs about 250 MB).
+"""
+from __future__ import annotations
+
+import html
+import ipaddress
+import re
+from datetime import timedelta
+
+import tornado.web
+from jupyter_core.utils import ensure_async
+from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
+from jupyter_server._tz import utcnow
+from tornado.httputil import responses
+from traitlets import Float, Int, List, Unicode
+from voila.app import Voila
+from voila.request_info_handler import RequestInfoSocketHandler
+from voila.tornado.handler import TornadoVoilaHandler
+
+CSP = ("default-src 'self'; script-src 'self' 'unsafe-inline' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; "
+       "img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; object-src 'none'; "
+       "base-uri 'self'; form-action 'self'; frame-ancestors 'none'")
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+}
+LOOPBACK_NAMES = ("localhost",)
+FULL_PAGE = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>The app is busy</title></head><body>"
+             "<h1>The app is busy</h1><p>It is already serving {n} visitors, its limit (each visitor "
+             "has a Python process of its own). Close an open page or try again in a few minutes.</p>"
+             "</body></html>")
+
+
+def host_allowed(host_header: str, allowed: list[str] | tuple[str, ...] = ()) -> bool:
+    """Is ``host_header`` (``name[:port]``) a loopback address, ``localhost`` or one of ``allowed``
+    (``*`` allows any)? Same rule as jupyter_server's ``check_host``, plus the configured names."""
+    if "*" in allowed:
+        return True
+    match = re.match(r"^(.*?)(:\d+)?$", host_header or "")
+    host = (match.group(1) if match else "").lower()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        return ipaddress.ip_address(host).is_loopback or host in allowed
+    except ValueError:
+        return bool(host) and (host in LOOPBACK_NAMES or host in [a.lower() for a in allowed])
+
+
+class Guard:
+    """Mixin put first on every handler class the app serves (see the module docstring)."""
+
+    def set_default_headers(self) -> None:
+        super().set_default_headers()
+        for name, value in SECURITY_HEADERS.items():
+            self.set_header(name, value)
+
+    def prepare(self, *args, **kwargs):
+        if not host_allowed(self.request.host, self.settings.get("workbook_allowed_hosts", ())):
+            raise tornado.web.HTTPError(403)
+        return super().prepare(*args, **kwargs)
+
+    def write_error(self, status_code: int, **kwargs) -> None:
+        reason = html.escape(responses.get(status_code, "Error"))
+        self.set_header("Content-Type", "text/html; charset=UTF-8")
+        self.finish(f"<!DOCTYPE html><html><head><title>{status_code}: {reason}</title></head>"
+                    f"<body><h1>{status_code}: {reason}</h1></body></html>")
+
+
+class CappedPage:
+    """Mixin on the page route: 503 with a sentence once ``workbook_max_kernels`` kernels serve pages."""
+
+    async def prepare(self, *args, **kwargs):
+        cap = self.settings.get("workbook_max_kernels", 0)
+        if cap and self.request.method == "GET" and visitor_kernels(self.kernel_manager) >= cap:
+            self.set_status(503)
+            self.set_header("Retry-After", "60")
+            self.finish(FULL_PAGE.format(n=cap))
+            return
+        return await ensure_async(super().prepare(*args, **kwargs))
+
+
+class NotServed(Guard, tornado.web.RequestHandler):
+    """Voila's ``/voila/query/<kernel-id>``: 404, token or not (see the module docstring)."""
+
+    def prepare(self, *args, **kwargs):
+        super().prepare(*args, **kwargs)
+        raise tornado.web.HTTPError(404)
+
+
+def visitor_kernels(kernel_manager) -> int:
+    """Kernels alive that serve a visitor: all of them but the pre-started ones ready in the pool. A
+    pool kernel still starting counts as a visitor's for those few seconds (its id is not known yet),
+    so the cap may answer "busy" one visitor early while the pool refills."""
+    ready = set()
+    for pool in getattr(kernel_manager, "_pools", {}).values():
+        for task in pool:
+            if task.done() and not task.cancelled() and task.exception() is None:
+                ready.add(task.result().get("kernel_id"))
+    return len(set(kernel_manager.list_kernel_ids()) - ready)
+
+
+def guarded(cls: type) -> type:
+    """``cls`` with the ``Guard`` mixin first (and ``CappedPage`` on the page handler)."""
+    if cls is RequestInfoSocketHandler:
+        return NotServed
+    bases = (Guard, CappedPage, cls) if issubclass(cls, TornadoVoilaHandler) else (Guard, cls)
+    return type(f"Guarded{cls.__name__}", bases, {})
+
+
+class CullingKernelManager(AsyncMappingKernelManager):
+    """Jupyter's culler (``cull_idle_timeout``: kernels no page is connected to) plus a second timeout
+    for kernels whose page is still open but idle (``connected_idle_timeout``, 0 = never)."""
+
+    connected_idle_timeout = Float(0, config=True, help="seconds an open page may stay idle (0: forever)")
+
+    async def cull_kernel_if_idle(self, kernel_id):
+        kernel = self._kernels.get(kernel_id)
+        if kernel is None:
+            return None
+        if self.connected_idle_timeout and hasattr(kernel, "last_activity") \
+                and getattr(kernel, "execution_state", None) != "busy":
+            if utcnow() - kernel.last_activity > timedelta(seconds=self.connected_idle_timeout):
+                self.log.warning("Culling kernel %s: its page was idle %.0f s", kernel_id, self.connected_idle_timeout)
+                return await ensure_async(self.shutdown_kernel(kernel_id))
+        return await super().cull_kernel_if_idle(kernel_id)
+
+
+class WorkbookVoila(Voila):
+    """Voila with the guards above on every route."""
+
+    allowed_hosts = List(Unicode(), config=True, help="Host names served besides loopback ('*': any)")
+    max_kernels = Int(8, config=True, help="visitors' kernels alive at once (0: no cap)")
+
+    def init_settings(self) -> dict:
+        settings = super().init_settings()
+        settings["allow_remote_access"] = "*" in self.allowed_hosts
+        settings["local_hostnames"] = [*LOOPBACK_NAMES, *self.allowed_hosts]
+        settings["workbook_allowed_hosts"] = tuple(h.lower() for h in self.allowed_hosts)
+        settings["workbook_max_kernels"] = self.max_kernels
+        return settings
+
+    def init_handlers(self) -> list:
+        handlers = []
+        for spec in super().init_handlers():
+            pattern, cls, *rest = spec
+            handlers.append((pattern, guarded(cls), *rest))
+        return handlers
