@@ -122,7 +122,7 @@ class Workload(_Strict):
     # inference
     input_tokens: PosInt | None = None
     output_tokens: PosInt | None = None
-    concurrency: Annotated[int, Field(gt=0, description=(
+    concurrency: Annotated[int, Field(gt=0, le=10_000_000, description=(
         "Sequences in flight in the WHOLE deployment (all replicas together), e.g. 1 = a single stream; "
         "absent = the best throughput that meets the latency targets. Spread over the replicas "
         "(batch per replica = ceil(concurrency / replicas)); an option whose chips cannot hold it "
