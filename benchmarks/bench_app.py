@@ -3,10 +3,13 @@
 Prints two figures against the issue's targets:
 * first render: from ``page.goto`` until the recommendation card is on screen, with the kernel
   pre-started (how ``make app`` runs: ``preheat_kernel=True``), and once without pre-start (cold);
-* update: from a control change (utilisation slider, one arrow key) until the app has redrawn the
+* update: from a control change (utilization slider, one arrow key) until the app has redrawn the
   recommendation, the ranking and the chart (its update counter ``.wb-status[data-version]`` moved).
 
-Targets: first render < 5 s, update < 1 s. Exit status 1 when a target is missed.
+* memory: the resident memory (RSS, from ``/proc``) of each kernel the app holds after the visits
+  (one per open page plus the pre-started one).
+
+Targets: first render < 5 s, update < 1 s, < 300 MB per kernel. Exit status 1 when a target is missed.
 Usage: ``python benchmarks/bench_app.py [--visits 3] [--changes 6]``.
 """
 from __future__ import annotations
@@ -26,6 +29,7 @@ import browser_helpers as bh  # noqa: E402
 
 FIRST_RENDER_TARGET_S = 5.0
 UPDATE_TARGET_S = 1.0
+KERNEL_RSS_TARGET_MB = 300.0
 READY = ".wb-status[data-version]"
 
 
@@ -36,6 +40,38 @@ def wait_for_log(log: Path, text: str, count: int = 1, timeout_s: float = 120.0)
             return
         time.sleep(0.2)
     raise TimeoutError(f"{log}: {text!r} not seen {count} time(s) in {timeout_s:.0f} s")
+
+
+def _children(pid: int) -> list[int]:
+    """Every descendant process of ``pid`` (Linux ``/proc``)."""
+    kids: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        kids.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in kids.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def kernel_rss_mb(server_pid: int) -> list[float]:
+    """Resident memory of each ipykernel process under the app's server, in MB."""
+    out = []
+    for pid in _children(server_pid):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        if b"ipykernel" in cmd:
+            kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
+            out.append(kb / 1024.0)
+    return out
 
 
 def first_render_s(browser, url: str) -> float:
@@ -95,6 +131,7 @@ def main(argv=None) -> int:
                 time.sleep(args.settle)   # the pool's kernel has run the notebook, as for a visitor who comes later
                 warm.append(first_render_s(browser, url))
             updates = update_times_s(browser, url, args.changes)
+            rss = kernel_rss_mb(proc.pid)
         finally:
             bh.stop_process(proc)
         # cold: no pre-started kernel
@@ -115,8 +152,15 @@ def main(argv=None) -> int:
     med_u = statistics.median(updates)
     verdict = "ok" if med_u < UPDATE_TARGET_S else "MISSED"
     ok &= verdict == "ok"
-    print(f"app update after a control change (utilisation slider): median {med_u:.2f} s, max {max(updates):.2f} s "
+    print(f"app update after a control change (utilization slider): median {med_u:.2f} s, max {max(updates):.2f} s "
           f"over {len(updates)} changes (target < {UPDATE_TARGET_S:.0f} s: {verdict})")
+    if rss:
+        verdict = "ok" if max(rss) < KERNEL_RSS_TARGET_MB else "MISSED"
+        ok &= verdict == "ok"
+        print(f"app kernel memory: {len(rss)} kernel(s), RSS median {statistics.median(rss):.0f} MB, max {max(rss):.0f} MB "
+              f"(target < {KERNEL_RSS_TARGET_MB:.0f} MB per kernel: {verdict})")
+    else:
+        print("app kernel memory: no kernel process found under the server (not measured)")
     return 0 if ok else 1
 
 
