@@ -1,7 +1,8 @@
 """Ranking the options that pass the hard constraints, and what would flip the choice.
 
 - cost: cheapest / this option's cost (training: USD per run; serving: USD per million output
-  tokens; Monte Carlo P50 when given), so 1 is the cheapest;
+  tokens), the point estimate (one price per offer everywhere; the Monte Carlo median is shown
+  beside it as ``cost_p50_monte_carlo``), so 1 is the cheapest;
 - time: fastest / this option's time (training days; serving time per output token);
 - ecosystem: mean support of the capabilities the workload needs on the chip's platform
   (``software.csv``), on an equally spaced scale native 1, supported 2/3, partial 1/3, none 0;
@@ -49,8 +50,8 @@ def _criteria(s: Scenario, feasible: pd.DataFrame, mc: pd.DataFrame | None) -> p
     df = feasible.copy()
     df["cost_value"] = df[metric].astype(float)
     if mc is not None and len(mc) and "p50" in mc:
-        p50 = mc.set_index("option")["p50"]
-        df["cost_value"] = df["option"].map(p50).fillna(df["cost_value"])
+        # one price per offer: the point estimate ranks; the Monte Carlo median is shown, labelled
+        df["cost_p50_monte_carlo"] = df["option"].map(mc.set_index("option")["p50"])
         df["p_cheapest"] = df["option"].map(mc.set_index("option")["p_cheapest"])
         if "p_cheapest_accelerator" in mc:
             df["p_cheapest_accelerator"] = df["option"].map(mc.set_index("option")["p_cheapest_accelerator"])

@@ -1,0 +1,46 @@
+"""The offers: one row per (offering, pricing model) evaluated, what it buys, how long and how
+reliably it runs, what it costs and where it ranks; the excluded ones with ``excluded_reason``.
+
+Every offer that passes the hard constraints is ranked (``rank.rank``: providers can be compared
+offering by offering), on the point estimate (``cost_usd`` / ``usd_per_million_tokens``); the Monte
+Carlo median is given beside it as ``cost_p50_monte_carlo`` and labelled so.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..scenario import Scenario
+from .rank import metric_of, rank
+
+OFFER_KEYS = ["rank", "offering", "provider", "region", "accelerator", "instance", "pricing_model", "chips",
+              "chips_billed", "instances", "hosts", "inter_node_bytes_per_s", "fabric", "network_basis",
+              "training_days", "training_days_low", "training_days_high", "usd_per_million_tokens",
+              "usd_per_million_tokens_low", "usd_per_million_tokens_high", "p_meets_deadline", "cost_usd",
+              "cost_usd_low", "cost_usd_high", "cost_p50_monte_carlo", "usd_per_chip_hour", "price_as_of",
+              "interruptions_per_hour", "goodput", "checkpoint_write_s", "checkpoint_interval_min", "start_days",
+              "contract_usd", "score", "excluded_reason"]
+
+
+def offers_table(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every priced (offering, pricing model) with the issue-11 keys (``OFFER_KEYS``): ranked ones
+    first by rank, then the excluded ones with their reason. ``usd_per_chip_hour`` is the sticker
+    price per chip-hour (after negotiated discount); ``contract_usd`` is set on commitments and
+    purchases (the whole term the run pays for)."""
+    metric = metric_of(s)
+    df = priced[priced["offering"].notna()].copy()
+    df["usd_per_chip_hour"] = df["usd_per_instance_hour"] / df["chips_per_instance"].astype(float)
+    ranked = rank(s, priced, mc)
+    if len(ranked):
+        df = df.merge(ranked[["option", "rank", "score"]], on="option", how="left")
+    else:
+        df["rank"], df["score"] = np.nan, np.nan
+    if mc is not None and len(mc) and "p50" in mc:
+        df["cost_p50_monte_carlo"] = df["option"].map(mc.set_index("option")["p50"])
+    for k in OFFER_KEYS:
+        if k not in df:
+            df[k] = np.nan
+    if "contract_usd" in df:
+        df.loc[df["kind"] != "reserved", "contract_usd"] = np.nan
+    df = df.sort_values(["rank", metric], na_position="last", kind="stable")
+    return df[OFFER_KEYS].reset_index(drop=True)
