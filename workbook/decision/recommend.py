@@ -157,7 +157,13 @@ def _reason_time(s: Scenario, win) -> str:
     """How long the run takes (training) or the latency and fleet (serving)."""
     w = s.workload
     if s.is_training:
-        dl = f", inside the {s.constraints.deadline_days:g}-day deadline" if s.constraints.deadline_days else ""
+        c = s.constraints
+        dl = ""
+        if c.deadline_days and pd.notna(win.get("p_meets_deadline", np.nan)):
+            dl = (f"; after {win['start_days']:g} days to start it meets the {c.deadline_days:g}-day deadline with "
+                  f"probability {win['p_meets_deadline']:.2f} (deadline_confidence {c.deadline_confidence:g})")
+        elif c.deadline_days:
+            dl = f", inside the {c.deadline_days:g}-day deadline"
         band = ""
         days = float(win["training_days"])
         unit, scale = ("hours", 24.0) if days < 2 else ("days", 1.0)
@@ -198,6 +204,10 @@ def _reason_ecosystem(s: Scenario, win) -> str:
 def _reason_term(s: Scenario, win) -> list[str]:
     """What the way to pay adds: idle hours of a term, spare spot instances or lost spot hours."""
     p = s.pricing
+    if s.is_training and win["kind"] == "reserved" and pd.notna(win.get("contract_usd", np.nan)):
+        return [f"The {win['term_months']:g}-month term is paid in full: the contract is {usd(win['contract_usd'])}, "
+                f"of which {p.commitment_backfill_fraction:.0%} of the hours after the run are filled by other work "
+                "(pricing.commitment_backfill_fraction)."]
     if win["kind"] == "reserved":
         term = win["term_months"]
         return [f"{pricing_label(win['pricing_model']).capitalize()} is paid for {term:g} months whether used "
@@ -213,9 +223,13 @@ def _reason_term(s: Scenario, win) -> list[str]:
                 f"instance-hour, a {p.restart_min:g}-min restart each) {how}the fleet is short of capacity "
                 f"{short:.2%} of the time (instances out at once: Poisson, M/G/inf; "
                 "pricing.spot_availability_target)."]
+    if s.is_training and pd.notna(win.get("goodput", np.nan)):
+        return [f"Failures and checkpoints: {win['interruptions_per_hour']:.3g} interruptions an hour on "
+                f"{win['hosts']:,.0f} hosts, a {win['checkpoint_write_s']:.0f}-s checkpoint every "
+                f"{win['checkpoint_interval_min']:.0f} min (Young/Daly optimum) and {p.restart_min:g}-min restarts "
+                f"leave a goodput of {win['goodput']:.1%}."]
     if win["pricing_model"] == "spot":
-        how = (f"{p.checkpoint_interval_min:g}-min checkpoints, {p.restart_min:g}-min restarts" if s.is_training
-               else f"a {p.restart_min:g}-min restart each")
+        how = f"a {p.restart_min:g}-min restart each"
         return [f"Spot interruptions ({p.spot_interruptions_per_hour:g} per instance-hour, {how}) add "
                 f"{percent_text(win['paid_per_used_hour'] - 1)} to the hours paid."]
     return []
