@@ -64,7 +64,8 @@ def offer_performance(s: Scenario, perf_df: pd.DataFrame) -> pd.DataFrame | None
         q[r["accelerator"]] = reliability.deadline_quantile(float(r["training_days_low"]) / d,
                                                             float(r["training_days_high"]) / d,
                                                             s.constraints.deadline_confidence)
-    planned = model_offers.plan_offers(s, ok, lambda h: float(reliability.start_days(h, s.constraints.start_days)), q)
+    planned = model_offers.plan_offers(s, ok, lambda sh, n: reliability.lead_time(
+        sh["provider"], sh["accelerator"], n, s.constraints.start_days)["start_days"], q)
     rest = shapes[~shapes["offering"].isin(ok["offering"])][["offering", "accelerator"]]
     rest = rest.merge(perf_df, on="accelerator", how="left")
     out = pd.concat([planned, rest], ignore_index=True) if len(rest) else planned

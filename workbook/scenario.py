@@ -169,9 +169,10 @@ class Constraints(_Strict):
         "choice, default 0.8"))] = 0.8
     start_days: Annotated[float, Field(ge=0, description=(
         "Days from the decision until the capacity runs (quota and capacity waits), counted against "
-        "the deadline. Default: workbook.cost.reliability.start_days per offer (0 for one host; 42 "
-        "for a multi-host cluster, the midpoint of the 4-8 weeks quoted for H100 quota: a planning "
-        "default, not a measurement)"))] | None = None
+        "the deadline. Default: per offer, the midpoint of the sourced wait in data/lead_times.csv for "
+        "its provider and chip (H100/H200-class beyond one instance on AWS, GCP and Azure: 28-56 days, "
+        "the '4-8 weeks for H100 quota' of public vendor articles), else 0 ('none published'); "
+        "workbook.cost.reliability.lead_time"))] | None = None
 
 
 class Pricing(_Strict):

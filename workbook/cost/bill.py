@@ -49,7 +49,7 @@ from ..errors import InputError
 from ..scenario import Scenario
 from ..terms import DAYS_PER_MONTH, HOURS_PER_DAY, HOURS_PER_MONTH, KIND, PRICING_MODEL_IDS, TERM_MONTHS
 from .rates import energy_usd_per_hour, reserved_factor, spare_instances, spot_spares_factor
-from .reliability import (STORAGE_TIERS, checkpoint_write_s, optimal_checkpoint_interval_s, p_meets_deadline, start_days,
+from .reliability import (STORAGE_TIERS, checkpoint_write_s, lead_time, optimal_checkpoint_interval_s, p_meets_deadline,
                           wall_per_useful)
 
 
@@ -147,13 +147,13 @@ def offer_prices(s: Scenario, offerings: pd.DataFrame | None = None, systems: pd
 
 _PERF_KEEP_TRAIN = ["chips", "fits", "reason", "peak_flops_per_s", "perf_training_days", "perf_training_days_low",
                     "perf_training_days_high", "chip_hours", "tokens_per_s", "mfu", "step_time_s", "checkpoint_bytes",
-                    "hosts", "start_days", "network_bytes_per_s_per_chip", "network_basis"]
+                    "hosts", "network_bytes_per_s_per_chip", "network_basis"]
 _PERF_KEEP_INFER = ["chips", "fits", "reason", "peak_flops_per_s", "ttft_ms", "tpot_ms", "output_tokens_per_s",
                     "output_tokens_per_s_low", "output_tokens_per_s_high", "max_batch", "meets_slo", "replicas", "tp",
                     "replicas_low", "replicas_high", "chips_low", "chips_high", "ttft_ms_low", "ttft_ms_high",
                     "tpot_ms_low", "tpot_ms_high"]
 _NOT_NUMERIC = ("accelerator", "family", "reason", "fits", "meets_slo", "meets_deadline", "calibrated", "offering",
-                "network_basis")
+                "network_basis", "start_days_source")
 
 
 def is_latency_bound(s: Scenario) -> bool:
@@ -351,14 +351,17 @@ def _failure_recipe(s: Scenario, df: pd.DataFrame) -> None:
 
 
 def _deadline_odds(s: Scenario, df: pd.DataFrame) -> None:
-    """Training rows, in place: ``chips_billed``, ``start_days`` (the performance rows', else
-    ``reliability.start_days`` of the hosts) and ``p_meets_deadline`` (``reliability.p_meets_deadline``
-    on the wall-time band, after the start)."""
+    """Training rows, in place: ``chips_billed``, the start days of the instances bought
+    (``reliability.lead_time``: ``constraints.start_days``, else the sourced ``data/lead_times.csv``
+    wait of the provider and chip, else 0 "none published"; with ``start_days_low``/``_high`` and
+    ``start_days_source``) and ``p_meets_deadline`` (``reliability.p_meets_deadline`` on the
+    wall-time band, after the start point)."""
     c = s.constraints
     df["chips_billed"] = df["instances"].astype(float) * df["chips_per_instance"].astype(float)
-    default = start_days(df["hosts"].to_numpy(float), c.start_days)
-    have = df["start_days"].astype(float) if "start_days" in df else pd.Series(np.nan, index=df.index)
-    df["start_days"] = have.where(have.notna() & (c.start_days is None), default)
+    waits = [lead_time(p, a, n, c.start_days) for p, a, n in
+             zip(df["provider"], df["accelerator"], df["instances"].astype(float))]
+    for k in ("start_days", "start_days_low", "start_days_high", "start_days_source"):
+        df[k] = [w[k] for w in waits]
     df["p_meets_deadline"] = (np.nan if c.deadline_days is None else
                               p_meets_deadline(df["training_days_low"].to_numpy(float),
                                                df["training_days_high"].to_numpy(float), c.deadline_days,

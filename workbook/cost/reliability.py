@@ -17,10 +17,13 @@ run length as log-normal between its P10 and P90 (``lognormal_from_band``).
 """
 from __future__ import annotations
 
+import functools
 import math
 from statistics import NormalDist
 
 import numpy as np
+
+from .. import catalog
 
 Z90 = NormalDist().inv_cdf(0.9)  # a P10-P90 band is +/- Z90 sigma (as in cost.rates)
 
@@ -55,12 +58,7 @@ STORAGE_TIERS = {
                   "local_nvme_bytes is blank too): set pricing.checkpoint_write_bytes_per_s"},
 }
 
-# Lead time before a multi-host cluster runs: quota requests and capacity waits. The only figure the
-# project's sources quote is "4-8 weeks for H100 quota" (issue 11, from the seed articles); its
-# midpoint is used for every multi-host cluster, and one host (within default quotas, self-service)
-# starts at once. A planning default, overridable with ``constraints.start_days``.
-CLUSTER_START_DAYS = 42.0
-SINGLE_HOST_START_DAYS = 0.0
+NO_LEAD_TIME = "none published"  # start_days_source of a provider and chip no lead_times.csv row covers
 
 
 def checkpoint_write_s(checkpoint_bytes, chips, tier: str = "object_store", write_bytes_per_s=None):
@@ -106,7 +104,10 @@ def wall_per_useful(interval_s, write_s, restart_s, mtbf_s):
     """Expected wall time per unit of useful compute (1 / goodput), Daly 2006's model with
     exponentially distributed interruptions: T_wall / T_solve = M·e^{R/M}·(e^{(τ+δ)/M} − 1) / τ
     (τ interval, δ write time, R restart, M mean time between interruptions). Limits: no
-    interruptions (M = inf) gives 1 + δ/τ; δ = τ = 0 gives e^{R/M}. Always >= 1."""
+    interruptions (M = inf) gives 1 + δ/τ; δ = τ = 0 gives e^{R/M}. Always >= 1. Where M <= R + δ
+    the job is, on average, interrupted before it has restarted and written one checkpoint: the
+    formula still gives a finite (astronomical) wall time, which this model reads as never
+    finishing (inf)."""
     tau = np.asarray(interval_s, dtype=float)
     d = np.asarray(write_s, dtype=float)
     r = np.asarray(restart_s, dtype=float)
@@ -116,6 +117,7 @@ def wall_per_useful(interval_s, write_s, restart_s, mtbf_s):
         daly = np.exp(r * inv) * np.expm1((tau + d) * inv) / (tau * inv)
         out = np.where(inv > 0, daly, 1.0 + d / tau)
         out = np.where((tau <= 0) & (d <= 0), np.exp(r * inv), out)
+        out = np.where(m <= r + d, np.inf, out)
     return np.where(np.isnan(out), np.inf, np.maximum(out, 1.0))
 
 
@@ -161,10 +163,31 @@ def deadline_quantile(days_low_ratio, days_high_ratio, confidence):
     return float(np.exp(mu + sigma * NormalDist().inv_cdf(confidence)))
 
 
-def start_days(hosts, override=None):
-    """Days before the capacity runs: the scenario's ``constraints.start_days``, else 0 for one host
-    and ``CLUSTER_START_DAYS`` for a multi-host cluster (see the constant)."""
-    h = np.asarray(hosts, dtype=float)
+def lead_time(provider, accelerator, instances, override=None) -> dict:
+    """See ``_lead_time`` (cached per provider, accelerator, instances and override; a copy)."""
+    return dict(_lead_time(provider, accelerator, float(instances), override))
+
+
+@functools.lru_cache(maxsize=4096)
+def _lead_time(provider, accelerator, instances, override=None) -> dict:
+    """Days before the capacity runs (quota and capacity waits) for ``instances`` instances or slices
+    of ``accelerator`` from ``provider``: the scenario's ``constraints.start_days`` when given; else
+    the ``data/lead_times.csv`` row of that provider whose ``accelerator`` is the chip or its family
+    and whose ``min_instances`` the request reaches (point = the midpoint of days_low-days_high, the
+    source named); else 0 days, ``"none published"`` (no source states a wait). Returns
+    ``start_days``, ``start_days_low``, ``start_days_high`` and ``start_days_source``."""
     if override is not None:
-        return np.full(h.shape, float(override))
-    return np.where(h > 1, CLUSTER_START_DAYS, SINGLE_HOST_START_DAYS)
+        d = float(override)
+        return {"start_days": d, "start_days_low": d, "start_days_high": d,
+                "start_days_source": "scenario (constraints.start_days)"}
+    lt = catalog.lead_times()
+    acc = catalog.accelerator_record(accelerator) if accelerator in catalog.resolve_map("accelerators") else {}
+    keys = {accelerator, acc.get("accelerator"), acc.get("family")} - {None}
+    hit = lt[(lt["provider"] == provider) & lt["accelerator"].isin(keys)
+             & (lt["min_instances"].astype(float) <= float(instances))] if instances == instances else lt.iloc[:0]
+    if hit.empty:
+        return {"start_days": 0.0, "start_days_low": 0.0, "start_days_high": 0.0, "start_days_source": NO_LEAD_TIME}
+    r = hit.iloc[0]
+    lo, hi = float(r["days_low"]), float(r["days_high"])
+    return {"start_days": (lo + hi) / 2.0, "start_days_low": lo, "start_days_high": hi,
+            "start_days_source": f"{r['source']} ({r['as_of']}; data/lead_times.csv)"}

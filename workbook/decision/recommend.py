@@ -160,7 +160,9 @@ def _reason_time(s: Scenario, win) -> str:
         c = s.constraints
         dl = ""
         if c.deadline_days and pd.notna(win.get("p_meets_deadline", np.nan)):
-            dl = (f"; after {win['start_days']:g} days to start it meets the {c.deadline_days:g}-day deadline with "
+            wait = (f"after {win['start_days']:g} days to start ({win.get('start_days_source')}) "
+                    if win.get("start_days", 0) > 0 else "")
+            dl = (f"; {wait}it meets the {c.deadline_days:g}-day deadline with "
                   f"probability {win['p_meets_deadline']:.2f} (deadline_confidence {c.deadline_confidence:g})")
         elif c.deadline_days:
             dl = f", inside the {c.deadline_days:g}-day deadline"

@@ -204,8 +204,8 @@ def _limit_rules(s: Scenario, priced: pd.DataFrame, ex: _Ledger) -> None:
         start = (priced["start_days"].astype(float).fillna(0.0) if "start_days" in priced
                  else pd.Series(0.0, index=priced.index))
         late = t + start > c.deadline_days
-        ex.add("deadline", late, "deadline: " + start.map(lambda v: f"{v:g}") + " days to start + "
-               + t.map(lambda v: f"{v:,.1f}") + f" days > {c.deadline_days:g}")
+        waits = start.map(lambda v: f"{v:g} days to start + " if v > 0 else "")
+        ex.add("deadline", late, "deadline: " + waits + t.map(lambda v: f"{v:,.1f}") + f" days > {c.deadline_days:g}")
         if "p_meets_deadline" in priced:
             pm = priced["p_meets_deadline"].astype(float)
             ex.add("deadline", ~late & (pm < c.deadline_confidence),

@@ -196,9 +196,11 @@ def choose_training_chips(p: Profile, acc: dict, s: Scenario, eff: Efficiency | 
 
 
 def _chip_cap(acc: dict, s: Scenario) -> int:
-    if s.constraints.max_chips:
-        return int(s.constraints.max_chips)
-    return int(acc["max_cluster_chips"]) if not pd.isna(acc.get("max_cluster_chips")) else 65536
+    """The most chips a plan may use: the largest published cluster or slice of the chip
+    (``max_cluster_chips``; multislice beyond it is not sourced) and ``constraints.max_chips``,
+    whichever is lower (65,536 when neither is given)."""
+    cap = int(acc["max_cluster_chips"]) if not pd.isna(acc.get("max_cluster_chips")) else 65536
+    return min(cap, int(s.constraints.max_chips)) if s.constraints.max_chips else cap
 
 
 def _first_feasible(p: Profile, acc: dict, s: Scenario, counts: np.ndarray, eff: Efficiency | None,

@@ -9,7 +9,9 @@ DCN, GPU instances over EFA/InfiniBand/RoCE), and the network between instances 
 ``inter_node_bytes_per_s`` (per instance; the accelerator catalog's per-chip figure where the
 offering's is not published, said in ``network_basis``). The chip count is the fewest whole
 instances that finish by (deadline - start days) / q, q the multiple of the point estimate that the
-run stays below with probability ``constraints.deadline_confidence`` (given by the caller).
+run stays below with probability ``constraints.deadline_confidence`` (given by the caller), and
+never more than the chip's largest published cluster or slice (``max_cluster_chips``) or
+``constraints.max_chips``.
 """
 from __future__ import annotations
 
@@ -47,11 +49,12 @@ def hosts_of(chips: float, chips_per_instance: float, chips_per_node: float) -> 
     return instances * max(1.0, math.ceil(chips_per_instance / chips_per_node))
 
 
-def _plan_one(s: Scenario, acc: dict, rec: dict, cpi: int, start_days: Callable, q: float,
+def _plan_one(s: Scenario, acc: dict, rec: dict, cpi: int, start_days: Callable[[float], float], q: float,
               eff: Efficiency | None) -> dict:
     """The estimate of one shape: a pinned cluster rounded up to whole instances; else one instance
-    when it meets the deadline from a single-host start; else the fewest whole instances that meet
-    it from a cluster start."""
+    when it meets the deadline after one instance's start days; else the fewest whole instances
+    that meet it after a cluster's start days (``start_days(2)``: the wait of more than one
+    instance)."""
     node = float(acc.get("chips_per_node") or 1)
     dl = s.constraints.deadline_days
     pinned_cluster = s.cluster is not None and catalog.resolve("accelerators", s.cluster.accelerator) == acc["accelerator"]
@@ -62,38 +65,38 @@ def _plan_one(s: Scenario, acc: dict, rec: dict, cpi: int, start_days: Callable,
         row = estimate_training_on(s, rec, None, None, eff, unit=cpi)
     else:
         row = None
-        if cpi <= node:  # one instance = one host: it starts without a cluster's wait
-            one = estimate_training_on(s, rec, cpi, None, eff)
-            if one["fits"] and one["training_days"] * q <= dl - float(start_days(1)):
-                row = one
+        one = estimate_training_on(s, rec, cpi, None, eff)
+        if one["fits"] and one["training_days"] * q <= dl - float(start_days(1)):
+            row = one
         if row is None:
             left = max(dl - float(start_days(2)), 1e-3)
             row = estimate_training_on(s, rec, None, None, eff, unit=cpi, deadline_days=left / q)
     chips = row.get("chips")
-    hosts = hosts_of(float(chips), cpi, node) if chips else math.nan
-    row["hosts"] = hosts
-    row["start_days"] = float(start_days(hosts)) if hosts == hosts else math.nan
+    row["hosts"] = hosts_of(float(chips), cpi, node) if chips else math.nan
     return row
 
 
-def plan_offers(s: Scenario, shapes: pd.DataFrame, start_days: Callable[[float], float],
+def plan_offers(s: Scenario, shapes: pd.DataFrame, start_days: Callable[[pd.Series, float], float],
                 deadline_multiple: dict[str, float] | None = None, eff: Efficiency | None = None) -> pd.DataFrame:
     """One training estimate per offering of ``shapes`` (columns ``offering``, ``accelerator``,
     ``chips_per_instance``, ``inter_node_bytes_per_s``): the ``estimate_training`` columns on the
-    offering's shape and network, plus ``hosts``, ``start_days`` (``start_days(hosts)``),
-    ``network_bytes_per_s_per_chip`` and ``network_basis``. Shapes with the same chip, instance size
-    and network share one plan. ``deadline_multiple``: per accelerator, the q of the module docstring
-    (default 1: the point estimate meets the deadline)."""
+    offering's shape and network, plus ``hosts``, ``network_bytes_per_s_per_chip`` and
+    ``network_basis``. ``start_days(shape, instances)``: the days before that many instances of the
+    shape run (they shorten the time left before the deadline). Shapes with the same chip, instance
+    size, network and start days share one plan. ``deadline_multiple``: per accelerator, the q of
+    the module docstring (default 1: the point estimate meets the deadline)."""
     q_of = deadline_multiple or {}
     rows, memo = [], {}
     for _, sh in shapes.iterrows():
         acc = catalog.accelerator_record(sh["accelerator"])
         cpi = int(sh["chips_per_instance"])
         net = float(sh["inter_node_bytes_per_s"]) if pd.notna(sh.get("inter_node_bytes_per_s")) else math.nan
-        key = (acc["accelerator"], cpi, None if np.isnan(net) else net)
+        waits = (float(start_days(sh, 1)), float(start_days(sh, 2)))
+        key = (acc["accelerator"], cpi, None if np.isnan(net) else net, waits)
         if key not in memo:
             rec, basis = offer_record(acc, cpi, net)
-            row = _plan_one(s, acc, rec, cpi, start_days, float(q_of.get(acc["accelerator"], 1.0)), eff)
+            row = _plan_one(s, acc, rec, cpi, lambda n, w=waits: w[0] if n <= 1 else w[1],
+                            float(q_of.get(acc["accelerator"], 1.0)), eff)
             row["network_bytes_per_s_per_chip"] = rec["inter_node_bytes_per_s"]
             row["network_basis"] = basis
             memo[key] = row
