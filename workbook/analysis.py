@@ -81,7 +81,8 @@ def analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0) -> Analysis:
     priced = price(s, perf_df if offer_perf is None else offer_perf, fit)
     mc = cost.monte_carlo(s, priced, n=n_draws, seed=seed)
     rec = decision.recommend(s, perf_df, priced, mc)
-    return Analysis(s, perf_df, priced, mc, rec, fit, decision.offers_table(s, priced, mc))
+    tied = [t["option"] for t in rec.ties]
+    return Analysis(s, perf_df, priced, mc, rec, fit, decision.offers_table(s, priced, mc, tied))
 
 
 def jsonable(x):

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..scenario import Scenario
-from .rank import metric_of, rank
+from .rank import break_ties, metric_of, rank
 
 OFFER_KEYS = ["rank", "offering", "provider", "region", "accelerator", "instance", "pricing_model", "chips",
               "chips_billed", "instances", "hosts", "inter_node_bytes_per_s", "fabric", "network_basis",
@@ -19,18 +19,24 @@ OFFER_KEYS = ["rank", "offering", "provider", "region", "accelerator", "instance
               "usd_per_million_tokens_low", "usd_per_million_tokens_high", "p_meets_deadline", "cost_usd",
               "cost_usd_low", "cost_usd_high", "cost_p50_monte_carlo", "usd_per_chip_hour", "price_as_of",
               "interruptions_per_hour", "goodput", "checkpoint_write_s", "checkpoint_interval_min", "start_days",
-              "start_days_source", "contract_usd", "score", "excluded_reason"]
+              "start_days_source", "contract_usd", "score", "tie", "excluded_reason"]
 
 
-def offers_table(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = None) -> pd.DataFrame:
+def offers_table(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = None,
+                 tied: list[str] | None = None) -> pd.DataFrame:
     """Every priced (offering, pricing model) with the issue-11 keys (``OFFER_KEYS``): ranked ones
     first by rank, then the excluded ones with their reason. ``usd_per_chip_hour`` is the sticker
     price per chip-hour (after negotiated discount); ``contract_usd`` is set on commitments and
-    purchases (the whole term the run pays for)."""
+    purchases (the whole term the run pays for). ``tied``: the options tied with the top one
+    (``Recommendation.ties``), ordered by the tie-breakers as the recommendation orders them;
+    ``tie`` marks them and the top one."""
     metric = metric_of(s)
     df = priced[priced["offering"].notna()].copy()
     df["usd_per_chip_hour"] = df["usd_per_instance_hour"] / df["chips_per_instance"].astype(float)
-    ranked = rank(s, priced, mc)
+    ranked = break_ties(rank(s, priced, mc), list(tied or []))
+    df["tie"] = False
+    if tied and len(ranked):
+        df["tie"] = df["option"].isin([*tied, ranked["option"].iloc[0]])
     if len(ranked):
         df = df.merge(ranked[["option", "rank", "score"]], on="option", how="left")
     else:

@@ -15,7 +15,8 @@ from ..terms import usd
 from ..scenario import Scenario
 from ..terms import FRAMEWORK_LABEL, PLATFORM_LABEL, PRICING_MODEL_IDS, pricing_label
 from .evidence import STALE_DAYS, age_days
-from .rank import describe, flip_conditions, metric_of, p_cheaper, rank, ranking_table, weights
+from .rank import (TIE_BREAKERS, break_ties, describe, flip_conditions, metric_of, p_cheaper, rank, ranking_table,
+                   ties, weights)
 from .rules import percent_text
 
 def _clean(v):
@@ -53,6 +54,7 @@ class Recommendation:
     metric: str = "cost_usd"
     figures: dict = field(default_factory=dict)
     description: str = ""
+    ties: list = field(default_factory=list)  # offers tied with the choice (rank.ties), as records
 
     def headline(self) -> str:
         """The choice in one sentence."""
@@ -71,7 +73,8 @@ class Recommendation:
                 "reasons": list(self.reasons),
                 "runner_up": ({k: _clean(v) for k, v in self.runner_up.items()} if self.runner_up else None),
                 "flip_conditions": list(self.flip_conditions),
-                "ranking": _json_records(self.ranking, 15), "excluded": _json_records(self.excluded)}
+                "ranking": _json_records(self.ranking, 15), "excluded": _json_records(self.excluded),
+                "ties": [{k: _clean(v) for k, v in t.items()} for t in self.ties]}
 
 
 def _excluded_table(priced: pd.DataFrame) -> pd.DataFrame:
@@ -142,6 +145,20 @@ def _reason_cost(s: Scenario, priced, ranked, win, ru, n_draws: int, seed: int) 
         out.append(f"It is not the cheapest: {describe(cheapest)} costs {usd(cheapest[metric])} "
                    f"({1 - cheapest[metric] / win[metric]:.0%} less) but scores lower on the other criteria.")
     return out
+
+
+def _reason_tie(ranked: pd.DataFrame, top, tied: pd.DataFrame, n: int) -> list[str]:
+    """The tie, when the top score's lead is within the model's noise (``rank.ties``), and how the
+    tie-breakers (``rank.TIE_BREAKERS``) decided it."""
+    if tied.empty:
+        return []
+    names = ranked.set_index("option")
+    others = "; ".join(f"{describe(names.loc[t.option])} (score {names.loc[t.option, 'score']:.3f}: the first leads "
+                       f"by {t.score_gap:.3f} at the point estimate but in only {t.p_top_leads:.0%} of the draws, "
+                       f"gap P10-P90 {t.gap_p10:+.3f} to {t.gap_p90:+.3f})" for t in tied.itertuples())
+    return [f"Tie within the model's noise ({n:,} joint Monte Carlo draws): {describe(top)} (score "
+            f"{top['score']:.3f}) and {others}. Decided by the tie-breakers, {' then '.join(TIE_BREAKERS)}: "
+            f"{describe(ranked.iloc[0])}."]
 
 
 def _reason_freshness(win) -> list[str]:
@@ -286,9 +303,13 @@ def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.D
     excluded = _excluded_table(priced)
     if ranked.empty:
         return _nothing_feasible(s, ranked, excluded, metric)
+    tied = ties(s, priced, ranked, n=min(n_draws, 2000), seed=seed)
+    top = ranked.iloc[0]
+    ranked = break_ties(ranked, list(tied["option"]))
     win, runner_idx = _choose(ranked)
     ru = ranked.iloc[runner_idx] if runner_idx is not None else None
-    reasons = _reason_cost(s, priced, ranked, win, ru, n_draws, seed)
+    reasons = _reason_tie(ranked, top, tied, min(n_draws, 2000))
+    reasons += _reason_cost(s, priced, ranked, win, ru, n_draws, seed)
     reasons += _reason_freshness(win)
     reasons.append(_reason_time(s, win))
     reasons.append(_reason_ecosystem(s, win))
@@ -297,4 +318,4 @@ def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.D
     flips = flip_conditions(s, priced, ranked, mc, runner_idx)
     return Recommendation(s.name, win["accelerator"], win["offering"], win["provider"], win["pricing_model"],
                           reasons, _runner_up(s, ru, metric), flips, ranking_table(ranked, s), excluded, metric,
-                          _figures(s, win, metric), describe(win))
+                          _figures(s, win, metric), describe(win), tied.to_dict("records"))
