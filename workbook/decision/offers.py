@@ -50,3 +50,26 @@ def offers_table(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = No
         df.loc[df["kind"] != "reserved", "contract_usd"] = np.nan
     df = df.sort_values(["rank", metric], na_position="last", kind="stable")
     return df[OFFER_KEYS].reset_index(drop=True)
+
+
+SUMMARY_COLUMNS = {
+    "training": ["rank", "offering", "provider", "accelerator", "pricing_model", "chips", "instances", "hosts",
+                 "inter_node_bytes_per_s", "training_days", "p_meets_deadline", "start_days", "goodput",
+                 "checkpoint_interval_min", "cost_usd", "cost_p50_monte_carlo", "contract_usd", "tie",
+                 "excluded_reason"],
+    "serving": ["rank", "offering", "provider", "accelerator", "pricing_model", "chips", "instances",
+                "usd_per_million_tokens", "usd_per_million_tokens_low", "usd_per_million_tokens_high",
+                "cost_p50_monte_carlo", "usd_per_chip_hour", "price_as_of", "tie", "excluded_reason"],
+}
+
+
+def offers_summary(s: Scenario, offers: pd.DataFrame | None, top: int | None = None) -> pd.DataFrame:
+    """The offers a person reads: the ``SUMMARY_COLUMNS`` of the scenario's kind (training: time,
+    deadline odds, start days, goodput, cost and contract; serving: USD per million tokens), ranked
+    first, then the excluded ones; at most ``top`` rows."""
+    if offers is None:
+        return pd.DataFrame(columns=SUMMARY_COLUMNS["training" if s.is_training else "serving"])
+    cols = [c for c in SUMMARY_COLUMNS["training" if s.is_training else "serving"] if c in offers]
+    out = offers[cols]
+    return out.head(top).reset_index(drop=True) if top else out.reset_index(drop=True)
+

@@ -23,8 +23,9 @@ import pandas as pd
 
 from .. import catalog
 from ..scenario import Scenario
-from .efficiency import Efficiency
-from .estimate import estimate_training_on
+from .efficiency import Efficiency, peak
+from .estimate import estimate_training_on, training_tokens
+from .profile import train_flops_per_token, workload_profile
 
 
 def offer_record(acc: dict, chips_per_instance: float, instance_bytes_per_s: float) -> tuple[dict, str]:
@@ -49,12 +50,24 @@ def hosts_of(chips: float, chips_per_instance: float, chips_per_node: float) -> 
     return instances * max(1.0, math.ceil(chips_per_instance / chips_per_node))
 
 
+def ideal_days(s: Scenario, acc: dict, chips: float) -> float:
+    """A lower bound on the run length: the run's model FLOPs (6N + attention per token, Kaplan et
+    al. 2020; with ``trainable_fraction`` < 1, 2N·(1 - fraction) fewer) on ``chips`` chips at their
+    dense peak (MFU 1, no recomputation, no communication). NaN for generic workloads."""
+    w = s.workload
+    p = workload_profile(w)
+    if p.generic:
+        return math.nan
+    flops = float(train_flops_per_token(p, w.seq_len)) - 2.0 * p.params_matmul_active * (1.0 - w.trainable_fraction)
+    return flops * training_tokens(w) / (chips * peak(acc, w.precision)) / 86400.0
+
+
 def _plan_one(s: Scenario, acc: dict, rec: dict, cpi: int, start_days: Callable[[float], float], q: float,
               eff: Efficiency | None) -> dict:
     """The estimate of one shape: a pinned cluster rounded up to whole instances; else one instance
-    when it meets the deadline after one instance's start days; else the fewest whole instances
-    that meet it after a cluster's start days (``start_days(2)``: the wait of more than one
-    instance)."""
+    when it meets the deadline after one instance's start days (not searched when even its
+    ``ideal_days`` miss it); else the fewest whole instances that meet it after a cluster's start
+    days (``start_days(2)``: the wait of more than one instance)."""
     node = float(acc.get("chips_per_node") or 1)
     dl = s.constraints.deadline_days
     pinned_cluster = s.cluster is not None and catalog.resolve("accelerators", s.cluster.accelerator) == acc["accelerator"]
@@ -65,9 +78,11 @@ def _plan_one(s: Scenario, acc: dict, rec: dict, cpi: int, start_days: Callable[
         row = estimate_training_on(s, rec, None, None, eff, unit=cpi)
     else:
         row = None
-        one = estimate_training_on(s, rec, cpi, None, eff)
-        if one["fits"] and one["training_days"] * q <= dl - float(start_days(1)):
-            row = one
+        left1 = dl - float(start_days(1))
+        if not ideal_days(s, acc, cpi) * q > left1:  # one instance can meet it even at MFU 1: evaluate it
+            one = estimate_training_on(s, rec, cpi, None, eff)
+            if one["fits"] and one["training_days"] * q <= left1:
+                row = one
         if row is None:
             left = max(dl - float(start_days(2)), 1e-3)
             row = estimate_training_on(s, rec, None, None, eff, unit=cpi, deadline_days=left / q)
