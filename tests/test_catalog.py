@@ -1,4 +1,5 @@
 """Catalogs: every row sourced and dated, ids from the reference resolve, bad rows named by file/row/column."""
+import shutil
 import subprocess
 import sys
 
@@ -174,3 +175,16 @@ def test_host_specs_are_in_units_and_networks_are_per_instance():
 def test_bad_fabric_is_caught(tmp_path):
     msg = _bad_catalog(tmp_path, "offerings", _set_first("fabric", "carrier-pigeon"))
     assert "offerings.csv: row 2: fabric: expected one of" in msg
+
+
+def test_a_lead_time_row_names_an_accelerator_or_family(tmp_path):
+    """data/lead_times.csv: `accelerator` is an id or a family; days_low <= days_high (file, row, column)."""
+    shutil.copy(paths.DATA_DIR / "accelerators.csv", tmp_path / "accelerators.csv")
+    head = "provider,accelerator,min_instances,days_low,days_high,source,as_of,notes\n"
+    (tmp_path / "lead_times.csv").write_text(head + "AWS,nvidia-hoper,2,28,56,x,2026-12-01,\n")
+    with pytest.raises(InputError, match=r"lead_times.csv: row 2: accelerator: expected an accelerator id or family"):
+        catalog.load("lead_times", str(tmp_path))
+    (tmp_path / "lead_times.csv").write_text(head + "AWS,nvidia-hopper,2,56,28,x,2026-12-01,\n")
+    with pytest.raises(InputError, match=r"row 2: days_low: expected at most days_high"):
+        catalog.load("lead_times", str(tmp_path))
+    assert set(catalog.lead_times()["provider"]) == {"AWS", "GCP", "Azure"}

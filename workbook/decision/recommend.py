@@ -244,7 +244,7 @@ def _reason_term(s: Scenario, win) -> list[str]:
                 "pricing.spot_availability_target)."]
     if s.is_training and pd.notna(win.get("goodput", np.nan)):
         return [f"Failures and checkpoints: {win['interruptions_per_hour']:.3g} interruptions an hour on "
-                f"{win['hosts']:,.0f} hosts, a {win['checkpoint_write_s']:.0f}-s checkpoint every "
+                f"{win['hosts']:,.0f} hosts, a {win['checkpoint_write_s']:.2g}-s checkpoint every "
                 f"{win['checkpoint_interval_min']:.0f} min (Young/Daly optimum) and {p.restart_min:g}-min restarts "
                 f"leave a goodput of {win['goodput']:.1%}."]
     if win["pricing_model"] == "spot":
