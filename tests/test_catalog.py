@@ -1,4 +1,5 @@
 """Catalogs: every row sourced and dated, ids from the reference resolve, bad rows named by file/row/column."""
+import shutil
 import subprocess
 import sys
 
@@ -253,3 +254,16 @@ def test_the_same_alias_on_two_models_is_refused(tmp_path):
 def test_broken_foreign_key_is_caught(tmp_path, name):
     msg = _bad_catalog(tmp_path, name, _set_first("accelerator", "H1000"))
     assert f"{name}.csv: row 2: accelerator: unknown id 'H1000'" in msg
+
+
+def test_a_lead_time_row_names_an_accelerator_or_family(tmp_path):
+    """data/lead_times.csv: `accelerator` is an id or a family; days_low <= days_high (file, row, column)."""
+    shutil.copy(paths.DATA_DIR / "accelerators.csv", tmp_path / "accelerators.csv")
+    head = "provider,accelerator,min_instances,days_low,days_high,source,as_of,notes\n"
+    (tmp_path / "lead_times.csv").write_text(head + "AWS,nvidia-hoper,2,28,56,x,2026-12-01,\n")
+    with pytest.raises(InputError, match=r"lead_times.csv: row 2: accelerator: expected an accelerator id or family"):
+        catalog.load("lead_times", str(tmp_path))
+    (tmp_path / "lead_times.csv").write_text(head + "AWS,nvidia-hopper,2,56,28,x,2026-12-01,\n")
+    with pytest.raises(InputError, match=r"row 2: days_low: expected at most days_high"):
+        catalog.load("lead_times", str(tmp_path))
+    assert set(catalog.lead_times()["provider"]) == {"AWS", "GCP", "Azure"}

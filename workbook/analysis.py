@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from . import catalog, cost, decision, paths
-from .model import estimate
+from .cost import reliability
+from .model import estimate, offers as model_offers
 from .scenario import Scenario
 
 COST_KEYS = ("cost_usd", "usd_per_million_tokens", "usd_per_month")
@@ -34,6 +35,7 @@ class Analysis:
     mc: pd.DataFrame                   # Monte Carlo summary per option
     recommendation: decision.Recommendation
     fit: pd.DataFrame | None = None    # software fit per accelerator (decision.framework_fit)
+    offers: pd.DataFrame | None = None  # every offering x pricing model, ranked (decision.offers_table)
 
 
 def price(s: Scenario, perf_df: pd.DataFrame, fit: pd.DataFrame | None = None,
@@ -45,14 +47,42 @@ def price(s: Scenario, perf_df: pd.DataFrame, fit: pd.DataFrame | None = None,
     return decision.apply_constraints(s, priced, fit)
 
 
+def offer_performance(s: Scenario, perf_df: pd.DataFrame) -> pd.DataFrame | None:
+    """Training: the performance of every offering on its own shape and network, sized for the
+    deadline at ``constraints.deadline_confidence`` after the offer's start days
+    (``model.offers.plan_offers``); accelerators that fit nowhere keep their comparison row. None for
+    serving (the per-accelerator rows are priced)."""
+    if not s.is_training or perf_df.empty:
+        return None
+    shapes = cost.offer_prices(s).drop_duplicates("offering")
+    shapes = shapes[shapes["accelerator"].isin(perf_df["accelerator"])]
+    fits = perf_df.set_index("accelerator")["fits"].astype("boolean").fillna(False)
+    ok = shapes[shapes["accelerator"].map(fits).fillna(False).astype(bool)]
+    q = {}
+    for _, r in perf_df[perf_df["fits"].astype("boolean").fillna(False)].iterrows():
+        d = float(r["training_days"])
+        q[r["accelerator"]] = reliability.deadline_quantile(float(r["training_days_low"]) / d,
+                                                            float(r["training_days_high"]) / d,
+                                                            s.constraints.deadline_confidence)
+    planned = model_offers.plan_offers(s, ok, lambda sh, n: reliability.lead_time(
+        sh["provider"], sh["accelerator"], n, s.constraints.start_days)["start_days"], q)
+    rest = shapes[~shapes["offering"].isin(ok["offering"])][["offering", "accelerator"]]
+    rest = rest.merge(perf_df, on="accelerator", how="left")
+    out = pd.concat([planned, rest], ignore_index=True) if len(rest) else planned
+    return out if len(out) else None
+
+
 def analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0) -> Analysis:
-    """The whole analysis of ``s``: performance, software fit, prices and exclusions, Monte Carlo,
-    recommendation."""
+    """The whole analysis of ``s``: performance per accelerator (``options``) and per offering
+    (training), software fit, prices and exclusions, Monte Carlo, recommendation, offers."""
     perf_df = estimate.compare(s)
     fit = decision.framework_fit(s, perf_df["accelerator"])
-    priced = price(s, perf_df, fit)
+    offer_perf = offer_performance(s, perf_df)
+    priced = price(s, perf_df if offer_perf is None else offer_perf, fit)
     mc = cost.monte_carlo(s, priced, n=n_draws, seed=seed)
-    return Analysis(s, perf_df, priced, mc, decision.recommend(s, perf_df, priced, mc), fit)
+    rec = decision.recommend(s, perf_df, priced, mc)
+    tied = [t["option"] for t in rec.ties]
+    return Analysis(s, perf_df, priced, mc, rec, fit, decision.offers_table(s, priced, mc, tied))
 
 
 def jsonable(x):
@@ -124,6 +154,7 @@ def summary_json(a: Analysis) -> dict:
         "options": options,
         "recommendation": rec.as_dict() if rec is not None else None,
         "monte_carlo": records(a.mc),
+        "offers": records(a.offers) if a.offers is not None else [],
         "generated_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "workbook_version": paths.VERSION,
         "catalog_versions": catalog.catalog_versions(),

@@ -190,6 +190,17 @@ SCHEMAS: dict[str, dict[str, Col]] = {
         "method": Col("str", True),
         **_SRC,
     },
+    # Lead times before capacity runs (quota and capacity waits): workbook.cost.reliability.start_days.
+    # Only what a source states; a provider and chip not listed start at 0 days ("none published").
+    "lead_times": {
+        "provider": Col("str", True),
+        "accelerator": Col("str", True),  # an accelerator id or a family of data/accelerators.csv
+        "min_instances": Col("int", True, 1, 100000),  # the wait applies from this many instances or slices
+        "days_low": Col("float", True, 0, 1000),
+        "days_high": Col("float", True, 0, 1000),
+        **_SRC,
+        "notes": Col(),
+    },
     # Interconnect options per accelerator (fast domain, torus slice shapes, latencies): workbook.comm.
     "topology": {
         "accelerator": Col("str", True),
@@ -345,7 +356,22 @@ def load(name: str, data_dir: str | None = None) -> pd.DataFrame:
         if not priced.all():
             i = int((~priced).to_numpy().nonzero()[0][0])
             raise InputError(f"{rel}: row {i + 2}: on_demand_usd_per_hour: expected at least one price in the row")
+    if name == "lead_times":
+        _check_lead_times(df, rel, data_dir)
     return df
+
+
+def _check_lead_times(df: pd.DataFrame, rel: str, data_dir: str | None) -> None:
+    """lead_times.csv: ``accelerator`` is an accelerator id or family, and days_low <= days_high."""
+    accs = load("accelerators", data_dir)
+    known = set(resolve_map("accelerators", data_dir)) | set(accs["family"])
+    for i, r in enumerate(df.to_dict("records")):
+        if r["accelerator"] not in known:
+            raise InputError(f"{rel}: row {i + 2}: accelerator: expected an accelerator id or family, got "
+                             f"{r['accelerator']!r}{_suggest(r['accelerator'], known)}")
+        if r["days_low"] > r["days_high"]:
+            raise InputError(f"{rel}: row {i + 2}: days_low: expected at most days_high ({r['days_high']:g}), "
+                             f"got {r['days_low']:g}")
 
 
 def _suggest(word: str, choices) -> str:
@@ -469,6 +495,14 @@ def usable_accelerators(precision: str) -> list[str]:
 def is_superseded(off: pd.DataFrame) -> pd.Series:
     """Offerings whose on-demand price an older vintage carries (marked in id and notes)."""
     return off["offering"].str.endswith("-superseded") | off["notes"].fillna("").str.startswith("SUPERSEDED")
+
+
+def lead_times() -> pd.DataFrame:
+    """``data/lead_times.csv``: sourced waits before capacity runs, per provider and accelerator or
+    family (an empty frame when the file is absent)."""
+    if not (paths.DATA_DIR / "lead_times.csv").exists():
+        return pd.DataFrame(columns=list(SCHEMAS["lead_times"]))
+    return load("lead_times")
 
 
 def hardware() -> pd.DataFrame:

@@ -209,6 +209,17 @@ class Constraints(_Strict):
     max_chips: Chips | None = None
     min_memory_headroom: Frac = 0.1
     frameworks: Annotated[list[Literal["pytorch", "jax", "tensorflow"]], Field(max_length=MAX_LIST)] | None = None
+    deadline_confidence: Annotated[float, Field(gt=0, lt=1, description=(
+        "Training with a deadline: the probability of finishing in time that the chip count is sized "
+        "for (the run length is log-normal between the performance band's P10 and P90, "
+        "workbook.cost.reliability.p_meets_deadline); an offer below it is ruled out. A planning "
+        "choice, default 0.8"))] = 0.8
+    start_days: Annotated[float, Field(ge=0, le=3650, description=(
+        "Days from the decision until the capacity runs (quota and capacity waits), counted against "
+        "the deadline. Default: per offer, the midpoint of the sourced wait in data/lead_times.csv for "
+        "its provider and chip (H100/H200-class beyond one instance on AWS, GCP and Azure: 28-56 days, "
+        "the '4-8 weeks for H100 quota' of public vendor articles), else 0 ('none published'); "
+        "workbook.cost.reliability.lead_time"))] | None = None
 
 
 class Pricing(_Strict):
@@ -251,7 +262,10 @@ class Pricing(_Strict):
         "spares) <= 1 - target (workbook.cost.spare_instances). A planning choice, not a sourced "
         "fact. Default 0.999 ('three nines', about 44 min a month below capacity), the availability "
         "usually promised for customer-facing services; 0.99 accepts about 7.3 h a month"))] = 0.999
-    checkpoint_interval_min: Annotated[float, Field(gt=0, le=1e5)] = 30
+    checkpoint_interval_min: Annotated[float, Field(gt=0, le=1e5, description=(
+        "Training: minutes between checkpoints. Default: the optimum for each offer (Young 1974 / "
+        "Daly 2006: sqrt(2 x checkpoint write time x mean time between interruptions), "
+        "workbook.cost.reliability.optimal_checkpoint_interval_s)"))] | None = None
     restart_min: Annotated[float, Field(gt=0, le=1e5)] = 10
     horizon_months: Annotated[float, Field(gt=0, le=120)] = 12
     electricity_usd_per_kwh: Annotated[float, Field(ge=0, le=10)] = 0.12
@@ -260,6 +274,18 @@ class Pricing(_Strict):
     storage_tb: NonNeg = 0
     egress_tb_per_month: NonNeg = 0
     porting_cost_usd: NonNeg = 0
+    failures_per_host_hour: Annotated[float, Field(ge=0, le=1, description=(
+        "Unexpected job interruptions (hardware and system failures) per host-hour, on every pricing "
+        "model. Default 1.579e-4 = 419 unexpected interruptions in 54 days on 16,384 H100 GPUs = 2,048 "
+        "8-GPU hosts (Dubey et al. 2024, 'The Llama 3 Herd of Models', §3.3.4): 419 / (2048 x 54 x 24)"))] = 1.579e-4
+    checkpoint_storage: Annotated[Literal["object_store", "parallel_fs", "nfs", "local_nvme"], Field(description=(
+        "Where training checkpoints are written; sets the write bandwidth "
+        "(workbook.cost.reliability.STORAGE_TIERS, each with its source)"))] = "object_store"
+    checkpoint_write_bytes_per_s: Annotated[float, Field(gt=0, le=1e15, description=(
+        "Aggregate checkpoint write bandwidth of your storage, replacing the tier's default"))] | None = None
+    commitment_backfill_fraction: Annotated[float, Field(ge=0, le=1, description=(
+        "Training on a commitment: the fraction of the term's hours left after the run that other "
+        "work fills (and pays for). Default 0: the run pays the whole contract"))] = 0.0
 
     @property
     def restart_h(self) -> float:
@@ -267,9 +293,9 @@ class Pricing(_Strict):
         return self.restart_min / 60.0
 
     @property
-    def checkpoint_interval_h(self) -> float:
-        """``checkpoint_interval_min`` in hours."""
-        return self.checkpoint_interval_min / 60.0
+    def checkpoint_interval_h(self) -> float | None:
+        """``checkpoint_interval_min`` in hours (None: the Young/Daly optimum of each offer)."""
+        return None if self.checkpoint_interval_min is None else self.checkpoint_interval_min / 60.0
 
 
 class Weights(_Strict):

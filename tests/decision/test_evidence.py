@@ -1,6 +1,7 @@
 """Evidence (workbook.decision.evidence): the assumptions ledger, and public claims that hold, do not
 hold, or do not apply to the scenario, with the measured figure and the reason."""
 import datetime as dt
+import math
 
 import pandas as pd
 import pytest
@@ -89,19 +90,21 @@ def test_gradient_checkpointing_cuts_more_than_claimed_for_llama2_7b():
 
 
 def test_spot_discount_after_interruptions():
-    """Sticker $20 vs $80 is 75% off; 8 instances at 0.05/h add 20% to the hours: 1 - 0.25 x 1.2 = 70%."""
+    """Sticker $20 vs $80 is 75% off; 8 instances at 0.05/h, 30-min checkpoints and 10-min restarts add
+    18.3% to the hours (Daly 2006: e^(1/15) (e^0.2 - 1) / 0.2 = 1.1833): 1 - 0.25 x 1.1833 = 70.4%."""
     s, perf, priced = _train()
     r = _status(decision.check_claims(s, perf, priced), "spot-70-90")
-    assert r["measured"] == pytest.approx(0.70)
+    assert r["measured"] == pytest.approx(1 - 0.25 * math.exp(1 / 15) * math.expm1(0.2) / 0.2)
     assert r["status"] == decision.HOLDS
     assert "75%" in r["why"]
 
 
 def test_three_year_commitment_saving_at_the_scenarios_utilization():
-    """$30 vs $80 lists 62.5% off, but a 36-month term over 12 months at 90%: 1 - 30 x 3 / 0.9 / 80 = -25%."""
+    """$30 vs $80 lists 62.5% off, but a 10-day run on a 3-year term pays the whole contract (issue 11):
+    1 - (36 x 730 h x $30) / (240 h x $80) = 1 - 41.06 = -4,006%."""
     s, perf, priced = _train()
     r = _status(decision.check_claims(s, perf, priced), "commit-3y-over-50")
-    assert r["measured"] == pytest.approx(1 - 30 * 3 / 0.9 / 80)
+    assert r["measured"] == pytest.approx(1 - 3 * 8760 * 30 / (240 * 80))
     assert r["status"] == decision.FAILS
 
 

@@ -2,6 +2,7 @@
 import json
 import time
 
+import numpy as np
 import pandas as pd
 
 from workbook.views import text
@@ -9,7 +10,7 @@ from workbook.views import text
 from workbook import analysis, catalog, cost, decision
 from workbook.scenario import load_scenario, parse_scenario, with_overrides
 
-from pricing_helpers import SERVE, decide, price, scenario, serve_perf
+from pricing_helpers import SERVE, decide, offering, offers, price, scenario, serve_perf, train_perf
 
 
 def test_nothing_feasible_gives_no_recommendation_and_says_why():
@@ -48,15 +49,28 @@ def test_recommend_is_fast():
 
 
 def test_a_stale_price_in_the_recommendation_is_said_in_the_reasons():
-    # data/offerings.csv dates the pre-June-2025 AWS snapshot 2025-05-31 (an upper bound): a decision
-    # that rests on it must say so where the reader looks first, not only in the ledger.
+    # A decision that rests on a price read long ago must say so where the reader looks first, not
+    # only in the ledger (a hand-made offering dated 2025-05-31, the date of the pre-June-2025 AWS snapshot).
+    s = scenario()
+    stale = offers(offering("h", od=100.0, spot=np.nan, c1=np.nan, c3=np.nan, as_of="2025-05-31"))
+    rec, _ = decide(s, perf=train_perf(), offs=stale)
+    assert rec.offering == "h"
+    assert any("Check its price before committing" in r and "2025-05-31" in r for r in rec.reasons)
+
+
+def test_a_superseded_price_row_is_never_recommended():
+    """Issue 11: AWS H100 spot is priced only by the pre-June-2025 snapshot's -superseded row; it is
+    listed among the offers with its reason but is not recommended, even as the only priced option."""
     s = with_overrides(load_scenario("chat-70b-realtime"),
                        **{"candidates.accelerators": ["H100-SXM5-80GB"], "candidates.clouds": ["AWS"],
                           "pricing.models": ["spot"]})
     a = analysis.analyse(s, n_draws=500)
-    rec = decision.recommend(s, a.perf, a.priced)
-    assert rec.offering.endswith("-superseded")
-    assert any("Check its price before committing" in r and "2025-05-31" in r for r in rec.reasons)
+    sup = a.priced[a.priced["offering"].str.endswith("-superseded") & a.priced["usd_per_instance_hour"].notna()]
+    assert len(sup) and all("superseded" in c for c in sup["excluded_codes"])
+    assert a.recommendation.offering is None
+    listed = a.offers[a.offers["offering"].isin(sup["offering"])]
+    assert len(listed) == len(sup) and listed["rank"].isna().all()
+    assert listed["excluded_reason"].str.contains("superseded").all()
 
 
 def test_realtime_chat_recommendation_is_feasible_and_explains_spot_spares():

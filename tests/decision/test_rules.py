@@ -80,7 +80,9 @@ def test_a_framework_nobody_supports_rules_the_platform_out():
 
 
 def test_spot_job_that_can_never_finish_is_ruled_out():
-    """512 instances x 0.05/h x (15 + 10 min) > 1: the job restarts before it checkpoints."""
+    """512 one-host instances x 0.05/h = 25.6 interruptions an hour: a mean of 3600 / 25.6 = 141 s between
+    them, shorter than the 600-s restart (plus a 0-s write): the job is interrupted before it has
+    restarted and saved a checkpoint, so it never finishes (reliability.wall_per_useful)."""
     s = parse_scenario(TRAIN)
     p = price(s, train_perf(chips=4096), offerings=offers(offering("o1")))
     r = row(p, "spot")

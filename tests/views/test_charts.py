@@ -175,6 +175,19 @@ def test_pricing_models_of_a_training_run_is_the_cost_of_the_run(training):
     assert cc.pricing_models(training.priced).to_dict()["layer"][0]["encoding"]["x"]["field"] == "cost_usd"
 
 
+def test_offers_chart_ranks_each_offer_by_its_point_estimate(training, serving):
+    """One bar per ranked offer (offering x way to pay), first by rank, at most ``top``."""
+    spec = cc.offers(training.offers, top=10).to_dict()
+    bars, band = spec["layer"]
+    assert bars["encoding"]["x"]["field"] == "cost_usd" and band["encoding"]["x2"]["field"] == "cost_usd_high"
+    rows = spec["datasets"][next(iter(spec["datasets"]))]
+    assert len(rows) == 10 and [r["rank"] for r in rows] == list(range(1, 11))
+    assert rows[0]["offering"] == training.recommendation.offering
+    tips = {t["field"] for t in bars["encoding"]["tooltip"]}
+    assert {"training_days", "p_meets_deadline", "goodput"} <= tips
+    assert cc.offers(serving.offers).to_dict()["layer"][0]["encoding"]["x"]["field"] == "usd_per_million_tokens"
+
+
 def test_breakeven_chart_is_cumulative_cost_against_months(serving):
     curves = cost.breakeven_curves(serving.scenario, serving.priced)
     spec = cc.breakeven_chart(curves).to_dict()

@@ -20,6 +20,7 @@ from .. import analysis as pipeline
 from .. import cost
 from ..model import tables
 from ..analysis import Analysis
+from ..decision import offers_summary as summary_offers
 from ..scenario import Scenario
 from ..terms import ESTIMATE_COLUMNS, RANKING_LABELS, pricing_short
 from ..views import text
@@ -234,7 +235,16 @@ def cost_tab(s: Scenario, a: Analysis | None, memo: dict) -> str:
                        lambda: cost_charts.tornado_chart(cost.tornado(s, a.priced, option))))
     charts.append(("When a commitment or a purchase pays off", lambda: cost_charts.breakeven_chart(
         cost.breakeven_curves(s, a.priced, accelerator=rec.accelerator if rec else None))))
-    return charts_html(charts, memo)
+    return charts_html(charts, memo) + offers(s, a)
+
+
+def offers(s: Scenario, a: Analysis, top: int = 20) -> str:
+    """The offers table: every offering and way to pay, ranked (time, deadline odds, goodput, start
+    days and the whole contract for training), then the excluded ones with the reason."""
+    df = summary_offers(s, a.offers, top)
+    return ("<h4 class='wb-offers'>Every offer, ranked</h4><p class='wb-sub'>One row per offering and way to pay, "
+            "at the point estimate (the Monte Carlo median beside it, labelled); 'tie': within the model's noise of "
+            "the first.</p>" + text.table_html(df, labels={c: c.replace("_", " ") for c in df.columns}))
 
 
 RENDERERS = {"Decision": decision, "Workload": workload, "Comparison": comparison, "Scaling": scaling_tab,

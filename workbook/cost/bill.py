@@ -7,6 +7,13 @@ lines. The performance model supplies how many chips and for how long.
 
 How each way to pay is billed (the model, stated once):
 
+- **training, every way to pay**: the run's wall time includes its failures (Daly 2006 goodput,
+  ``workbook.cost.reliability``): hardware failures per host-hour on every pricing model, spot
+  reclaims per host-hour added on spot, the optimal checkpoint interval for the checkpoint write time
+  of the model state on ``pricing.checkpoint_storage``. A **commitment or purchase bought for a
+  training run costs its whole term** (``contract_usd``; terms renewed while the run lasts) unless
+  ``pricing.commitment_backfill_fraction`` says what share of the hours left after the run other work
+  fills: cost = price x instances x (run hours + (1 - backfill) x (contract hours - run hours)).
 - **on-demand** pays for the hours the work runs: a training run's wall time; a serving fleet's
   ``hours_per_day``. It scales with the load (ideal autoscaling for serving).
 - **spot** pays the spot price for the same hours plus the work lost to interruptions:
@@ -41,9 +48,9 @@ from .. import catalog
 from ..errors import InputError
 from ..scenario import Scenario
 from ..terms import DAYS_PER_MONTH, HOURS_PER_DAY, HOURS_PER_MONTH, KIND, PRICING_MODEL_IDS, TERM_MONTHS
-from .rates import (breakeven_interruptions_spot, breakeven_interruptions_spot_spares, breakeven_months_commit,
-                    breakeven_months_purchase, breakeven_utilization_commit, energy_usd_per_hour, reserved_factor,
-                    spare_instances, spot_goodput_breakeven, spot_overhead_factor, spot_spares_factor)
+from .rates import energy_usd_per_hour, reserved_factor, spare_instances, spot_spares_factor
+from .reliability import (STORAGE_TIERS, checkpoint_write_s, lead_time, optimal_checkpoint_interval_s, p_meets_deadline,
+                          wall_per_useful)
 
 
 # --- prices per offering -------------------------------------------------------------------------
@@ -57,7 +64,7 @@ def requested_models(s: Scenario) -> list[str]:
 
 
 _OFFER_KEEP = ["offering", "provider", "provider_kind", "region", "instance", "accelerator", "chips_per_instance",
-               "as_of", "source", "notes"]
+               "as_of", "price_as_of", "inter_node_bytes_per_s", "fabric", "source", "notes"]
 
 
 def _list_price(s: Scenario, off: pd.DataFrame, model: str, superseded: pd.Series) -> tuple[pd.Series, pd.Series]:
@@ -115,8 +122,7 @@ def offer_prices(s: Scenario, offerings: pd.DataFrame | None = None, systems: pd
     for model in models:
         if model == "purchase":
             continue
-        base = off[_OFFER_KEEP].copy()
-        base["price_as_of"] = off["price_as_of"] if "price_as_of" in off else None  # when the price was valid
+        base = off[[c for c in _OFFER_KEEP if c in off]].copy()
         base["pricing_model"] = model
         base["term_months"] = TERM_MONTHS.get(model, 0.0)
         base["energy_usd_per_instance_hour"] = 0.0
@@ -140,12 +146,14 @@ def offer_prices(s: Scenario, offerings: pd.DataFrame | None = None, systems: pd
 # --- the whole bill ------------------------------------------------------------------------------
 
 _PERF_KEEP_TRAIN = ["chips", "fits", "reason", "peak_flops_per_s", "perf_training_days", "perf_training_days_low",
-                    "perf_training_days_high", "chip_hours", "tokens_per_s", "mfu", "step_time_s"]
+                    "perf_training_days_high", "chip_hours", "tokens_per_s", "mfu", "step_time_s", "checkpoint_bytes",
+                    "hosts", "network_bytes_per_s_per_chip", "network_basis"]
 _PERF_KEEP_INFER = ["chips", "fits", "reason", "peak_flops_per_s", "ttft_ms", "tpot_ms", "output_tokens_per_s",
                     "output_tokens_per_s_low", "output_tokens_per_s_high", "max_batch", "meets_slo", "replicas", "tp",
                     "replicas_low", "replicas_high", "chips_low", "chips_high", "ttft_ms_low", "ttft_ms_high",
                     "tpot_ms_low", "tpot_ms_high"]
-_NOT_NUMERIC = ("accelerator", "family", "reason", "fits", "meets_slo", "meets_deadline", "calibrated")
+_NOT_NUMERIC = ("accelerator", "family", "reason", "fits", "meets_slo", "meets_deadline", "calibrated", "offering",
+                "network_basis", "start_days_source")
 
 
 def is_latency_bound(s: Scenario) -> bool:
@@ -220,7 +228,8 @@ def _join_prices(s: Scenario, perf: pd.DataFrame, offerings, systems) -> pd.Data
     keep = ["hours_multiplier_low", "hours_multiplier_high", *keep] + ([] if training else ["demand_tokens_per_s"])
     prices = offer_prices(s, offerings, systems)
     prices = prices[prices["accelerator"].isin(perf["accelerator"])]
-    df = prices.merge(perf[["accelerator", *keep]], on="accelerator", how="inner")
+    on = ["accelerator", "offering"] if "offering" in perf else ["accelerator"]  # per-offer rows (model.offers)
+    df = prices.merge(perf[on + [k for k in keep if k not in on]], on=on, how="inner")
     missing = []
     for model in requested_models(s):
         have = set(df.loc[df["pricing_model"] == model, "accelerator"])
@@ -231,7 +240,7 @@ def _join_prices(s: Scenario, perf: pd.DataFrame, offerings, systems) -> pd.Data
                        "term_months": TERM_MONTHS.get(model, 0.0), "energy_usd_per_instance_hour": 0.0,
                        "chips_per_instance": np.nan}
                 prow = perf.loc[perf["accelerator"] == acc].iloc[0]
-                row.update({k: prow[k] for k in keep})
+                row.update({k: prow[k] for k in keep if k != "offering"})
                 missing.append(row)
     if missing:
         df = pd.concat([df, pd.DataFrame(missing)], ignore_index=True)
@@ -287,9 +296,10 @@ def _recipe(s: Scenario, df: pd.DataFrame) -> None:
         df["duty_fraction"] = 1.0
         df["horizon_eff_months"] = np.maximum(p.horizon_months, wall_h / HOURS_PER_MONTH)
         df["spot_instances"] = df["instances"]
-        df["lost_h_per_interruption"] = p.checkpoint_interval_h / 2.0 + p.restart_h
+        df["lost_h_per_interruption"] = np.nan  # training: goodput (below), not lost hours
         df["fixed_usd"] = df["porting_usd"].fillna(0.0)
         df["base_days"] = df["perf_training_days"].astype(float)
+        _failure_recipe(s, df)
     else:
         hpd = s.workload.hours_per_day
         df["used_instance_hours"] = df["instances"] * hpd * DAYS_PER_MONTH  # per month
@@ -312,6 +322,52 @@ def _recipe(s: Scenario, df: pd.DataFrame) -> None:
                                                          p.spot_availability_target)
 
 
+def _hosts(df: pd.DataFrame) -> pd.Series:
+    """Hosts bought: instances x hosts per instance (an instance or TPU slice of c chips on hosts of
+    ``chips_per_node`` chips has max(1, c / chips_per_node) hosts: tpu-v6e-256 = 32 hosts)."""
+    node = df["accelerator"].map(catalog.accelerators().set_index("accelerator")["chips_per_node"]).astype(float)
+    per = np.maximum(1.0, np.ceil(df["chips_per_instance"].astype(float) / node))
+    return df["instances"].astype(float) * per
+
+
+def _failure_recipe(s: Scenario, df: pd.DataFrame) -> None:
+    """Training rows, in place: hosts, hardware failures and spot reclaims per host-hour, checkpoint
+    write time of the model state (``checkpoint_bytes`` from the performance rows; 0 where absent),
+    restart, fixed interval (None: optimal), the contract's hours and its backfill."""
+    p = s.pricing
+    df["hosts"] = _hosts(df)  # what is bought (the performance rows' hosts are the same on per-offer rows)
+    df["failures_per_host_hour"] = p.failures_per_host_hour
+    df["spot_exposure"] = (df["kind"] == "spot").astype(float)  # x the reclaim rate per host-hour
+    ckpt = df["checkpoint_bytes"].astype(float).fillna(0.0) if "checkpoint_bytes" in df else 0.0
+    billed = df["instances"].astype(float) * df["chips_per_instance"].astype(float)
+    df["checkpoint_write_s"] = checkpoint_write_s(ckpt, billed, p.checkpoint_storage, p.checkpoint_write_bytes_per_s)
+    if p.checkpoint_write_bytes_per_s is None and math.isnan(STORAGE_TIERS[p.checkpoint_storage]["per_chip_bytes_per_s"]):
+        raise InputError(f"{s.name}: pricing.checkpoint_write_bytes_per_s: expected a bandwidth: the "
+                         f"'{p.checkpoint_storage}' checkpoint storage has no sourced default")
+    df["restart_s"] = p.restart_min * 60.0
+    df["fixed_interval_s"] = np.nan if p.checkpoint_interval_min is None else p.checkpoint_interval_min * 60.0
+    df["term_h"] = df["term_months"].astype(float) * HOURS_PER_MONTH
+    df["backfill_fraction"] = p.commitment_backfill_fraction
+
+
+def _deadline_odds(s: Scenario, df: pd.DataFrame) -> None:
+    """Training rows, in place: ``chips_billed``, the start days of the instances bought
+    (``reliability.lead_time``: ``constraints.start_days``, else the sourced ``data/lead_times.csv``
+    wait of the provider and chip, else 0 "none published"; with ``start_days_low``/``_high`` and
+    ``start_days_source``) and ``p_meets_deadline`` (``reliability.p_meets_deadline`` on the
+    wall-time band, after the start point)."""
+    c = s.constraints
+    df["chips_billed"] = df["instances"].astype(float) * df["chips_per_instance"].astype(float)
+    waits = [lead_time(p, a, n, c.start_days) for p, a, n in
+             zip(df["provider"], df["accelerator"], df["instances"].astype(float))]
+    for k in ("start_days", "start_days_low", "start_days_high", "start_days_source"):
+        df[k] = [w[k] for w in waits]
+    df["p_meets_deadline"] = (np.nan if c.deadline_days is None else
+                              p_meets_deadline(df["training_days_low"].to_numpy(float),
+                                               df["training_days_high"].to_numpy(float), c.deadline_days,
+                                               df["start_days"].to_numpy(float)))
+
+
 def _costs(s: Scenario, df: pd.DataFrame) -> None:
     """The bill at the point estimate and at both ends of the performance band, in place."""
     p = s.pricing
@@ -322,6 +378,10 @@ def _costs(s: Scenario, df: pd.DataFrame) -> None:
                    for m in (ones, df["hours_multiplier_low"].to_numpy(float),
                              df["hours_multiplier_high"].to_numpy(float)))
     df["paid_per_used_hour"] = res["factor"]
+    if training:
+        for k in ("goodput", "interruptions_per_hour", "checkpoint_interval_s", "contract_usd"):
+            df[k] = res[k]
+        df["checkpoint_interval_min"] = df["checkpoint_interval_s"] / 60.0
     df["usd_per_chip_hour_effective"] = (df["usd_per_instance_hour"] * res["factor"]
                                          + df["energy_usd_per_instance_hour"]) / df["chips_per_instance"].astype(float)
     for sfx, r in (("", res), ("_low", lo), ("_high", hi)):
@@ -370,6 +430,8 @@ def price_options(s: Scenario, perf_df: pd.DataFrame, porting_usd=None, offering
     df["porting_usd"] = _porting(porting_usd, df["accelerator"])
     _recipe(s, df)
     _costs(s, df)
+    if training:
+        _deadline_odds(s, df)
     df["option"] = (df["accelerator"].astype(str) + " | " + df["offering"].fillna("-").astype(str) + " | "
                     + df["pricing_model"].astype(str))
     order = {m: i for i, m in enumerate(PRICING_MODEL_IDS)}
@@ -418,6 +480,8 @@ def bill(rec: pd.DataFrame | dict, training: bool, hours_multiplier, price_mult,
     (optional, shape (spot rows, N)) varies spot prices only. Returns ``cost`` (training: USD per
     run; serving: USD per month), ``days`` (training run length) and ``factor`` (paid hours per used
     hour). Large draws are evaluated in place: few temporaries."""
+    if training:
+        return _bill_training(rec, hours_multiplier, price_mult, interruptions_per_hour, spot_price_mult)
     eff = hours_multiplier
     nd = max(np.ndim(eff), np.ndim(price_mult), np.ndim(utilization), np.ndim(interruptions_per_hour), 1)
 
@@ -453,144 +517,54 @@ def bill(rec: pd.DataFrame | dict, training: bool, hours_multiplier, price_mult,
         cost = np.broadcast_to(cost, shape).copy() if cost.shape != shape else cost
         cost *= paid
         del paid
-        if training:
-            days = np.broadcast_to(np.multiply(col("base_days"), eff, dtype=float), shape).copy()
-            if spot_f is not None:
-                days[sp] *= spot_f
-            cost += col("fixed_usd")
-            cost += col("fixed_per_month_usd") * days / DAYS_PER_MONTH
-            days[~np.isfinite(days)] = np.nan
-        else:
-            days = np.full(shape, np.nan) if nd == 1 else None
-            cost += col("fixed_usd") + col("fixed_per_month_usd")
+        days = np.full(shape, np.nan) if nd == 1 else None
+        cost += col("fixed_usd") + col("fixed_per_month_usd")
         cost[~np.isfinite(cost)] = np.nan
     return {"cost": cost, "days": days, "factor": factor}
 
 
-# --- break-even ------------------------------------------------------------------------------------
+def _bill_training(rec, hours_multiplier, price_mult, reclaims_per_host_hour, spot_price_mult=None) -> dict:
+    """The training bill (see the module docstring), vectorised like ``bill``. Wall time = the
+    model's days x the performance draw / goodput (Daly 2006, ``reliability.wall_per_useful``) with
+    the job's interruptions hosts x (failures + spot reclaims) per host-hour and the Young/Daly
+    interval (or the fixed one). On-demand and spot pay instances x wall hours; commitments and
+    purchases pay ``contract_h`` = the terms that cover the run, less the backfilled share of the
+    hours after it. Returns ``cost``, ``days``, ``factor`` (paid per used hour), ``goodput``,
+    ``interruptions_per_hour``, ``checkpoint_interval_s`` and ``contract_usd`` (reserved rows)."""
+    nd = max(np.ndim(hours_multiplier), np.ndim(price_mult), np.ndim(reclaims_per_host_hour), 1)
 
-def _or_never(u):
-    """A break-even utilization above 1 cannot be reached: inf ("never")."""
-    return np.where(np.asarray(u, dtype=float) > 1.0, np.inf, u)
+    def col(name):
+        v = np.asarray(rec[name], dtype=float)
+        return v if v.ndim == 0 else v.reshape((-1,) + (1,) * (nd - 1))
 
-
-def max_interruptions_per_hour(s: Scenario, option: pd.Series, spot_usd_per_hour: float,
-                               on_demand_usd_per_hour: float) -> float:
-    """The interruption rate per instance-hour above which one spot option (a priced row) costs more
-    than on-demand at the given prices: with spare instances for a latency-bound fleet, else from
-    the lost hours (checkpoint interval for training)."""
-    p = s.pricing
-    if pd.notna(option.get("spot_availability_target", np.nan)) and pd.notna(option.get("instances", np.nan)):
-        return breakeven_interruptions_spot_spares(spot_usd_per_hour, on_demand_usd_per_hour, p.restart_h,
-                                                   option["instances"], option["spot_availability_target"])
-    n = option["spot_instances"] if "spot_instances" in option and pd.notna(option["spot_instances"]) else 1.0
-    ckpt = p.checkpoint_interval_h if s.is_training else 0.0
-    return float(breakeven_interruptions_spot(spot_usd_per_hour, on_demand_usd_per_hour, ckpt, p.restart_h, n))
-
-
-def _breakeven_entry(s: Scenario, r: pd.Series, od_price: float) -> dict:
-    """The break-even figures of one non-on-demand option against an on-demand chip-hour price."""
-    p = s.pricing
-    model, price = r["pricing_model"], r["usd_per_chip_hour"]
-    out = {}
-    if model in ("commit_1y", "commit_3y", "monthly"):
-        out["months_to_beat_on_demand"] = float(breakeven_months_commit(price, od_price, r["term_months"], p.utilization))
-        out["utilization_to_beat_on_demand"] = float(_or_never(breakeven_utilization_commit(
-            price, od_price, r["term_months"], p.horizon_months)))
-    elif model == "purchase":
-        cpi = r["chips_per_instance"]
-        out["months_to_beat_on_demand"] = float(breakeven_months_purchase(
-            r["usd_per_instance_hour"] * r["term_months"] * HOURS_PER_MONTH, od_price * cpi,
-            r["energy_usd_per_instance_hour"], p.utilization))
-        out["utilization_to_beat_on_demand"] = float(_or_never(breakeven_utilization_commit(
-            price + r["energy_usd_per_instance_hour"] / cpi, od_price, r["term_months"], p.horizon_months)))
-    elif model == "spot":
-        out["max_interruptions_per_hour"] = max_interruptions_per_hour(s, r, price, od_price)
-        out["min_useful_fraction"] = float(spot_goodput_breakeven(price, od_price))
+    kind = np.asarray(rec["kind"], dtype=object).reshape((-1,) + (1,) * (nd - 1))
+    lam = col("hosts") * (col("failures_per_host_hour") + col("spot_exposure") * np.asarray(reclaims_per_host_hour,
+                                                                                               dtype=float))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        mtbf = np.where(lam > 0, 3600.0 / lam, np.inf)
+        fixed = col("fixed_interval_s")
+        tau = np.where(np.isfinite(fixed), fixed, optimal_checkpoint_interval_s(col("checkpoint_write_s"), mtbf))
+        g = wall_per_useful(np.where(np.isfinite(tau), tau, np.inf), col("checkpoint_write_s"), col("restart_s"), mtbf)
+        days = col("base_days") * hours_multiplier * g
+        wall_h = days * 24.0
+        price = col("usd_per_instance_hour") * price_mult
+        if spot_price_mult is not None:
+            sp = np.flatnonzero(np.asarray(rec["kind"], dtype=object) == "spot")
+            price = np.broadcast_to(price, np.broadcast_shapes(price.shape, (len(kind),) + np.shape(spot_price_mult)[1:])).copy()
+            price[sp] *= spot_price_mult
+        reserved = kind == "reserved"
+        term_h = col("term_h")
+        contract_h = np.where(reserved, np.ceil(np.maximum(wall_h, 1e-9) / term_h) * term_h, np.nan)
+        paid_h = np.where(reserved, wall_h + (1.0 - col("backfill_fraction")) * (contract_h - wall_h), wall_h)
+        n = col("instances")
+        cost = n * (paid_h * price + wall_h * col("energy_usd_per_instance_hour"))
+        cost = cost + col("fixed_usd") + col("fixed_per_month_usd") * days / DAYS_PER_MONTH
+        factor = paid_h / (col("base_days") * hours_multiplier * 24.0)
+        contract = np.where(reserved, n * contract_h * price, np.nan)
+    shape = np.broadcast_shapes(np.shape(cost), np.shape(days))
+    out = {"cost": cost, "days": days, "factor": factor, "goodput": 1.0 / g, "interruptions_per_hour": lam,
+           "checkpoint_interval_s": tau, "contract_usd": contract}
+    out = {k: np.array(np.broadcast_to(v, shape), dtype=float) for k, v in out.items()}
+    for k in ("cost", "days", "contract_usd"):
+        out[k][~np.isfinite(out[k])] = np.nan
     return out
-
-
-_BREAKEVEN_COLUMNS = ["accelerator", "pricing_model", "offering", "usd_per_chip_hour", "on_demand_offering",
-                      "on_demand_usd_per_chip_hour", "price_ratio", "months_to_beat_on_demand",
-                      "utilization_to_beat_on_demand", "max_interruptions_per_hour", "min_useful_fraction"]
-
-
-def breakeven(s: Scenario, priced: pd.DataFrame) -> pd.DataFrame:
-    """Per accelerator, against its cheapest on-demand chip-hour: months of use after which each
-    commitment or purchase beats on-demand, the utilization at which it does over the scenario's
-    horizon, and for spot the interruption rate and useful fraction at which it stops paying."""
-    rows = []
-    ok = priced[priced["usd_per_instance_hour"].notna()].copy()
-    ok["usd_per_chip_hour"] = ok["usd_per_instance_hour"] / ok["chips_per_instance"]
-    for acc, g in ok.groupby("accelerator", sort=True):
-        od = g[g["pricing_model"] == "on_demand"]
-        if od.empty:
-            continue
-        od_best = od.loc[od["usd_per_chip_hour"].idxmin()]
-        od_price = od_best["usd_per_chip_hour"]
-        for _, r in g[g["pricing_model"] != "on_demand"].iterrows():
-            price = r["usd_per_chip_hour"]
-            entry = {"accelerator": acc, "pricing_model": r["pricing_model"], "offering": r["offering"],
-                     "usd_per_chip_hour": price, "on_demand_offering": od_best["offering"],
-                     "on_demand_usd_per_chip_hour": od_price, "price_ratio": price / od_price,
-                     "months_to_beat_on_demand": np.nan, "utilization_to_beat_on_demand": np.nan,
-                     "max_interruptions_per_hour": np.nan, "min_useful_fraction": np.nan}
-            entry.update(_breakeven_entry(s, r, od_price))
-            rows.append(entry)
-    out = pd.DataFrame(rows, columns=_BREAKEVEN_COLUMNS)
-    # keep the best (cheapest per chip-hour) offering per accelerator x model
-    if len(out):
-        out = out.sort_values("usd_per_chip_hour").groupby(["accelerator", "pricing_model"], sort=True).head(1)
-        out = out.sort_values(["accelerator", "pricing_model"]).reset_index(drop=True)
-    return out
-
-
-def _cheapest_accelerator(s: Scenario, ok: pd.DataFrame) -> str | None:
-    ranked = ok[ok["excluded_reason"].isna()] if "excluded_reason" in ok else ok
-    metric = "cost_usd" if s.is_training else "usd_per_million_tokens"
-    ranked = ranked.dropna(subset=[metric])
-    return (ranked.loc[ranked[metric].idxmin(), "accelerator"] if len(ranked)
-            else ok["accelerator"].iloc[0] if len(ok) else None)
-
-
-def _cumulative(s: Scenario, r: pd.Series, months: np.ndarray) -> np.ndarray:
-    """Cumulative cost of one chip of option ``r`` used ``utilization`` of the time, per month."""
-    p = s.pricing
-    model, price, u = r["pricing_model"], r["usd_per_chip_hour"], p.utilization
-    if model == "on_demand":
-        return months * HOURS_PER_MONTH * u * price
-    if model == "spot" and pd.notna(r.get("spot_availability_target", np.nan)):
-        f = float(r["paid_per_used_hour"])  # latency-bound serving: spare instances, (n + k) / n
-        return months * HOURS_PER_MONTH * u * price * f
-    if model == "spot":
-        f = float(spot_overhead_factor(p.spot_interruptions_per_hour,
-                                       p.checkpoint_interval_h if s.is_training else 0.0, p.restart_h, 1))
-        return months * HOURS_PER_MONTH * u * price * f
-    if model == "purchase":
-        capex = price * r["term_months"] * HOURS_PER_MONTH
-        return np.where(months > 0, capex, 0.0) + months * HOURS_PER_MONTH * u * r["energy_per_chip_hour"]
-    term = r["term_months"]
-    # a new term starts when the previous one ends
-    y = np.ceil(np.maximum(months, 1e-9) / term) * term * HOURS_PER_MONTH * price
-    return np.where(months > 0, y, 0.0)
-
-
-def breakeven_curves(s: Scenario, priced: pd.DataFrame, accelerator: str | None = None,
-                     max_months: int | None = None) -> pd.DataFrame:
-    """Cumulative cost of one chip used ``utilization`` of the time, month by month, for each way
-    to pay (cheapest offering of each): where a line crosses on-demand is the break-even month."""
-    ok = priced[priced["usd_per_instance_hour"].notna()].copy()
-    if accelerator is None:
-        accelerator = _cheapest_accelerator(s, ok)
-    if accelerator is None:
-        return pd.DataFrame(columns=["accelerator", "pricing_model", "month", "cumulative_usd_per_chip"])
-    g = ok[ok["accelerator"] == accelerator].copy()
-    g["usd_per_chip_hour"] = g["usd_per_instance_hour"] / g["chips_per_instance"]
-    g["energy_per_chip_hour"] = g["energy_usd_per_instance_hour"] / g["chips_per_instance"]
-    best = g.sort_values("usd_per_chip_hour").groupby("pricing_model", sort=False).head(1)
-    horizon = max_months or int(max(48, math.ceil(s.pricing.horizon_months) + 12))
-    months = np.arange(0, horizon + 1, dtype=float)
-    rows = [pd.DataFrame({"accelerator": accelerator, "pricing_model": r["pricing_model"], "offering": r["offering"],
-                          "month": months, "cumulative_usd_per_chip": _cumulative(s, r, months)})
-            for _, r in best.iterrows()]
-    return pd.concat(rows, ignore_index=True)

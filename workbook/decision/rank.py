@@ -1,7 +1,8 @@
 """Ranking the options that pass the hard constraints, and what would flip the choice.
 
 - cost: cheapest / this option's cost (training: USD per run; serving: USD per million output
-  tokens; Monte Carlo P50 when given), so 1 is the cheapest;
+  tokens), the point estimate (one price per offer everywhere; the Monte Carlo median is shown
+  beside it as ``cost_p50_monte_carlo``), so 1 is the cheapest;
 - time: fastest / this option's time (training days; serving time per output token);
 - ecosystem: mean support of the capabilities the workload needs on the chip's platform
   (``software.csv``), on an equally spaced scale native 1, supported 2/3, partial 1/3, none 0;
@@ -49,8 +50,8 @@ def _criteria(s: Scenario, feasible: pd.DataFrame, mc: pd.DataFrame | None) -> p
     df = feasible.copy()
     df["cost_value"] = df[metric].astype(float)
     if mc is not None and len(mc) and "p50" in mc:
-        p50 = mc.set_index("option")["p50"]
-        df["cost_value"] = df["option"].map(p50).fillna(df["cost_value"])
+        # one price per offer: the point estimate ranks; the Monte Carlo median is shown, labelled
+        df["cost_p50_monte_carlo"] = df["option"].map(mc.set_index("option")["p50"])
         df["p_cheapest"] = df["option"].map(mc.set_index("option")["p_cheapest"])
         if "p_cheapest_accelerator" in mc:
             df["p_cheapest_accelerator"] = df["option"].map(mc.set_index("option")["p_cheapest_accelerator"])
@@ -103,9 +104,69 @@ def rank(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = None) -> p
     sc = _score(df, weights(s))
     df = pd.concat([df.drop(columns=[c for c in sc.columns if c in df]), sc], axis=1)
     df["pareto"] = pareto_front(df["cost_value"], df["time_value"].fillna(np.inf))
-    df = df.sort_values(["score", "cost_value"], ascending=[False, True], kind="stable").reset_index(drop=True)
+    df = df.sort_values(["score", "cost_value", "chips"], ascending=[False, True, True],
+                        kind="stable").reset_index(drop=True)
     df.insert(0, "rank", np.arange(1, len(df) + 1))
     return df
+
+
+# Ties: the offers whose score is within the model's noise of the top one. Candidates: the next
+# TIE_CANDIDATES offers scoring within TIE_SCORE_WINDOW of the top (a bound on the work, not the rule).
+TIE_CANDIDATES, TIE_SCORE_WINDOW = 6, 0.1
+TIE_BREAKERS = ("lower point-estimate cost", "fewer chips")
+
+
+def score_draws(s: Scenario, priced: pd.DataFrame, rows: pd.DataFrame, n: int, seed: int) -> np.ndarray:
+    """Weighted scores of ``rows`` (ranked rows; include the cheapest and the fastest) in ``n`` joint
+    Monte Carlo draws (``cost.mc_draws``: efficiency shared per accelerator, spot price per option,
+    utilization and interruptions shared): in each draw the cost score is the cheapest of ``rows`` /
+    the row's cost (training: the time score likewise with the run length), the other criteria as
+    at the point estimate. Shape (rows, n)."""
+    w = weights(s)
+    total = sum(w.values())
+    sub = priced.drop_duplicates("option").set_index("option").loc[rows["option"]].reset_index()
+    d = cost.mc_draws(s, sub, n=n, seed=seed)
+    out = (rows["score"].to_numpy(float) - w["cost"] / total * rows["cost_score"].to_numpy(float))[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = out + w["cost"] / total * np.nan_to_num(np.nanmin(d["metric"], axis=0) / d["metric"], nan=0.0)
+        if s.is_training and d.get("days") is not None and w["time"] > 0:
+            out += w["time"] / total * (np.nan_to_num(np.nanmin(d["days"], axis=0) / d["days"], nan=0.0)
+                                        - rows["time_score"].to_numpy(float)[:, None])
+    return out
+
+
+def ties(s: Scenario, priced: pd.DataFrame, ranked: pd.DataFrame, n: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """The offers tied with the top-ranked one: its score lead over them is within the model's noise,
+    i.e. it does not lead in at least 90% of the joint Monte Carlo draws (the P10 of the score
+    difference is not above 0). Rows: ``option``, ``score_gap`` (point), ``gap_p10``, ``gap_p90``,
+    ``p_top_leads``; the top option itself is not listed. Empty when nothing is tied."""
+    cols = ["option", "score_gap", "gap_p10", "gap_p90", "p_top_leads"]
+    if len(ranked) < 2:
+        return pd.DataFrame(columns=cols)
+    top = ranked.iloc[0]
+    near = ranked.iloc[1:][(top["score"] - ranked["score"].iloc[1:]) < TIE_SCORE_WINDOW].head(TIE_CANDIDATES)
+    if near.empty:
+        return pd.DataFrame(columns=cols)
+    ends = ranked.loc[[ranked["cost_value"].idxmin(), ranked["time_value"].fillna(np.inf).idxmin()]]
+    rows = pd.concat([ranked.iloc[:1], near, ends]).drop_duplicates("option")
+    sd = score_draws(s, priced, rows, n, seed)
+    gap = sd[0][None, :] - sd[1:len(near) + 1]
+    out = pd.DataFrame({"option": near["option"].to_numpy(), "score_gap": top["score"] - near["score"].to_numpy(float),
+                        "gap_p10": np.percentile(gap, 10, axis=1), "gap_p90": np.percentile(gap, 90, axis=1),
+                        "p_top_leads": (gap > 0).mean(axis=1)})
+    return out[out["gap_p10"] <= 0].reset_index(drop=True)
+
+
+def break_ties(ranked: pd.DataFrame, tied: list[str]) -> pd.DataFrame:
+    """``ranked`` with the top option and those ``tied`` with it ordered by the tie-breakers
+    (``TIE_BREAKERS``: lower point-estimate cost, then fewer chips) at the head, ranks renumbered."""
+    if not tied or ranked.empty:
+        return ranked
+    group = ranked["option"].isin([ranked["option"].iloc[0], *tied])
+    head = ranked[group].sort_values(["cost_value", "chips"], kind="stable")
+    out = pd.concat([head, ranked[~group]]).reset_index(drop=True)
+    out["rank"] = np.arange(1, len(out) + 1)
+    return out
 
 
 def ranking_table(ranked: pd.DataFrame, s: Scenario) -> pd.DataFrame:

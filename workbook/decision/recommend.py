@@ -17,7 +17,8 @@ from ..scenario import Scenario
 from ..terms import FRAMEWORK_LABEL, PLATFORM_LABEL, PRICING_MODEL_IDS, pricing_label
 from .evidence import STALE_DAYS, age_days, price_valid_date
 from .nearest import nearest_changes, physical_hints
-from .rank import describe, flip_conditions, metric_of, p_cheaper, rank, ranking_table, weights
+from .rank import (TIE_BREAKERS, break_ties, describe, flip_conditions, metric_of, p_cheaper, rank, ranking_table,
+                   ties, weights)
 from .rules import percent_text
 
 def _clean(v):
@@ -57,6 +58,7 @@ class Recommendation:
     description: str = ""
     warnings: list[str] = field(default_factory=list)   # recommendation_warnings: stale prices, uncalibrated, optimistic
     nearest_changes: list[dict] = field(default_factory=list)  # nothing feasible: nearest.nearest_changes
+    ties: list = field(default_factory=list)  # offers tied with the choice (rank.ties), as records
 
     def headline(self) -> str:
         """The choice in one sentence."""
@@ -76,7 +78,8 @@ class Recommendation:
                 "runner_up": ({k: _clean(v) for k, v in self.runner_up.items()} if self.runner_up else None),
                 "flip_conditions": list(self.flip_conditions),
                 "ranking": _json_records(self.ranking, 15), "excluded": _json_records(self.excluded),
-                "nearest_changes": list(self.nearest_changes)}
+                "nearest_changes": list(self.nearest_changes),
+                "ties": [{k: _clean(v) for k, v in t.items()} for t in self.ties]}
 
 
 def _excluded_table(priced: pd.DataFrame) -> pd.DataFrame:
@@ -149,6 +152,20 @@ def _reason_cost(s: Scenario, priced, ranked, win, ru, n_draws: int, seed: int) 
     return out
 
 
+def _reason_tie(ranked: pd.DataFrame, top, tied: pd.DataFrame, n: int) -> list[str]:
+    """The tie, when the top score's lead is within the model's noise (``rank.ties``), and how the
+    tie-breakers (``rank.TIE_BREAKERS``) decided it."""
+    if tied.empty:
+        return []
+    names = ranked.set_index("option")
+    others = "; ".join(f"{describe(names.loc[t.option])} (score {names.loc[t.option, 'score']:.3f}: the first leads "
+                       f"by {t.score_gap:.3f} at the point estimate but in only {t.p_top_leads:.0%} of the draws, "
+                       f"gap P10-P90 {t.gap_p10:+.3f} to {t.gap_p90:+.3f})" for t in tied.itertuples())
+    return [f"Tie within the model's noise ({n:,} joint Monte Carlo draws): {describe(top)} (score "
+            f"{top['score']:.3f}) and {others}. Decided by the tie-breakers, {' then '.join(TIE_BREAKERS)}: "
+            f"{describe(ranked.iloc[0])}."]
+
+
 def _reason_freshness(win, today: _dt.date | None = None) -> list[str]:
     """Say where the reader looks first that the winning price is stale: undated or older than
     ``STALE_DAYS`` (``price_as_of``, when the price was valid; prices.is_stale)."""
@@ -193,7 +210,15 @@ def _reason_time(s: Scenario, win) -> str:
     """How long the run takes (training) or the latency and fleet (serving)."""
     w = s.workload
     if s.is_training:
-        dl = f", inside the {s.constraints.deadline_days:g}-day deadline" if s.constraints.deadline_days else ""
+        c = s.constraints
+        dl = ""
+        if c.deadline_days and pd.notna(win.get("p_meets_deadline", np.nan)):
+            wait = (f"after {win['start_days']:g} days to start ({win.get('start_days_source')}) "
+                    if win.get("start_days", 0) > 0 else "")
+            dl = (f"; {wait}it meets the {c.deadline_days:g}-day deadline with "
+                  f"probability {win['p_meets_deadline']:.2f} (deadline_confidence {c.deadline_confidence:g})")
+        elif c.deadline_days:
+            dl = f", inside the {c.deadline_days:g}-day deadline"
         band = ""
         days = float(win["training_days"])
         unit, scale = ("hours", 24.0) if days < 2 else ("days", 1.0)
@@ -234,6 +259,10 @@ def _reason_ecosystem(s: Scenario, win) -> str:
 def _reason_term(s: Scenario, win) -> list[str]:
     """What the way to pay adds: idle hours of a term, spare spot instances or lost spot hours."""
     p = s.pricing
+    if s.is_training and win["kind"] == "reserved" and pd.notna(win.get("contract_usd", np.nan)):
+        return [f"The {win['term_months']:g}-month term is paid in full: the contract is {usd(win['contract_usd'])}, "
+                f"of which {p.commitment_backfill_fraction:.0%} of the hours after the run are filled by other work "
+                "(pricing.commitment_backfill_fraction)."]
     if win["kind"] == "reserved":
         term = win["term_months"]
         return [f"{pricing_label(win['pricing_model']).capitalize()} is paid for {term:g} months whether used "
@@ -249,9 +278,13 @@ def _reason_term(s: Scenario, win) -> list[str]:
                 f"instance-hour, a {p.restart_min:g}-min restart each) {how}the fleet is short of capacity "
                 f"{short:.2%} of the time (instances out at once: Poisson, M/G/inf; "
                 "pricing.spot_availability_target)."]
+    if s.is_training and pd.notna(win.get("goodput", np.nan)):
+        return [f"Failures and checkpoints: {win['interruptions_per_hour']:.3g} interruptions an hour on "
+                f"{win['hosts']:,.0f} hosts, a {win['checkpoint_write_s']:.2g}-s checkpoint every "
+                f"{win['checkpoint_interval_min']:.0f} min (Young/Daly optimum) and {p.restart_min:g}-min restarts "
+                f"leave a goodput of {win['goodput']:.1%}."]
     if win["pricing_model"] == "spot":
-        how = (f"{p.checkpoint_interval_min:g}-min checkpoints, {p.restart_min:g}-min restarts" if s.is_training
-               else f"a {p.restart_min:g}-min restart each")
+        how = f"a {p.restart_min:g}-min restart each"
         return [f"Spot interruptions ({p.spot_interruptions_per_hour:g} per instance-hour, {how}) add "
                 f"{percent_text(win['paid_per_used_hour'] - 1)} to the hours paid."]
     return []
@@ -346,9 +379,13 @@ def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.D
     excluded = _excluded_table(priced)
     if ranked.empty:
         return _nothing_feasible(s, priced, ranked, excluded, metric)
+    tied = ties(s, priced, ranked, n=min(n_draws, 2000), seed=seed)
+    top = ranked.iloc[0]
+    ranked = break_ties(ranked, list(tied["option"]))
     win, runner_idx = _choose(ranked)
     ru = ranked.iloc[runner_idx] if runner_idx is not None else None
-    reasons = _reason_cost(s, priced, ranked, win, ru, n_draws, seed)
+    reasons = _reason_tie(ranked, top, tied, min(n_draws, 2000))
+    reasons += _reason_cost(s, priced, ranked, win, ru, n_draws, seed)
     reasons += _reason_freshness(win)
     reasons.append(_reason_time(s, win))
     reasons.append(_reason_ecosystem(s, win))
@@ -357,4 +394,5 @@ def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.D
     flips = flip_conditions(s, priced, ranked, mc, runner_idx)
     return Recommendation(s.name, win["accelerator"], win["offering"], win["provider"], win["pricing_model"],
                           reasons, _runner_up(s, ru, metric), flips, ranking_table(ranked, s), excluded, metric,
-                          _figures(s, win, metric), describe(win), recommendation_warnings(s, perf_df, win))
+                          _figures(s, win, metric), describe(win), recommendation_warnings(s, perf_df, win),
+                          ties=tied.to_dict("records"))

@@ -24,7 +24,7 @@ SUPPORT_SCORE = {"native": 1.0, "supported": 2.0 / 3.0, "partial": 1.0 / 3.0, "n
 
 # the hard constraints, in the order their sentences are joined
 CONSTRAINTS = ("memory", "precision", "latency", "chips", "instance", "not_priced", "spot", "deadline", "budget",
-               "framework")
+               "framework", "superseded")
 # what a team can move (budget, deadline, chip limit) as against what the hardware cannot do
 PHYSICAL = ("memory", "precision", "latency", "instance", "not_priced", "spot")
 
@@ -190,10 +190,10 @@ def _spot_rules(s: Scenario, priced: pd.DataFrame, ex: _Ledger) -> None:
                f"{p.spot_availability_target:.1%} availability target")
         never = never & priced["spot_availability_target"].isna()
     if never.any():
-        rate = priced["spot_instances"].astype(float) * p.spot_interruptions_per_hour
+        rate = (priced["interruptions_per_hour"].astype(float) if "interruptions_per_hour" in priced
+                else priced["spot_instances"].astype(float) * p.spot_interruptions_per_hour)
         ex.add("spot", never, "spot: the job is interrupted " + rate.map(lambda v: f"{v:.3g}") + " times an hour; "
-               f"with {p.checkpoint_interval_min:g}-min checkpoints and {p.restart_min:g}-min restarts it never "
-               "finishes")
+               f"with {p.restart_min:g}-min restarts it never finishes")
 
 
 def _limit_rules(s: Scenario, priced: pd.DataFrame, ex: _Ledger) -> None:
@@ -201,7 +201,16 @@ def _limit_rules(s: Scenario, priced: pd.DataFrame, ex: _Ledger) -> None:
     c, p = s.constraints, s.pricing
     if s.is_training and c.deadline_days is not None and "training_days" in priced:
         t = priced["training_days"].astype(float)
-        ex.add("deadline", t > c.deadline_days, "deadline: " + t.map(lambda v: f"{v:,.1f}") + f" days > {c.deadline_days:g}")
+        start = (priced["start_days"].astype(float).fillna(0.0) if "start_days" in priced
+                 else pd.Series(0.0, index=priced.index))
+        late = t + start > c.deadline_days
+        waits = start.map(lambda v: f"{v:g} days to start + " if v > 0 else "")
+        ex.add("deadline", late, "deadline: " + waits + t.map(lambda v: f"{v:,.1f}") + f" days > {c.deadline_days:g}")
+        if "p_meets_deadline" in priced:
+            pm = priced["p_meets_deadline"].astype(float)
+            ex.add("deadline", ~late & (pm < c.deadline_confidence),
+                   "deadline: meets the " + f"{c.deadline_days:g}-day deadline with probability "
+                   + pm.map(lambda v: f"{v:.2f}") + f" < deadline_confidence {c.deadline_confidence:g}")
     if c.budget_usd is not None:
         total = priced["cost_usd"] if s.is_training else priced.get("usd_total")
         if total is not None:
@@ -229,6 +238,9 @@ def exclusions(s: Scenario, priced: pd.DataFrame, fit: pd.DataFrame | None = Non
     fit = framework_fit(s, priced["accelerator"].unique()) if fit is None else fit
     reason = priced["accelerator"].map(fit.set_index("accelerator")["framework_reason"])
     ex.add("framework", reason.notna(), reason)
+    if "offering" in priced:
+        old = priced["offering"].fillna("").astype(str).str.endswith("-superseded")
+        ex.add("superseded", old, "superseded: a stale price row kept for history (data/README.md), never recommended")
     return pd.Series(ex.found, index=priced.index, dtype=object)
 
 

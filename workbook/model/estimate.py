@@ -196,9 +196,11 @@ def choose_training_chips(p: Profile, acc: dict, s: Scenario, eff: Efficiency | 
 
 
 def _chip_cap(acc: dict, s: Scenario) -> int:
-    if s.constraints.max_chips:
-        return int(s.constraints.max_chips)
-    return int(acc["max_cluster_chips"]) if not pd.isna(acc.get("max_cluster_chips")) else 65536
+    """The most chips a plan may use: the largest published cluster or slice of the chip
+    (``max_cluster_chips``; multislice beyond it is not sourced) and ``constraints.max_chips``,
+    whichever is lower (65,536 when neither is given)."""
+    cap = int(acc["max_cluster_chips"]) if not pd.isna(acc.get("max_cluster_chips")) else 65536
+    return min(cap, int(s.constraints.max_chips)) if s.constraints.max_chips else cap
 
 
 def _first_feasible(p: Profile, acc: dict, s: Scenario, counts: np.ndarray, eff: Efficiency | None,
@@ -273,10 +275,12 @@ class _Planner:
     deadline), ``probe_down`` (below a first hit) and ``bisect`` (between a miss and a hit)."""
 
     def __init__(self, p: Profile, acc: dict, s: Scenario, pinned: int | None, par: Parallelism | None,
-                 eff: Efficiency):
+                 eff: Efficiency, unit: int | None = None):
         self.p, self.acc, self.s, self.w, self.par, self.eff = p, acc, s, s.workload, par, eff
         self.pinned, self.headroom, self.dl = pinned, s.constraints.min_memory_headroom, s.constraints.deadline_days
         self.unit, self.exact = _pinned_unit(acc, par)
+        if unit is not None and self.exact is None:
+            self.unit = math.lcm(self.unit, int(unit))
         self.top = max(self.unit, (_chip_cap(acc, s) // self.unit) * self.unit)
 
     def cfg_at(self, n: int):
@@ -398,18 +402,18 @@ class _Planner:
 
 
 def plan_training(p: Profile, acc: dict, s: Scenario, pinned: int | None, par: Parallelism | None,
-                  eff: Efficiency | None = None):
+                  eff: Efficiency | None = None, unit: int | None = None):
     """(chips, configuration) for a transformer: the pinned count, else the fewest whole nodes whose
     best layout (``training_config``) meets ``constraints.deadline_days`` (no deadline: the fewest
     that fit), starting from ``choose_training_chips`` and refined by proportional steps and a
     bisection (``_Planner``); (count, None) when nothing fits. At most ~16 searches, each cached;
     the plan itself is cached on the profile, accelerator, workload, constraints, pins and efficiency."""
     eff = default(eff)
-    key = (p, acc["accelerator"], hashable(s.workload), hashable(s.constraints), pinned, hashable(par), eff)
+    key = (p, _acc_key(acc), hashable(s.workload), hashable(s.constraints), pinned, hashable(par), eff, unit)
 
     def compute():
         try:
-            return _Planner(p, acc, s, pinned, par, eff).run()
+            return _Planner(p, acc, s, pinned, par, eff, unit).run()
         except InputError as e:
             return e
 
@@ -418,6 +422,18 @@ def plan_training(p: Profile, acc: dict, s: Scenario, pinned: int | None, par: P
         raise out
     n, cfg = out
     return n, (None if cfg is None else dict(cfg))
+
+
+def checkpoint_bytes(p: Profile, w) -> float:
+    """Bytes of one training checkpoint: the weights (2 bytes each in bf16/fp16, 4 in fp32) plus, for
+    the trainable share, the optimizer's fp32 master copy and moments = the training state without
+    the gradients: ``training_state_bytes_per_param`` less weights and gradients, 12 bytes for Adam
+    (ZeRO, Rajbhandari et al. 2020 §3.1), so 14 bytes per parameter for mixed-precision Adam.
+    Generic models: the same per ``params``."""
+    prec = "fp32" if w.precision == "fp32" else "bf16"
+    state = training_state_bytes_per_param(prec, w.optimizer)
+    weight = 4.0 if prec == "fp32" else 2.0
+    return float(p.params_total) * (weight + (state - 2.0 * weight) * w.trainable_fraction)
 
 
 def _with_bands(out: dict, lo: float, hi: float) -> None:
@@ -444,10 +460,10 @@ def _generic_training(p: Profile, acc: dict, s: Scenario, pinned: int | None, ef
             "memory_per_chip_bytes": float(r["memory_per_chip_bytes"])}
 
 
-def _transformer_training(p: Profile, acc: dict, s: Scenario, pinned, par, eff: Efficiency) -> dict:
+def _transformer_training(p: Profile, acc: dict, s: Scenario, pinned, par, eff: Efficiency, unit=None) -> dict:
     """Step time, memory and layout of a transformer: the planned chip count's best configuration."""
     try:
-        n, cfg = plan_training(p, acc, s, pinned, par, eff)
+        n, cfg = plan_training(p, acc, s, pinned, par, eff, unit)
     except InputError as e:  # a pinned layout that cannot be laid out, no network figure, ...
         return {"chips": pinned, "fits": False, "reason": "; ".join(e.problems)}
     if cfg is None:
@@ -465,10 +481,21 @@ def estimate_training(s: Scenario, accelerator: str, chips: int | None = None, e
     the fewest whole nodes that meet ``constraints.deadline_days`` (``plan_training``). One step =
     ``global_batch_tokens`` (default: one sequence per chip). Generic (non-transformer) workloads use
     ``data_parallel_fallback`` and report no layout."""
+    acc = catalog.accelerator_record(accelerator)
+    on_cluster = s.cluster is not None and catalog.resolve("accelerators", s.cluster.accelerator) == acc["accelerator"]
+    pinned = chips or (s.cluster.chips if on_cluster else None)
+    return estimate_training_on(s, acc, pinned, s.cluster.parallelism if on_cluster else None, eff)
+
+
+def estimate_training_on(s: Scenario, acc: dict, pinned: int | None, par: Parallelism | None = None,
+                         eff: Efficiency | None = None, unit: int | None = None, deadline_days=None) -> dict:
+    """``estimate_training`` on an accelerator record (the catalog's, or as one offering sells it:
+    ``offer_record``): ``pinned`` chips, else planned in multiples of ``unit`` chips (whole
+    instances) for ``deadline_days`` (default the scenario's); the row also gives the model state a
+    checkpoint writes (``checkpoint_bytes``)."""
     eff = default(eff)
     w = s.workload
     p = workload_profile(w)
-    acc = catalog.accelerator_record(accelerator)
     out = blank_row(acc)
     out["peak_flops_per_s"] = pk = peak(acc, w.precision)
     if math.isnan(pk):
@@ -477,11 +504,12 @@ def estimate_training(s: Scenario, accelerator: str, chips: int | None = None, e
     if p.generic and p.train_flops_per_sample is None:
         out["reason"] = "workload.generic.train_flops_per_sample is needed for a training estimate"
         return out
-    on_cluster = s.cluster is not None and catalog.resolve("accelerators", s.cluster.accelerator) == acc["accelerator"]
-    pinned = chips or (s.cluster.chips if on_cluster else None)
-    par = s.cluster.parallelism if on_cluster else None
-    out.update(_generic_training(p, acc, s, pinned, eff) if p.generic
-               else _transformer_training(p, acc, s, pinned, par, eff))
+    plan_s = s
+    if deadline_days is not None and s.constraints.deadline_days is not None:
+        plan_s = s.model_copy(update={"constraints": s.constraints.model_copy(update={"deadline_days": deadline_days})})
+    out.update(_generic_training(p, acc, plan_s, pinned, eff) if p.generic
+               else _transformer_training(p, acc, plan_s, pinned, par, eff, unit))
+    out["checkpoint_bytes"] = checkpoint_bytes(p, w)
     if not out["fits"]:
         return out
     n = out["chips"]

@@ -1,5 +1,5 @@
-"""Cost and decision charts: ways to pay side by side, break-even curves, the Monte Carlo
-distribution, the tornado and the Pareto front of cost vs time. Each function takes a tidy frame
+"""Cost and decision charts: ways to pay side by side, every offer ranked, break-even curves, the
+Monte Carlo distribution, the tornado and the Pareto front of cost vs time. Each function takes a tidy frame
 from ``workbook.cost`` or ``workbook.decision`` and returns an ``alt.Chart``."""
 from __future__ import annotations
 
@@ -38,6 +38,31 @@ def pricing_models(priced: pd.DataFrame) -> alt.Chart:
     band = base.mark_rule(color="#333").encode(x=f"{metric}_low:Q", x2=f"{metric}_high:Q")
     return (bars + band).properties(title="Ways to pay, cheapest offering of each (band: performance estimate)",
                                     width=520, height=alt.Step(9))
+
+
+def offers(offers_frame: pd.DataFrame, top: int = 25) -> alt.Chart:
+    """The ``top`` ranked offers (``decision.offers_table``: one per offering and way to pay) by
+    their point-estimate cost, with the performance band as an error bar; offers tied with the
+    first are marked; the tooltip carries time, deadline odds, goodput, start days and contract."""
+    metric, title = _metric(offers_frame)
+    d = offers_frame[offers_frame["rank"].notna() & offers_frame[metric].notna()].sort_values("rank").head(top).copy()
+    if d.empty:
+        return empty("No offer passes the hard constraints (see the exclusions table).")
+    d["way to pay"] = d["pricing_model"].map(pricing_short)
+    d["offer"] = d["rank"].astype(int).astype(str) + ". " + d["offering"] + " · " + d["way to pay"]
+    d["tied"] = d["tie"].fillna(False).map({True: "tied with the first", False: "-"})
+    extra = [alt.Tooltip(f"{c}:Q", format=",.3~g") for c in ("training_days", "p_meets_deadline", "goodput",
+                                                             "start_days", "contract_usd") if c in d and d[c].notna().any()]
+    base = alt.Chart(d).encode(
+        y=alt.Y("offer:N", title=None, sort=alt.EncodingSortField("rank", op="min")),
+        tooltip=["offering", "provider", "way to pay", "chips", "instances", "tied",
+                 alt.Tooltip(f"{metric}:Q", format=",.3~s", title=title), *extra])
+    bars = base.mark_bar().encode(x=alt.X(f"{metric}:Q", title=title + ", point estimate"),
+                                  color=alt.Color("way to pay:N", title="Way to pay"),
+                                  opacity=alt.Opacity("tied:N", title="Tie", scale=alt.Scale(range=[0.6, 1.0])))
+    band = base.mark_rule(color="#333").encode(x=f"{metric}_low:Q", x2=f"{metric}_high:Q")
+    return (bars + band).properties(title=f"Every offer ranked (first {len(d)}; band: performance estimate)",
+                                    width=520, height=alt.Step(14))
 
 
 def breakeven_chart(curves: pd.DataFrame) -> alt.Chart:

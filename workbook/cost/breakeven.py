@@ -1,0 +1,142 @@
+"""Break-even tables: when a commitment, a purchase or spot stops or starts paying against
+on-demand, per accelerator (formulas in ``workbook.cost.rates``)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..scenario import Scenario
+from ..terms import HOURS_PER_MONTH
+from .rates import (breakeven_interruptions_spot, breakeven_interruptions_spot_spares, breakeven_months_commit,
+                    breakeven_months_purchase, breakeven_utilization_commit, spot_goodput_breakeven)
+
+
+# --- break-even ------------------------------------------------------------------------------------
+
+def _or_never(u):
+    """A break-even utilization above 1 cannot be reached: inf ("never")."""
+    return np.where(np.asarray(u, dtype=float) > 1.0, np.inf, u)
+
+
+def max_interruptions_per_hour(s: Scenario, option: pd.Series, spot_usd_per_hour: float,
+                               on_demand_usd_per_hour: float) -> float:
+    """The interruption rate per instance-hour above which one spot option (a priced row) costs more
+    than on-demand at the given prices: with spare instances for a latency-bound fleet, else from
+    the lost hours (checkpoint interval for training)."""
+    p = s.pricing
+    if pd.notna(option.get("spot_availability_target", np.nan)) and pd.notna(option.get("instances", np.nan)):
+        return breakeven_interruptions_spot_spares(spot_usd_per_hour, on_demand_usd_per_hour, p.restart_h,
+                                                   option["instances"], option["spot_availability_target"])
+    n = option["spot_instances"] if "spot_instances" in option and pd.notna(option["spot_instances"]) else 1.0
+    ckpt = 0.0
+    if s.is_training:  # the offer's checkpoint interval (the Young/Daly optimum unless the scenario fixes one)
+        ckpt = (float(option["checkpoint_interval_s"]) / 3600.0 if pd.notna(option.get("checkpoint_interval_s", np.nan))
+                else (p.checkpoint_interval_h or 0.0))
+    return float(breakeven_interruptions_spot(spot_usd_per_hour, on_demand_usd_per_hour, ckpt, p.restart_h, n))
+
+
+def _breakeven_entry(s: Scenario, r: pd.Series, od_price: float) -> dict:
+    """The break-even figures of one non-on-demand option against an on-demand chip-hour price."""
+    p = s.pricing
+    model, price = r["pricing_model"], r["usd_per_chip_hour"]
+    out = {}
+    if model in ("commit_1y", "commit_3y", "monthly"):
+        out["months_to_beat_on_demand"] = float(breakeven_months_commit(price, od_price, r["term_months"], p.utilization))
+        out["utilization_to_beat_on_demand"] = float(_or_never(breakeven_utilization_commit(
+            price, od_price, r["term_months"], p.horizon_months)))
+    elif model == "purchase":
+        cpi = r["chips_per_instance"]
+        out["months_to_beat_on_demand"] = float(breakeven_months_purchase(
+            r["usd_per_instance_hour"] * r["term_months"] * HOURS_PER_MONTH, od_price * cpi,
+            r["energy_usd_per_instance_hour"], p.utilization))
+        out["utilization_to_beat_on_demand"] = float(_or_never(breakeven_utilization_commit(
+            price + r["energy_usd_per_instance_hour"] / cpi, od_price, r["term_months"], p.horizon_months)))
+    elif model == "spot":
+        out["max_interruptions_per_hour"] = max_interruptions_per_hour(s, r, price, od_price)
+        out["min_useful_fraction"] = float(spot_goodput_breakeven(price, od_price))
+    return out
+
+
+_BREAKEVEN_COLUMNS = ["accelerator", "pricing_model", "offering", "usd_per_chip_hour", "on_demand_offering",
+                      "on_demand_usd_per_chip_hour", "price_ratio", "months_to_beat_on_demand",
+                      "utilization_to_beat_on_demand", "max_interruptions_per_hour", "min_useful_fraction"]
+
+
+def breakeven(s: Scenario, priced: pd.DataFrame) -> pd.DataFrame:
+    """Per accelerator, against its cheapest on-demand chip-hour: months of use after which each
+    commitment or purchase beats on-demand, the utilization at which it does over the scenario's
+    horizon, and for spot the interruption rate and useful fraction at which it stops paying."""
+    rows = []
+    ok = priced[priced["usd_per_instance_hour"].notna()].copy()
+    ok["usd_per_chip_hour"] = ok["usd_per_instance_hour"] / ok["chips_per_instance"]
+    for acc, g in ok.groupby("accelerator", sort=True):
+        od = g[g["pricing_model"] == "on_demand"]
+        if od.empty:
+            continue
+        od_best = od.loc[od["usd_per_chip_hour"].idxmin()]
+        od_price = od_best["usd_per_chip_hour"]
+        for _, r in g[g["pricing_model"] != "on_demand"].iterrows():
+            price = r["usd_per_chip_hour"]
+            entry = {"accelerator": acc, "pricing_model": r["pricing_model"], "offering": r["offering"],
+                     "usd_per_chip_hour": price, "on_demand_offering": od_best["offering"],
+                     "on_demand_usd_per_chip_hour": od_price, "price_ratio": price / od_price,
+                     "months_to_beat_on_demand": np.nan, "utilization_to_beat_on_demand": np.nan,
+                     "max_interruptions_per_hour": np.nan, "min_useful_fraction": np.nan}
+            entry.update(_breakeven_entry(s, r, od_price))
+            rows.append(entry)
+    out = pd.DataFrame(rows, columns=_BREAKEVEN_COLUMNS)
+    # keep the best (cheapest per chip-hour) offering per accelerator x model
+    if len(out):
+        out = out.sort_values("usd_per_chip_hour").groupby(["accelerator", "pricing_model"], sort=True).head(1)
+        out = out.sort_values(["accelerator", "pricing_model"]).reset_index(drop=True)
+    return out
+
+
+def _cheapest_accelerator(s: Scenario, ok: pd.DataFrame) -> str | None:
+    ranked = ok[ok["excluded_reason"].isna()] if "excluded_reason" in ok else ok
+    metric = "cost_usd" if s.is_training else "usd_per_million_tokens"
+    ranked = ranked.dropna(subset=[metric])
+    return (ranked.loc[ranked[metric].idxmin(), "accelerator"] if len(ranked)
+            else ok["accelerator"].iloc[0] if len(ok) else None)
+
+
+def _cumulative(s: Scenario, r: pd.Series, months: np.ndarray) -> np.ndarray:
+    """Cumulative cost of one chip of option ``r`` used ``utilization`` of the time, per month."""
+    p = s.pricing
+    model, price, u = r["pricing_model"], r["usd_per_chip_hour"], p.utilization
+    if model == "on_demand":
+        return months * HOURS_PER_MONTH * u * price
+    if model == "spot":
+        # the option's paid hours per used hour: spares (latency-bound serving), lost hours, goodput
+        f = float(r["paid_per_used_hour"]) if pd.notna(r.get("paid_per_used_hour", np.nan)) else 1.0
+        return months * HOURS_PER_MONTH * u * price * f
+    if model == "purchase":
+        capex = price * r["term_months"] * HOURS_PER_MONTH
+        return np.where(months > 0, capex, 0.0) + months * HOURS_PER_MONTH * u * r["energy_per_chip_hour"]
+    term = r["term_months"]
+    # a new term starts when the previous one ends
+    y = np.ceil(np.maximum(months, 1e-9) / term) * term * HOURS_PER_MONTH * price
+    return np.where(months > 0, y, 0.0)
+
+
+def breakeven_curves(s: Scenario, priced: pd.DataFrame, accelerator: str | None = None,
+                     max_months: int | None = None) -> pd.DataFrame:
+    """Cumulative cost of one chip used ``utilization`` of the time, month by month, for each way
+    to pay (cheapest offering of each): where a line crosses on-demand is the break-even month."""
+    ok = priced[priced["usd_per_instance_hour"].notna()].copy()
+    if accelerator is None:
+        accelerator = _cheapest_accelerator(s, ok)
+    if accelerator is None:
+        return pd.DataFrame(columns=["accelerator", "pricing_model", "month", "cumulative_usd_per_chip"])
+    g = ok[ok["accelerator"] == accelerator].copy()
+    g["usd_per_chip_hour"] = g["usd_per_instance_hour"] / g["chips_per_instance"]
+    g["energy_per_chip_hour"] = g["energy_usd_per_instance_hour"] / g["chips_per_instance"]
+    best = g.sort_values("usd_per_chip_hour").groupby("pricing_model", sort=False).head(1)
+    horizon = max_months or int(max(48, math.ceil(s.pricing.horizon_months) + 12))
+    months = np.arange(0, horizon + 1, dtype=float)
+    rows = [pd.DataFrame({"accelerator": accelerator, "pricing_model": r["pricing_model"], "offering": r["offering"],
+                          "month": months, "cumulative_usd_per_chip": _cumulative(s, r, months)})
+            for _, r in best.iterrows()]
+    return pd.concat(rows, ignore_index=True)

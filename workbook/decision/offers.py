@@ -1,0 +1,75 @@
+"""The offers: one row per (offering, pricing model) evaluated, what it buys, how long and how
+reliably it runs, what it costs and where it ranks; the excluded ones with ``excluded_reason``.
+
+Every offer that passes the hard constraints is ranked (``rank.rank``: providers can be compared
+offering by offering), on the point estimate (``cost_usd`` / ``usd_per_million_tokens``); the Monte
+Carlo median is given beside it as ``cost_p50_monte_carlo`` and labelled so.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..scenario import Scenario
+from .rank import break_ties, metric_of, rank
+
+OFFER_KEYS = ["rank", "offering", "provider", "region", "accelerator", "instance", "pricing_model", "chips",
+              "chips_billed", "instances", "hosts", "inter_node_bytes_per_s", "fabric", "network_basis",
+              "training_days", "training_days_low", "training_days_high", "usd_per_million_tokens",
+              "usd_per_million_tokens_low", "usd_per_million_tokens_high", "p_meets_deadline", "cost_usd",
+              "cost_usd_low", "cost_usd_high", "cost_p50_monte_carlo", "usd_per_chip_hour", "price_as_of",
+              "interruptions_per_hour", "goodput", "checkpoint_write_s", "checkpoint_interval_min", "start_days",
+              "start_days_source", "contract_usd", "score", "tie", "excluded_reason"]
+
+
+def offers_table(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = None,
+                 tied: list[str] | None = None) -> pd.DataFrame:
+    """Every priced (offering, pricing model) with the issue-11 keys (``OFFER_KEYS``): ranked ones
+    first by rank, then the excluded ones with their reason. ``usd_per_chip_hour`` is the sticker
+    price per chip-hour (after negotiated discount); ``contract_usd`` is set on commitments and
+    purchases (the whole term the run pays for). ``tied``: the options tied with the top one
+    (``Recommendation.ties``), ordered by the tie-breakers as the recommendation orders them;
+    ``tie`` marks them and the top one."""
+    metric = metric_of(s)
+    df = priced[priced["offering"].notna()].copy()
+    df["usd_per_chip_hour"] = df["usd_per_instance_hour"] / df["chips_per_instance"].astype(float)
+    ranked = break_ties(rank(s, priced, mc), list(tied or []))
+    df["tie"] = False
+    if tied and len(ranked):
+        df["tie"] = df["option"].isin([*tied, ranked["option"].iloc[0]])
+    if len(ranked):
+        df = df.merge(ranked[["option", "rank", "score"]], on="option", how="left")
+    else:
+        df["rank"], df["score"] = np.nan, np.nan
+    if mc is not None and len(mc) and "p50" in mc:
+        df["cost_p50_monte_carlo"] = df["option"].map(mc.set_index("option")["p50"])
+    for k in OFFER_KEYS:
+        if k not in df:
+            df[k] = np.nan
+    if "contract_usd" in df:
+        df.loc[df["kind"] != "reserved", "contract_usd"] = np.nan
+    df = df.sort_values(["rank", metric], na_position="last", kind="stable")
+    return df[OFFER_KEYS].reset_index(drop=True)
+
+
+SUMMARY_COLUMNS = {
+    "training": ["rank", "offering", "provider", "accelerator", "pricing_model", "chips", "instances", "hosts",
+                 "inter_node_bytes_per_s", "training_days", "p_meets_deadline", "start_days", "goodput",
+                 "checkpoint_interval_min", "cost_usd", "cost_p50_monte_carlo", "contract_usd", "tie",
+                 "excluded_reason"],
+    "serving": ["rank", "offering", "provider", "accelerator", "pricing_model", "chips", "instances",
+                "usd_per_million_tokens", "usd_per_million_tokens_low", "usd_per_million_tokens_high",
+                "cost_p50_monte_carlo", "usd_per_chip_hour", "price_as_of", "tie", "excluded_reason"],
+}
+
+
+def offers_summary(s: Scenario, offers: pd.DataFrame | None, top: int | None = None) -> pd.DataFrame:
+    """The offers a person reads: the ``SUMMARY_COLUMNS`` of the scenario's kind (training: time,
+    deadline odds, start days, goodput, cost and contract; serving: USD per million tokens), ranked
+    first, then the excluded ones; at most ``top`` rows."""
+    if offers is None:
+        return pd.DataFrame(columns=SUMMARY_COLUMNS["training" if s.is_training else "serving"])
+    cols = [c for c in SUMMARY_COLUMNS["training" if s.is_training else "serving"] if c in offers]
+    out = offers[cols]
+    return out.head(top).reset_index(drop=True) if top else out.reset_index(drop=True)
+
