@@ -116,3 +116,19 @@ def test_break_ties_orders_by_cost_then_chips():
                            "cost_value": [10.0, 9.0, 9.0, 1.0], "chips": [8, 16, 8, 8], "rank": [1, 2, 3, 4]})
     out = break_ties(ranked, ["y", "z"])
     assert out["option"].tolist() == ["z", "y", "x", "w"] and out["rank"].tolist() == [1, 2, 3, 4]
+
+
+def test_every_ranked_offer_states_the_network_it_was_planned_with():
+    """``inter_node_bytes_per_s`` (per instance) is the bandwidth the plan used: the offering's own
+    figure, or the accelerator catalog's per-chip figure x chips per instance where the offering
+    publishes none (``network_basis`` says which)."""
+    import workbook as wb
+    from workbook import catalog
+
+    a = wb.analyse(wb.load_scenario("llama-70b-pretrain"), n_draws=500)
+    ranked = a.offers[a.offers["rank"].notna()]
+    assert ranked["inter_node_bytes_per_s"].notna().all()
+    lam = ranked[ranked["offering"] == "lambda-8x-h100-sxm"].iloc[0]
+    chip = catalog.accelerator_record("H100-SXM5-80GB")["inter_node_bytes_per_s"]
+    assert "not published" in lam["network_basis"]
+    assert lam["inter_node_bytes_per_s"] == pytest.approx(chip * lam["chips_billed"] / lam["instances"])

@@ -33,6 +33,10 @@ def offers_table(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = No
     metric = metric_of(s)
     df = priced[priced["offering"].notna()].copy()
     df["usd_per_chip_hour"] = df["usd_per_instance_hour"] / df["chips_per_instance"].astype(float)
+    if "network_bytes_per_s_per_chip" in df:  # per instance, as the plan ran it (the chip's, when unpublished)
+        df["inter_node_bytes_per_s"] = df["inter_node_bytes_per_s"].where(
+            df["inter_node_bytes_per_s"].notna(),
+            df["network_bytes_per_s_per_chip"] * df["chips_per_instance"].astype(float))
     ranked = break_ties(rank(s, priced, mc), list(tied or []))
     df["tie"] = False
     if tied and len(ranked):
