@@ -12,6 +12,11 @@ recovery after a killed run, the index, and the ``report`` command.
   never leaves a half report nor removes the previous good one; a failure is logged with notebook,
   cell and message, the failed executed notebook is kept in ``<out>/_failed/<scenario>/``, the batch
   goes on and the exit status is non-zero.
+- One run at a time per output folder: ``<out>/.report.lock`` holds the PID of the run writing it
+  (``outfolder``); a second run is refused, a lock whose process is gone is taken over. Report names
+  are checked before a kernel starts (reserved names, two files with one name, a name whose report
+  another file made). A scenario that cannot be planned (symlink loop, read error, recursion) or
+  whose report cannot be written (disk full, read-only) fails alone, in one line naming the folder.
 - ``--skip-unchanged`` skips a scenario whose inputs (scenario file, catalogs, notebooks, package
   source and version) hash to the value recorded in its ``summary.json``.
 """
@@ -32,10 +37,11 @@ import time
 import uuid
 from pathlib import Path
 
-from .. import diff, paths
+from .. import diff, netcheck, paths
 from ..errors import InputError
 from ..paths import NOTEBOOK_DIR, PACKAGE_DIR, SCENARIO_DIR
 from ..scenario import load_scenario, resolve_path, scenario_names
+from . import outfolder
 from .assemble import headline, jinja_env, report_css, sha256_file, utc_now
 from .execute import render_scenario, shutdown_kernels
 from .jobs import Job, Result
@@ -84,12 +90,17 @@ def _kernel_name(notebook: Path) -> str:
 
 
 def plan(scenarios: list[str], out: str | Path, notebook_dir: str | Path = NOTEBOOK_DIR,
-         skip_unchanged: bool = False, timeout_s: float | None = None) -> tuple[list[Job], list[str], list[str]]:
+         skip_unchanged: bool = False, timeout_s: float | None = None,
+         failures: list[str] | None = None) -> tuple[list[Job], list[str], list[str]]:
     """Validate the batch: returns (jobs to run, problems, names skipped as unchanged).
 
-    A scenario that does not validate is a problem (file and field named) and is left out; the
-    notebooks' section declarations and parameter cells are checked here too (InputError: no
-    notebook would render right).
+    A scenario that does not validate is a problem (file and field named) and is left out, as is
+    one whose name cannot name a report folder here: reserved (``index.html``, ``_failed``, ...),
+    taken by another scenario of the batch, or naming a report that another scenario file made
+    (``<out>/<name>/summary.json`` records its file). A scenario that cannot be planned for another
+    reason (a symlink loop, a read error, a recursion limit) is left out too, its one line going to
+    ``failures`` when given (else to the problems). The notebooks' section declarations and
+    parameter cells are checked here too (InputError: no notebook would render right).
     """
     present, missing = available_sections(notebook_dir)
     if not present:
@@ -102,26 +113,73 @@ def plan(scenarios: list[str], out: str | Path, notebook_dir: str | Path = NOTEB
                 kernel_name=_kernel_name(nb_paths[0]))
     out = Path(out)
     jobs, problems, skipped, seen = [], [], [], {}
+    failed = problems if failures is None else failures
     for arg in scenarios:
         try:
-            s = load_scenario(arg)
+            name, job = _plan_one(arg, out, nb_paths, skip_unchanged, seen, base)
         except InputError as e:
             problems.extend(e.problems)
             continue
-        path = resolve_path(arg).resolve()
-        if s.name in seen:
-            problems.append(f"{paths.rel(path)}: name: {s.name!r} is also the name of {seen[s.name]}; "
-                            "each report needs its own name")
+        except Exception as e:  # RecursionError, RuntimeError (symlink loop), OSError: this scenario only
+            failed.append(f"{arg}: cannot be planned ({e.__class__.__name__}: {excerpt(str(e))})")
             continue
-        seen[s.name] = paths.rel(path)
-        shipped = path.parent == SCENARIO_DIR.resolve() and path.stem == s.name
-        digest = inputs_sha256(path, nb_paths)
-        if skip_unchanged and _previous_inputs_sha256(out, s.name) == digest:
-            skipped.append(s.name)
-            continue
-        jobs.append(Job(scenario=s.name, parameter=s.name if shipped else str(path), scenario_file=str(path),
-                        inputs_sha256=digest, title=s.title, **base))
+        if job is None:
+            skipped.append(name)
+        else:
+            jobs.append(job)
     return jobs, problems, skipped
+
+
+def excerpt(text: str, limit: int = 200) -> str:
+    line = text.splitlines()[0] if text else ""
+    return line if len(line) <= limit else line[:limit] + "..."
+
+
+def _plan_one(arg: str, out: Path, nb_paths: list[Path], skip_unchanged: bool, seen: dict,
+              base: dict) -> tuple[str, Job | None]:
+    """(name, Job) of one scenario, the Job None when its inputs are unchanged; InputError when the
+    file or its name is refused. ``seen``: name -> file of the scenarios planned so far."""
+    s = load_scenario(arg)
+    path = resolve_path(arg).resolve()
+    rel = paths.rel(path)
+    problem = outfolder.name_problem(s.name)
+    if problem:
+        raise InputError(f"{rel}: name: {problem}")
+    if s.name in seen:
+        raise InputError(f"{rel}: name: {s.name!r} is also the name of {seen[s.name]}; each report needs its own name")
+    seen[s.name] = rel
+    owner = _report_owner(out, s.name)
+    if owner is not None and owner != _origin(path):
+        raise InputError(f"{rel}: name: {s.name!r} already names the report in {paths.rel(out / s.name)}/, made from "
+                         f"{'the shipped scenario' if owner == 'shipped' else owner}; refusing to replace it "
+                         "(rename this scenario, use another --out, or delete that folder)")
+    shipped = path.parent == SCENARIO_DIR.resolve() and path.stem == s.name
+    digest = inputs_sha256(path, nb_paths)
+    if skip_unchanged and _previous_inputs_sha256(out, s.name) == digest:
+        return s.name, None
+    return s.name, Job(scenario=s.name, parameter=s.name if shipped else str(path), scenario_file=str(path),
+               inputs_sha256=digest, title=s.title, **base)
+
+
+def _origin(path: Path | str) -> str:
+    """Which scenario file a report comes from: ``shipped`` (data/scenarios of any checkout, so
+    that a report folder made from another checkout is still the shipped scenario's) or its path."""
+    p = Path(path)
+    if p.parent.parts[-2:] == ("data", "scenarios") and p.suffix in (".yaml", ".yml"):
+        return "shipped"
+    return os.path.abspath(p)
+
+
+def _report_owner(out: Path, name: str) -> str | None:
+    """The origin of the scenario file that made ``<out>/<name>/`` (or its recorded failure)."""
+    for record, keys in ((out / name / "summary.json", ("report", "scenario_file")),
+                         (out / outfolder.FAILED_DIR / name / "error.json", ("scenario_file",))):
+        data = _read_json(record) if record.is_file() else None
+        for k in keys:
+            data = data.get(k) if isinstance(data, dict) else None
+        if isinstance(data, str) and data:
+            return _origin(data)
+    return None
 
 
 # --- writing: staging folder, then rename into place ------------------------------------------------
@@ -179,16 +237,6 @@ def _keep_previous(dest: Path, staging: Path) -> None:
 _LEFTOVER = re.compile(r"^\.(staging|old)-(.+)-(\d+)-[A-Za-z0-9_]+$")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def recover(out: str | Path) -> list[str]:
     """Finish what a killed run left in ``out``: put back a previous report that was moved aside
     (``.old-*``) when no report replaced it, and delete staging folders. Only folders of processes
@@ -199,7 +247,7 @@ def recover(out: str | Path) -> list[str]:
         return done
     for p in sorted(out.iterdir()):
         m = _LEFTOVER.match(p.name)
-        if not (m and p.is_dir()) or _alive(int(m.group(3))):
+        if not (m and p.is_dir()) or outfolder.alive(int(m.group(3))):
             continue
         kind, name = m.group(1), m.group(2)
         if kind == "old" and not (out / name).exists():
@@ -211,17 +259,21 @@ def recover(out: str | Path) -> list[str]:
     return done
 
 
-def record_failure(result: Result, out: str | Path) -> Path:
+def record_failure(result: Result, out: str | Path, scenario_file: str | None = None) -> Path:
     """Keep the failed executed notebook and the error in ``<out>/_failed/<scenario>/``; the
-    previous good report (if any) stays untouched."""
-    d = Path(out) / "_failed" / result.scenario
+    previous good report (if any) stays untouched. ``scenario_file`` is recorded in ``error.json``
+    (which file the name belongs to)."""
+    d = Path(out) / outfolder.FAILED_DIR / result.scenario
     shutil.rmtree(d, ignore_errors=True)
     d.mkdir(parents=True)
     for name, data in result.files.items():
         (d / name).write_bytes(data)
     (d / "error.txt").write_text(result.error + "\n")
-    (d / "error.json").write_text(json.dumps({"scenario": result.scenario, "title": result.title,
-                                              "error": result.error, "detail": result.error_detail}, indent=2) + "\n")
+    record = {"scenario": result.scenario, "title": result.title, "error": result.error,
+              "detail": result.error_detail}
+    if scenario_file:
+        record["scenario_file"] = scenario_file
+    (d / "error.json").write_text(json.dumps(record, indent=2) + "\n")
     return d
 
 
@@ -371,31 +423,61 @@ def _progress_bar(n: int):
 def run_batch(jobs: list[Job], out: str | Path, workers: int = 1, executor: cf.Executor | None = None,
               progress: bool | None = None, echo=None):
     """Render ``jobs`` (in parallel when ``workers > 1`` or an ``executor`` is given), install each
-    finished report as it arrives, record failures; returns the list of Results."""
+    finished report as it arrives, record failures; returns the list of Results. Holds the output
+    folder's lock (``outfolder.output_lock``: InputError when another run holds it) before anything
+    starts. A report that cannot be written (disk full, read-only) is a failed Result with one line
+    naming the folder; the batch goes on and the previous report stays."""
     out = Path(out)
     if progress is None:
         progress = sys.stderr.isatty()
-    bar = _progress_bar(len(jobs)) if progress and jobs else None
-    say = echo or (bar.write if bar is not None else _say)
-    for line in recover(out):
-        say(f"note: {line}")
-    results = []
-    for job, res in _results(jobs, workers, executor):
-        results.append(res)
-        if res.ok:
+    notes: list[str] = []
+    with outfolder.output_lock(out, notes):
+        bar = _progress_bar(len(jobs)) if progress and jobs else None
+        say = echo or (bar.write if bar is not None else _say)
+        for line in notes + recover(out):
+            say(f"note: {line}")
+        results = []
+        try:
+            for job, res in _results(jobs, workers, executor):
+                results.append(_finish(job, res, out, say))
+                if bar is not None:
+                    bar.update(1)
+        finally:
+            if bar is not None:
+                bar.close()
+    return results
+
+
+def _finish(job: Job, res: Result, out: Path, say) -> Result:
+    """Install a finished report or record a failure, saying so in one or two lines; a write error
+    turns an ok Result into a failed one."""
+    if res.ok:
+        try:
             where = install(res, out)
             say(f"ok      {job.scenario} ({res.duration_s:.1f} s) -> {paths.rel(where)}")
-        else:
-            kept = record_failure(res, out)
-            say(f"FAILED  {job.scenario} ({res.duration_s:.1f} s): {res.error}")
-            say(f"        executed notebook and error kept in {paths.rel(kept)}/")
-        for n in res.notes:
-            say(f"        note: {job.scenario}: {n}")
-        if bar is not None:
-            bar.update(1)
-    if bar is not None:
-        bar.close()
-    return results
+        except OSError as e:
+            res = Result(scenario=res.scenario, ok=False, title=res.title, duration_s=res.duration_s, notes=res.notes,
+                         error=f"{outfolder.write_error(e, out)} (its previous report, if any, is kept)",
+                         error_detail={"ename": e.__class__.__name__, "evalue": str(e), "errno": e.errno})
+            say(f"FAILED  {job.scenario}: {res.error}")
+            _try_record(res, out, job, say, quiet=True)
+    else:
+        say(f"FAILED  {job.scenario} ({res.duration_s:.1f} s): {res.error}")
+        _try_record(res, out, job, say)
+    for n in res.notes:
+        say(f"        note: {job.scenario}: {n}")
+    return res
+
+
+def _try_record(res: Result, out: Path, job: Job, say, quiet: bool = False) -> None:
+    try:
+        kept = record_failure(res, out, job.scenario_file)
+    except OSError as e:
+        if not quiet:  # a write error already said why
+            say(f"        the error could not be kept: {outfolder.write_error(e, out / outfolder.FAILED_DIR)}")
+        return
+    if not quiet:
+        say(f"        executed notebook and error kept in {paths.rel(kept)}/")
 
 
 # --- the `report` command ------------------------------------------------------------------------------
@@ -457,13 +539,31 @@ def _announce(args, problems: list[str], skipped: list[str]) -> list[Section]:
 
 
 def run(args) -> int:
+    """The ``report`` command. Exit 2 when nothing could start (an invalid scenario is reported and
+    the rest still rendered; the output folder locked by another run or not writable; no loopback
+    interface for the kernels), 1 when a scenario failed while planned, rendered or written, else 0."""
     t0 = time.perf_counter()
     out = Path(args.out)
     names = args.scenarios or scenario_names()
     if not names:
         raise InputError(f"{paths.rel(SCENARIO_DIR)}: no scenario files found")
-    jobs, problems, skipped = plan(names, out, args.notebooks, args.skip_unchanged, args.timeout)
+    notes: list[str] = []
+    with outfolder.output_lock(out, notes):  # before planning: --skip-unchanged reads the folder
+        for line in notes:
+            _say(f"note: {line}")
+        return _run_locked(args, out, names, t0)
+
+
+def _run_locked(args, out: Path, names: list[str], t0: float) -> int:
+    plan_failed: list[str] = []
+    jobs, problems, skipped = plan(names, out, args.notebooks, args.skip_unchanged, args.timeout, plan_failed)
     present = _announce(args, problems, skipped)
+    for line in plan_failed:
+        _say(f"FAILED  {line}")
+    if jobs and not args.scheduler:
+        problem = netcheck.loopback_problem()
+        if problem:  # else each report would wait 60 s for "Kernel didn't respond"
+            raise InputError(problem)
     workers = max(1, args.jobs or _default_jobs())
     executor, client = None, None
     if args.scheduler and jobs:
@@ -480,12 +580,16 @@ def run(args) -> int:
         if client is not None:
             client.run(shutdown_kernels)  # the workers outlive the batch; their kernels need not
             client.close()
-    out.mkdir(parents=True, exist_ok=True)
-    index = write_index(out)
-    failed = [r for r in results if not r.ok]
+    written = len([r for r in results if r.ok])
+    failed = len(results) - written + len(plan_failed)
+    try:
+        index = paths.rel(write_index(out))
+    except OSError as e:
+        _say(f"FAILED  index: {outfolder.write_error(e, out)} (the previous index, if any, is kept)")
+        index, failed = "not written", failed + 1
     invalid = len({p.split(": ")[0] for p in problems})  # problems are "file: field: message" lines
-    _say(f"report: {len(results) - len(failed)} written, {len(failed)} failed, {len(skipped)} unchanged, "
-         f"{invalid} invalid, in {time.perf_counter() - t0:.1f} s; index: {paths.rel(index)}")
+    _say(f"report: {written} written, {failed} failed, {len(skipped)} unchanged, "
+         f"{invalid} invalid, in {time.perf_counter() - t0:.1f} s; index: {index}")
     if problems:
         return 2
     return 1 if failed else 0

@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from .. import paths
+from .. import netcheck, paths
 from ..scenario import load_scenario
 from .assemble import assemble_report, first_line, run_estimate, source_numbers, widget_cells
 from .jobs import Job, Result
@@ -111,6 +111,9 @@ def _kernel(kernel_name: str, cwd: str):
         if run_sync(km.is_alive)():
             return km, False
         _discard_kernel(kernel_name, cwd)
+    problem = netcheck.loopback_problem()
+    if problem:  # fail in a second rather than after the kernel's 60 s "Kernel didn't respond"
+        raise RuntimeError(problem)
     log_file = tempfile.TemporaryFile()
     _KERNELS[key] = [_start_kernel(kernel_name, cwd, log_file), log_file, None]
     if _FINALIZER is None:
