@@ -29,3 +29,20 @@ def test_analyse_composes_fit_prices_and_exclusions():
     passing = a.priced["excluded_reason"].isna()
     assert (a.priced.loc[passing, "excluded_codes"].map(len) == 0).all()
     assert (a.priced.loc[~passing, "excluded_codes"].map(len) > 0).all()
+
+
+def test_when_nothing_fits_the_nearest_changes_name_another_precision():
+    """Llama 3.1 70B in bf16 (141 GB of weights) cannot be served on one 80 GB H100: the nearest
+    changes name both more chips and the first lower precision with which one chip passes (int4:
+    fp8/int8 weights, 70.6 GB, leave no room under the 10% headroom for the KV cache of the load)."""
+    from workbook.scenario import parse_scenario
+
+    s = parse_scenario({"name": "t", "workload": {"task": "inference", "model": "llama-3.1-70b", "precision": "bf16",
+                                                 "input_tokens": 1024, "output_tokens": 256, "requests_per_s": 1},
+                        "candidates": {"accelerators": ["H100-SXM5-80GB"]}, "constraints": {"max_chips": 1}})
+    a = analysis.analyse(s, n_draws=500)
+    assert a.recommendation.accelerator is None
+    changes = [c["changes"] for c in a.recommendation.nearest_changes]
+    assert {"workload.precision": {"from": "bf16", "to": "int4"}} in changes
+    assert any("constraints.max_chips" in c for c in changes)
+    assert any("workload.precision from bf16 to int4" in f for f in a.recommendation.flip_conditions)

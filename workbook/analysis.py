@@ -19,7 +19,9 @@ import pandas as pd
 from . import catalog, cost, decision, paths
 from .cost import reliability
 from .model import estimate, offers as model_offers
-from .scenario import Scenario
+from .errors import InputError
+from .scenario import Scenario, with_overrides
+from .terms import usd
 
 COST_KEYS = ("cost_usd", "usd_per_million_tokens", "usd_per_month")
 MC_DRAWS = 10000
@@ -72,15 +74,56 @@ def offer_performance(s: Scenario, perf_df: pd.DataFrame) -> pd.DataFrame | None
     return out if len(out) else None
 
 
-def analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0) -> Analysis:
-    """The whole analysis of ``s``: performance per accelerator (``options``) and per offering
-    (training), software fit, prices and exclusions, Monte Carlo, recommendation, offers."""
+# precisions tried, in order, when nothing fits in the scenario's own (serving quantises weights; training
+# can run its matmuls in FP8: Micikevicius et al. 2022, "FP8 Formats for Deep Learning")
+OTHER_PRECISIONS = {"inference": ("fp8", "int8", "int4"), "training": ("fp8",), "fine-tuning": ("fp8",)}
+
+
+def _core(s: Scenario, n_draws: int, seed: int):
     perf_df = estimate.compare(s)
     fit = decision.framework_fit(s, perf_df["accelerator"])
     offer_perf = offer_performance(s, perf_df)
     priced = price(s, perf_df if offer_perf is None else offer_perf, fit)
     mc = cost.monte_carlo(s, priced, n=n_draws, seed=seed)
-    rec = decision.recommend(s, perf_df, priced, mc)
+    return perf_df, fit, priced, mc, decision.recommend(s, perf_df, priced, mc, n_draws=n_draws, seed=seed)
+
+
+def precision_changes(s: Scenario, priced: pd.DataFrame, n_draws: int = 1000) -> list[dict]:
+    """When nothing passes and memory, a chip limit or a missing peak rules options out: the first other precision
+    (``OTHER_PRECISIONS``) with which an option passes every hard constraint, as a nearest change
+    (the ``nearest_changes`` entry format, key ``workload.precision``). Empty when none does."""
+    codes = {c for cs in priced.get("excluded_codes", pd.Series(dtype=object)) for c in cs}
+    w = s.workload
+    if not codes & {"memory", "precision", "chips"}:  # too many chips: often the weights that do not fit
+        return []
+    for p in OTHER_PRECISIONS[w.task]:
+        if p == w.precision:
+            continue
+        try:
+            alt = with_overrides(s, **{"workload.precision": p})
+            rec = _core(alt, n_draws, 0)[-1]
+        except InputError:
+            continue
+        if rec.accelerator is not None:
+            metric, fig = rec.metric, rec.figures.get(rec.metric)
+            unit = "for the run" if s.is_training else "per million output tokens"
+            return [{"changes": {"workload.precision": {"from": w.precision, "to": p}}, "stretch": None,
+                     "accelerator": rec.accelerator, "offering": rec.offering, "pricing_model": rec.pricing_model,
+                     metric: fig, "text": f"Change workload.precision from {w.precision} to {p}: then {rec.headline()} "
+                                          f"passes every hard constraint ({usd(fig)} {unit})."}]
+    return []
+
+
+def analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0) -> Analysis:
+    """The whole analysis of ``s``: performance per accelerator (``options``) and per offering
+    (training), software fit, prices and exclusions, Monte Carlo, recommendation, offers. When no
+    option passes, the nearest changes include another precision that would make one pass
+    (``precision_changes``)."""
+    perf_df, fit, priced, mc, rec = _core(s, n_draws, seed)
+    if rec.accelerator is None:
+        extra = precision_changes(s, priced)
+        rec.nearest_changes = list(rec.nearest_changes) + extra
+        rec.flip_conditions = [c["text"] for c in extra] + list(rec.flip_conditions)
     tied = [t["option"] for t in rec.ties]
     return Analysis(s, perf_df, priced, mc, rec, fit, decision.offers_table(s, priced, mc, tied))
 
