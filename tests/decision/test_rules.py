@@ -206,3 +206,41 @@ def test_the_effort_catalog_prices_a_pytorch_port_to_inferentia_for_serving():
     fit = decision.framework_fit(s, [acc]).iloc[0]
     assert fit["needs_porting"] and fit["porting_usd"] == pytest.approx(2 * 3635.0)  # data/effort.csv: 2 weeks
     assert "(data/effort.csv (illustration))" in fit["porting_why"]
+
+
+def _two_regions(**constraints_and_candidates):
+    """The same H100 shape: AWS us-east-1 at $80/h and GCP europe-west4 (Eemshaven, NL) at $100/h."""
+    us = {**offering("us", od=80.0, spot=np.nan, c1=np.nan, c3=np.nan, provider="AWS"), "region": "us-east-1"}
+    eu = {**offering("eu", od=100.0, spot=np.nan, c1=np.nan, c3=np.nan, provider="GCP"), "region": "europe-west4"}
+    nowhere = {**offering("lam", od=60.0, spot=np.nan, c1=np.nan, c3=np.nan, provider="Lambda"), "region": "all"}
+    c = constraints_and_candidates
+    s = scenario({"cost": 1, "time": 0, "ecosystem": 0, "portability": 0}, c.get("constraints"))
+    if "regions" in c:
+        s = s.model_copy(update={"candidates": s.candidates.model_copy(update={"regions": c["regions"]})})
+    return decide(s, train_perf(), offers(us, eu, nowhere))
+
+
+def test_data_residency_rules_out_offers_outside_the_jurisdiction():
+    rec, _ = _two_regions()
+    assert rec.offering == "lam"  # cheapest, anywhere
+    rec, priced = _two_regions(constraints={"data_residency": ["EU"]})
+    assert rec.offering == "eu"
+    lam = priced[priced["offering"] == "lam"].iloc[0]
+    assert "residency" in lam["excluded_codes"] and "no published location" in lam["excluded_reason"]
+    us = priced[priced["offering"] == "us"].iloc[0]
+    assert us["excluded_reason"].startswith("residency: us-east-1 is in US, outside constraints.data_residency (EU)")
+    rec, _ = _two_regions(constraints={"data_residency": ["US"]})
+    assert rec.offering == "us"
+    rec, _ = _two_regions(constraints={"data_residency": ["NL"]})
+    assert rec.offering == "eu"
+
+
+def test_candidate_regions_keep_only_the_regions_named():
+    rec, priced = _two_regions(regions=["europe-west4"])
+    assert rec.offering == "eu"
+    assert priced[priced["offering"] == "us"].iloc[0]["excluded_codes"] == ("region",)
+
+
+def test_a_residency_code_must_be_eu_or_a_country_code():
+    with pytest.raises(Exception, match="data_residency"):
+        parse_scenario({**TRAIN, "constraints": {"data_residency": ["europe"]}})

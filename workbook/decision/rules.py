@@ -26,7 +26,7 @@ SUPPORT_SCORE = {"native": 1.0, "supported": 2.0 / 3.0, "partial": 1.0 / 3.0, "n
 
 # the hard constraints, in the order their sentences are joined
 CONSTRAINTS = ("memory", "precision", "latency", "chips", "instance", "not_priced", "spot", "deadline", "budget",
-               "framework", "superseded")
+               "framework", "superseded", "region", "residency")
 # what a team can move (budget, deadline, chip limit) as against what the hardware cannot do
 PHYSICAL = ("memory", "precision", "latency", "instance", "not_priced", "spot")
 
@@ -265,6 +265,31 @@ def _limit_rules(s: Scenario, priced: pd.DataFrame, ex: _Ledger) -> None:
                    + ("" if s.is_training else f" over {p.horizon_months:g} months"))
 
 
+def _location_rules(s: Scenario, priced: pd.DataFrame, ex: _Ledger) -> None:
+    """``candidates.regions`` and ``constraints.data_residency`` on rented offers (bought hardware,
+    ``provider_kind`` owned, runs where its owner puts it). Residency reads the region's country in
+    ``data/regions.csv``: 'EU' matches a member state, a code its country; a region missing there or
+    without a published country cannot show where the data is, so it is ruled out."""
+    if "offering" not in priced or "region" not in priced:
+        return
+    rented = priced["offering"].notna() & (priced.get("provider_kind", pd.Series("", index=priced.index)) != "owned")
+    region = priced["region"].fillna("unspecified").astype(str)
+    if s.candidates.regions:
+        ex.add("region", rented & ~region.isin(s.candidates.regions),
+               "region: " + region + " is not in candidates.regions (" + ", ".join(s.candidates.regions) + ")")
+    want = s.constraints.data_residency
+    if not want:
+        return
+    reg = catalog.regions().set_index(["provider", "region"])
+    keys = list(zip(priced["provider"].fillna(""), region))
+    country = pd.Series([reg["country"].get(k) if k in reg.index else None for k in keys], index=priced.index)
+    eu = pd.Series([bool(reg["eu_member"].get(k)) if k in reg.index else False for k in keys], index=priced.index)
+    ok = country.isin(want) | (eu & ("EU" in want))
+    where = country.map(lambda c: f"in {c}" if isinstance(c, str) else "with no published location (data/regions.csv)")
+    ex.add("residency", rented & ~ok, "residency: " + region + " is " + where + ", outside constraints.data_residency ("
+           + ", ".join(want) + ")")
+
+
 def exclusions(s: Scenario, priced: pd.DataFrame, fit: pd.DataFrame | None = None) -> pd.Series:
     """Per option (aligned with ``priced``), the list of ``Exclusion`` that rule it out (empty where
     it passes every hard constraint). ``fit``: the ``framework_fit`` table (computed when absent)."""
@@ -281,6 +306,7 @@ def exclusions(s: Scenario, priced: pd.DataFrame, fit: pd.DataFrame | None = Non
            + " price for this accelerator" + np.where(priced["pricing_model"] == "purchase", " (data/hardware.csv)", ""))
     _spot_rules(s, priced, ex)
     _limit_rules(s, priced, ex)
+    _location_rules(s, priced, ex)
     fit = framework_fit(s, priced["accelerator"].unique()) if fit is None else fit
     reason = priced["accelerator"].map(fit.set_index("accelerator")["framework_reason"])
     ex.add("framework", reason.notna(), reason)
