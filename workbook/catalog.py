@@ -201,6 +201,28 @@ SCHEMAS: dict[str, dict[str, Col]] = {
         **_SRC,
         "notes": Col(),
     },
+    # Engineer-weeks to move a workload's framework to a platform (data/README.md section effort):
+    # decision.rules.framework_fit prices porting from it; a blank engineer_weeks = not published.
+    "effort": {
+        "framework": Col("str", True, choices=("pytorch", "jax", "tensorflow")),
+        "platform": Col("str", True, choices=("cuda", "rocm", "tpu", "neuron")),
+        "custom_cuda_kernels": Col("bool", True),
+        "task": Col("str", True, choices=("training", "inference", "any")),
+        "engineer_weeks": Col("float", False, 0, 10000),
+        "basis": Col("str", False, choices=("measured", "claim", "illustration")),
+        **_SRC,
+        "notes": Col(),
+    },
+    # Where each offering's region is (data/README.md section regions): constraints.data_residency.
+    "regions": {
+        "provider": Col("str", True),
+        "region": Col("str", True),
+        "location": Col(),
+        "country": Col(),  # ISO 3166-1 alpha-2; blank = not published
+        "eu_member": Col("bool", False),
+        **_SRC,
+        "notes": Col(),
+    },
     # Interconnect options per accelerator (fast domain, torus slice shapes, latencies): workbook.comm.
     "topology": {
         "accelerator": Col("str", True),
@@ -503,6 +525,21 @@ def lead_times() -> pd.DataFrame:
     if not (paths.DATA_DIR / "lead_times.csv").exists():
         return pd.DataFrame(columns=list(SCHEMAS["lead_times"]))
     return load("lead_times")
+
+
+def effort() -> pd.DataFrame:
+    """``data/effort.csv``: engineer-weeks to port a framework to a platform (an empty frame when
+    the file is absent)."""
+    if not (paths.DATA_DIR / "effort.csv").exists():
+        return pd.DataFrame(columns=list(SCHEMAS["effort"]))
+    return load("effort")
+
+
+def regions() -> pd.DataFrame:
+    """``data/regions.csv``: country of each provider region (an empty frame when the file is absent)."""
+    if not (paths.DATA_DIR / "regions.csv").exists():
+        return pd.DataFrame(columns=list(SCHEMAS["regions"]))
+    return load("regions")
 
 
 def hardware() -> pd.DataFrame:

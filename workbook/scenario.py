@@ -135,6 +135,7 @@ class Workload(_Strict):
         "queue of the deployment's batch slots: model.queueing); default 99 = P99"))] = 99.0
     hours_per_day: Annotated[float, Field(gt=0, le=24)] = 24
     batch_window_hours: Annotated[float, Field(gt=0, le=24)] | None = None
+    stack_changes_per_year: Annotated[float, Field(ge=0, le=365, description=terms.FIELD_HELP["stack_changes_per_year"])] = 0
 
     @model_validator(mode="after")
     def _check(self):
@@ -196,8 +197,9 @@ class Candidates(_Strict):
     accelerators: Annotated[list[str], Field(max_length=MAX_LIST)] | None = None
     clouds: Annotated[list[str], Field(max_length=MAX_LIST)] | None = None
     pricing_models: Annotated[list[PricingModel], Field(min_length=1, max_length=MAX_LIST)] | None = None
+    regions: Annotated[list[str], Field(max_length=MAX_LIST, description=terms.FIELD_HELP["regions"])] | None = None
 
-    @field_validator("accelerators", "clouds", "pricing_models")
+    @field_validator("accelerators", "clouds", "pricing_models", "regions")
     @classmethod
     def _unique(cls, v):
         return _unique_list(v)
@@ -220,6 +222,7 @@ class Constraints(_Strict):
         "its provider and chip (H100/H200-class beyond one instance on AWS, GCP and Azure: 28-56 days, "
         "the '4-8 weeks for H100 quota' of public vendor articles), else 0 ('none published'); "
         "workbook.cost.reliability.lead_time"))] | None = None
+    data_residency: Annotated[list[Annotated[str, Field(pattern=r"^(EU|[A-Z]{2})$")]], Field(min_length=1, max_length=MAX_LIST, description=terms.FIELD_HELP["data_residency"])] | None = None
 
 
 class Pricing(_Strict):
@@ -286,6 +289,10 @@ class Pricing(_Strict):
     commitment_backfill_fraction: Annotated[float, Field(ge=0, le=1, description=(
         "Training on a commitment: the fraction of the term's hours left after the run that other "
         "work fills (and pays for). Default 0: the run pays the whole contract"))] = 0.0
+    engineer_usd_per_week: Annotated[float, Field(ge=0, le=1e6, description=terms.FIELD_HELP["engineer_usd_per_week"])] = 3635.0
+    porting_weeks: Annotated[float, Field(ge=0, le=1e5, description=terms.FIELD_HELP["porting_weeks"])] | None = None
+    porting_rework_fraction: Annotated[float, Field(ge=0, le=10, description=terms.FIELD_HELP["porting_rework_fraction"])] | None = None
+    ops_hosts_per_engineer: Annotated[float, Field(gt=0, le=1e6, description=terms.FIELD_HELP["ops_hosts_per_engineer"])] | None = None
 
     @property
     def restart_h(self) -> float:

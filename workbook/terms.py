@@ -177,3 +177,37 @@ def usd(x) -> str:
     if a >= 1:
         return f"${x:,.2f}"
     return f"${x:.3g}"
+
+
+# Descriptions of the scenario keys of the rest of the bill (people, porting, location), kept here so
+# that scenario.py stays one line per field.
+FIELD_HELP = {
+    "stack_changes_per_year": (
+        "Changes of the model or software stack a year (new architecture, framework upgrade) that a ported "
+        "platform must follow: each repeats pricing.porting_rework_fraction of the port's engineer-weeks over "
+        "pricing.horizon_months (decision.rules.framework_fit). Default 0"),
+    "regions": (
+        "Provider regions to consider (offerings.csv region ids, e.g. us-east-1, europe-west4); other rented "
+        "offers are ruled out with code 'region'. Bought hardware ('own site') is not filtered"),
+    "data_residency": (
+        "Where the data may be processed: 'EU' (a member state) and/or ISO 3166-1 alpha-2 country codes (US, "
+        "NL, ...). A rented offer whose region is not in data/regions.csv, whose country is not published "
+        "there, or that lies elsewhere is ruled out with code 'residency'. Bought hardware runs where you put "
+        "it and is not filtered"),
+    "engineer_usd_per_week": (
+        "Loaded cost of one engineer-week (porting, operations staff). Default 3,635 = the US median annual "
+        "wage of software developers, $133,080 (BLS Occupational Employment and Wage Statistics, May 2024, "
+        "SOC 15-1252) / 0.704 (wages' share of employer compensation cost, private industry, BLS Employer "
+        "Costs for Employee Compensation, December 2023) / 52 weeks"),
+    "porting_weeks": (
+        "Engineer-weeks to port to a platform that needs it, replacing data/effort.csv (default: the catalog "
+        "row of the workload's framework, the platform, custom CUDA kernels and task; a blank row leaves the "
+        "port unpriced, said in the software fit). Ignored when porting_cost_usd is above 0"),
+    "porting_rework_fraction": (
+        "Share of the port's engineer-weeks that each of workload.stack_changes_per_year repeats. No published "
+        "figure: default none (the recurring share is not priced, and the software fit says so)"),
+    "ops_hosts_per_engineer": (
+        "Hosts one operations engineer runs: the bill adds ceil(hosts / this) x engineer_usd_per_week for every "
+        "week the capacity is used (workbook.cost.rates.ops_staff_usd_per_month). No published staffing ratio "
+        "was found: default none (operations staff are not in the bill)"),
+}

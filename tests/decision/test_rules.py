@@ -143,3 +143,104 @@ def test_porting_cost_is_an_input_of_the_bill():
     a = (ported["accelerator"] == "A100-SXM4-80GB").to_numpy()
     assert ported.loc[a, "cost_usd"].to_numpy() == pytest.approx(base.loc[a, "cost_usd"].to_numpy() + 5000.0)
     assert ported.loc[~a, "cost_usd"].to_numpy() == pytest.approx(base.loc[~a, "cost_usd"].to_numpy())
+
+
+def _tpu_or_a100(**pricing):
+    """A PyTorch team: TPU v5e (8 x 9.6 $/h x 120 h = $9,216) against A100 (8 x 30 $/h x 240 h = $57,600)."""
+    perf = pd.DataFrame({"accelerator": ["TPU-v5e", "A100-SXM4-80GB"], "chips": [64, 64], "fits": [True, True],
+                         "reason": [None, None], "training_days": [5.0, 10.0]})
+    o = offers(offering("t", acc="TPU-v5e", od=9.6, spot=np.nan, c1=np.nan, c3=np.nan),
+               offering("a", acc="A100-SXM4-80GB", od=30.0, spot=np.nan, c1=np.nan, c3=np.nan))
+    return decide(scenario({"cost": 1, "time": 0, "ecosystem": 0, "portability": 0}, pricing=pricing), perf, o)
+
+
+def test_a_pytorch_team_moving_to_tpu_is_told_the_porting_cost_and_a_large_effort_flips_it():
+    rec, priced = _tpu_or_a100()  # data/effort.csv publishes no PyTorch -> TPU figure: not priced, and said so
+    tpu = priced[priced["accelerator"] == "TPU-v5e"].iloc[0]
+    assert rec.accelerator == "TPU-v5e" and tpu["porting_usd"] == 0
+    assert any("porting cost not priced (data/effort.csv: not published" in r for r in rec.reasons)
+    rec, priced = _tpu_or_a100(porting_weeks=4)  # 4 x $3,635 = $14,540: TPU still the cheaper
+    tpu = priced[priced["accelerator"] == "TPU-v5e"].iloc[0]
+    assert tpu["porting_usd"] == pytest.approx(4 * 3635.0)
+    assert tpu["cost_usd"] == pytest.approx(8 * 120 * 9.6 + 4 * 3635.0)
+    assert rec.accelerator == "TPU-v5e"
+    assert any("porting $14,540 = 4 engineer-weeks x $3,635/week" in r for r in rec.reasons)
+    rec, priced = _tpu_or_a100(porting_weeks=14)  # $9,216 + $50,890 > $57,600: A100 wins
+    assert rec.accelerator == "A100-SXM4-80GB"
+    assert priced.loc[priced["accelerator"] == "A100-SXM4-80GB", "porting_usd"].eq(0).all()
+
+
+def test_stack_changes_repeat_a_share_of_the_port_over_the_horizon():
+    s = scenario(pricing={"porting_weeks": 4, "porting_rework_fraction": 0.25, "horizon_months": 12},
+                 workload={"stack_changes_per_year": 6})
+    fit = decision.framework_fit(s, ["TPU-v5e", "A100-SXM4-80GB"]).set_index("accelerator")
+    assert fit.loc["TPU-v5e", "porting_usd"] == pytest.approx(4 * 3635.0 * (1 + 6 * 0.25))  # $36,350
+    assert fit.loc["A100-SXM4-80GB", "porting_usd"] == 0
+    # 4 weeks alone keep the TPU ahead (above); monthly stack changes on top of 9 weeks flip it
+    rec, _ = _tpu_or_a100(porting_weeks=9)
+    assert rec.accelerator == "TPU-v5e"  # 9,216 + 32,715 = 41,931 < 57,600
+    s2 = scenario(pricing={"porting_weeks": 9, "porting_rework_fraction": 0.25}, workload={"stack_changes_per_year": 12})
+    fit2 = decision.framework_fit(s2, ["TPU-v5e"]).set_index("accelerator")
+    assert fit2.loc["TPU-v5e", "porting_usd"] == pytest.approx(9 * 3635.0 * 4)  # 130,860: the TPU loses
+
+
+def test_a_given_porting_cost_replaces_the_effort_catalog():
+    fit = decision.framework_fit(scenario(pricing={"porting_cost_usd": 7000, "porting_weeks": 50}), ["TPU-v5e"])
+    assert fit.iloc[0]["porting_usd"] == 7000
+
+
+def test_operations_staff_are_billed_per_host_and_week_of_use():
+    s = scenario(pricing={"ops_hosts_per_engineer": 4})
+    base = cost.price_options(scenario(), two_chip_perf(), offerings=two_chip_offers())
+    staffed = cost.price_options(s, two_chip_perf(), offerings=two_chip_offers())
+    r, b = staffed.iloc[0], base.iloc[0]
+    engineers = math.ceil(r["hosts"] / 4)
+    per_month = engineers * 3635.0 * 52 / 12
+    assert r["ops_usd_per_month"] == pytest.approx(per_month)
+    assert r["cost_usd"] - b["cost_usd"] == pytest.approx(per_month * r["training_days"] / (730 / 24), rel=1e-9)
+
+
+def test_the_effort_catalog_prices_a_pytorch_port_to_inferentia_for_serving():
+    s = parse_scenario(SERVE)
+    acc = [a for a in decision.framework_fit(s, ["Inferentia2"])["accelerator"]][0]
+    fit = decision.framework_fit(s, [acc]).iloc[0]
+    assert fit["needs_porting"] and fit["porting_usd"] == pytest.approx(2 * 3635.0)  # data/effort.csv: 2 weeks
+    assert "(data/effort.csv (illustration))" in fit["porting_why"]
+
+
+def _two_regions(**constraints_and_candidates):
+    """The same H100 shape: AWS us-east-1 at $80/h and GCP europe-west4 (Eemshaven, NL) at $100/h."""
+    us = {**offering("us", od=80.0, spot=np.nan, c1=np.nan, c3=np.nan, provider="AWS"), "region": "us-east-1"}
+    eu = {**offering("eu", od=100.0, spot=np.nan, c1=np.nan, c3=np.nan, provider="GCP"), "region": "europe-west4"}
+    nowhere = {**offering("lam", od=60.0, spot=np.nan, c1=np.nan, c3=np.nan, provider="Lambda"), "region": "all"}
+    c = constraints_and_candidates
+    s = scenario({"cost": 1, "time": 0, "ecosystem": 0, "portability": 0}, c.get("constraints"))
+    if "regions" in c:
+        s = s.model_copy(update={"candidates": s.candidates.model_copy(update={"regions": c["regions"]})})
+    return decide(s, train_perf(), offers(us, eu, nowhere))
+
+
+def test_data_residency_rules_out_offers_outside_the_jurisdiction():
+    rec, _ = _two_regions()
+    assert rec.offering == "lam"  # cheapest, anywhere
+    rec, priced = _two_regions(constraints={"data_residency": ["EU"]})
+    assert rec.offering == "eu"
+    lam = priced[priced["offering"] == "lam"].iloc[0]
+    assert "residency" in lam["excluded_codes"] and "no published location" in lam["excluded_reason"]
+    us = priced[priced["offering"] == "us"].iloc[0]
+    assert us["excluded_reason"].startswith("residency: us-east-1 is in US, outside constraints.data_residency (EU)")
+    rec, _ = _two_regions(constraints={"data_residency": ["US"]})
+    assert rec.offering == "us"
+    rec, _ = _two_regions(constraints={"data_residency": ["NL"]})
+    assert rec.offering == "eu"
+
+
+def test_candidate_regions_keep_only_the_regions_named():
+    rec, priced = _two_regions(regions=["europe-west4"])
+    assert rec.offering == "eu"
+    assert priced[priced["offering"] == "us"].iloc[0]["excluded_codes"] == ("region",)
+
+
+def test_a_residency_code_must_be_eu_or_a_country_code():
+    with pytest.raises(Exception, match="data_residency"):
+        parse_scenario({**TRAIN, "constraints": {"data_residency": ["europe"]}})

@@ -31,9 +31,12 @@ How each way to pay is billed (the model, stated once):
   commitment in the catalog and get none.
 - ``negotiated_discount`` comes off list prices (on-demand, commitments, monthly); not off spot
   (a market price) or purchases.
-- The whole bill adds object storage (``storage_tb``), internet egress (``egress_tb_per_month``)
-  and a one-off porting cost per accelerator (``porting_usd``, an input: the software-fit rules of
-  ``workbook.decision`` decide it); serving spreads the porting cost over ``horizon_months``.
+- The whole bill adds object storage (``storage_tb``), internet egress (``egress_tb_per_month``),
+  operations staff per month of use (``ops_usd_per_month``: ceil(hosts / ``ops_hosts_per_engineer``)
+  x ``engineer_usd_per_week``, ``rates.ops_staff_usd_per_month``; none by default) and a porting
+  cost per accelerator (``porting_usd``, an input: ``decision.framework_fit`` prices it from
+  ``data/effort.csv`` engineer-weeks x ``engineer_usd_per_week``, with the recurring share of
+  stack changes); serving spreads the porting cost over ``horizon_months``.
 
 The formulas are in ``workbook.cost.rates``, with their sources.
 """
@@ -48,7 +51,7 @@ from .. import catalog
 from ..errors import InputError
 from ..scenario import Scenario
 from ..terms import DAYS_PER_MONTH, HOURS_PER_DAY, HOURS_PER_MONTH, KIND, PRICING_MODEL_IDS, TERM_MONTHS
-from .rates import energy_usd_per_hour, reserved_factor, spare_instances, spot_spares_factor
+from .rates import energy_usd_per_hour, ops_staff_usd_per_month, reserved_factor, spare_instances, spot_spares_factor
 from .reliability import (STORAGE_TIERS, checkpoint_write_s, lead_time, optimal_checkpoint_interval_s, p_meets_deadline,
                           wall_per_useful)
 
@@ -312,7 +315,10 @@ def _recipe(s: Scenario, df: pd.DataFrame) -> None:
         df["fixed_usd"] = df["porting_usd"].fillna(0.0) / p.horizon_months  # per month
         df["base_days"] = np.nan
         df["tokens_per_month"] = df["demand_tokens_per_s"].astype(float) * 3600.0 * hpd * DAYS_PER_MONTH
-    df["fixed_per_month_usd"] = fixed_per_month
+    # operations staff per month of use (0 unless pricing.ops_hosts_per_engineer is set)
+    df["ops_usd_per_month"] = ops_staff_usd_per_month(_hosts(df).fillna(0.0).to_numpy(float),
+                                                      p.ops_hosts_per_engineer, p.engineer_usd_per_week)
+    df["fixed_per_month_usd"] = fixed_per_month + df["ops_usd_per_month"]
     # spare spot instances of a latency-bound fleet at the point interruption rate (0: not applicable)
     lat = df["spot_availability_target"].notna().to_numpy()
     df["spare_instances"] = 0.0

@@ -207,3 +207,31 @@ def lognormal_from_band(low, high):
     low = np.asarray(low, dtype=float)
     high = np.asarray(high, dtype=float)
     return (np.log(low) + np.log(high)) / 2.0, (np.log(high) - np.log(low)) / (2.0 * Z90)
+
+
+WEEKS_PER_MONTH = 52.0 / 12.0  # calendar weeks in an average month
+
+
+def porting_usd(engineer_weeks, usd_per_week, stack_changes_per_year=0.0, rework_fraction=0.0, horizon_months=12.0):
+    """People cost of moving a workload to a platform: the one-off port plus the share of it that
+    every later change of the stack repeats over the period of use.
+
+    cost = W·r·(1 + c·f·H/12), with W the engineer-weeks of the port (``data/effort.csv`` or
+    ``pricing.porting_weeks``), r the loaded cost of an engineer-week (``pricing.engineer_usd_per_week``:
+    BLS median wage / wages' share of compensation), c stack changes a year, f the share of the port
+    each repeats and H the months of use. Example: 4 weeks x $3,635 with 6 changes a year at 0.25 over
+    12 months = 4 x 3,635 x (1 + 1.5) = $36,350. NaN weeks (not published) give NaN."""
+    w = np.asarray(engineer_weeks, dtype=float)
+    repeats = np.asarray(stack_changes_per_year, dtype=float) * np.asarray(rework_fraction, dtype=float)
+    return w * np.asarray(usd_per_week, dtype=float) * (1.0 + repeats * np.asarray(horizon_months, dtype=float) / 12.0)
+
+
+def ops_staff_usd_per_month(hosts, hosts_per_engineer, usd_per_week):
+    """Operations staff of a cluster per month of use: ceil(hosts / hosts per engineer) engineers,
+    each costing ``usd_per_week`` x 52/12 weeks a month (a whole engineer for any part of one: a
+    cluster of 1 host still needs someone on call). ``hosts_per_engineer`` None or NaN: 0 (not in
+    the bill). Example: 64 hosts at 32 per engineer and $3,635 a week: 2 x 3,635 x 4.33 = $31,503."""
+    if hosts_per_engineer is None:
+        return np.zeros(np.shape(hosts))
+    n = np.ceil(np.asarray(hosts, dtype=float) / float(hosts_per_engineer))
+    return n * float(usd_per_week) * WEEKS_PER_MONTH

@@ -19,7 +19,7 @@ OFFER_KEYS = ["rank", "offering", "provider", "region", "accelerator", "instance
               "usd_per_million_tokens_low", "usd_per_million_tokens_high", "p_meets_deadline", "cost_usd",
               "cost_usd_low", "cost_usd_high", "cost_p50_monte_carlo", "usd_per_chip_hour", "price_as_of",
               "interruptions_per_hour", "goodput", "checkpoint_write_s", "checkpoint_interval_min", "start_days",
-              "start_days_source", "contract_usd", "score", "tie", "excluded_reason"]
+              "start_days_source", "contract_usd", "porting_usd", "ops_usd_per_month", "score", "tie", "excluded_reason"]
 
 
 def offers_table(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = None,

@@ -10,12 +10,14 @@ programs and the joined sentences (``excluded_reason``) for people.
 """
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
 from .. import catalog
+from ..cost.rates import porting_usd
 from ..terms import usd
 from ..scenario import Scenario
 from ..terms import FRAMEWORK_LABEL, PLATFORM_LABEL, pricing_label
@@ -24,7 +26,7 @@ SUPPORT_SCORE = {"native": 1.0, "supported": 2.0 / 3.0, "partial": 1.0 / 3.0, "n
 
 # the hard constraints, in the order their sentences are joined
 CONSTRAINTS = ("memory", "precision", "latency", "chips", "instance", "not_priced", "spot", "deadline", "budget",
-               "framework", "superseded")
+               "framework", "superseded", "region", "residency")
 # what a team can move (budget, deadline, chip limit) as against what the hardware cannot do
 PHYSICAL = ("memory", "precision", "latency", "instance", "not_priced", "spot")
 
@@ -58,15 +60,57 @@ def needed_capabilities(s: Scenario) -> list[str]:
     return caps
 
 
+def porting_effort(s: Scenario, platform: str) -> tuple[float, str]:
+    """(engineer-weeks, where the figure came from) to port the workload to ``platform``:
+    ``pricing.porting_weeks``, else the ``data/effort.csv`` row of the workload's framework, the
+    platform, its custom CUDA kernels and its task (a row for the task before one for ``any``); NaN
+    where no row or a blank one (not published)."""
+    p, w = s.pricing, s.workload
+    if p.porting_weeks is not None:
+        return float(p.porting_weeks), "pricing.porting_weeks"
+    eff = catalog.effort()
+    task = "training" if s.is_training else "inference"
+    rows = eff[(eff["framework"] == w.framework) & (eff["platform"] == platform)
+               & (eff["custom_cuda_kernels"].astype(bool) == bool(w.custom_cuda_kernels))
+               & eff["task"].isin([task, "any"])]
+    if rows.empty:
+        return math.nan, "no data/effort.csv row"
+    r = rows.sort_values("task", key=lambda c: c.eq("any")).iloc[0]
+    if pd.isna(r["engineer_weeks"]):
+        return math.nan, "data/effort.csv: not published"
+    basis = f" ({r['basis']})" if pd.notna(r.get("basis")) else ""
+    return float(r["engineer_weeks"]), f"data/effort.csv{basis}"
+
+
+def _porting_cost(s: Scenario, platform: str) -> tuple[float, str]:
+    """(USD, sentence) of a needed port: ``pricing.porting_cost_usd`` when above 0, else the
+    engineer-weeks of ``porting_effort`` priced by ``cost.rates.porting_usd`` (NaN: not published)."""
+    p, w = s.pricing, s.workload
+    if p.porting_cost_usd > 0:
+        return float(p.porting_cost_usd), f"porting {usd(p.porting_cost_usd)} (pricing.porting_cost_usd)"
+    weeks, basis = porting_effort(s, platform)
+    if math.isnan(weeks):
+        return math.nan, f"porting cost not priced ({basis}; set pricing.porting_weeks or pricing.porting_cost_usd)"
+    f = p.porting_rework_fraction
+    total = float(porting_usd(weeks, p.engineer_usd_per_week, w.stack_changes_per_year, f or 0.0, p.horizon_months))
+    text = f"porting {usd(total)} = {weeks:g} engineer-weeks x {usd(p.engineer_usd_per_week)}/week ({basis})"
+    if w.stack_changes_per_year > 0:
+        text += (f", with {w.stack_changes_per_year:g} stack changes a year each repeating {f:g} of it over "
+                 f"{p.horizon_months:g} months" if f is not None else
+                 "; the recurring share of the stack changes is not priced (pricing.porting_rework_fraction)")
+    return total, text
+
+
 def framework_fit(s: Scenario, accelerators) -> pd.DataFrame:
     """Per accelerator: the platform, the best accepted framework and its support, whether moving
-    there needs porting (``porting_usd``), why it is ruled out (``framework_reason``) and the
-    ecosystem and portability scores.
+    there needs porting, its cost (``porting_usd``: ``_porting_cost``; 0 where nothing changes or
+    the effort is not published, said in ``porting_why``), why it is ruled out
+    (``framework_reason``) and the ecosystem and portability scores.
 
     Accepted frameworks are ``constraints.frameworks`` (default: the workload's own). Porting is
     needed when the framework used is not the workload's, when its support is partial, or when the
     workload's custom CUDA kernels are not natively supported. Ruled out: no accepted framework runs
-    (support none), or CUDA kernels that must be rewritten with no porting cost given."""
+    (support none), or CUDA kernels that must be rewritten with no porting cost known."""
     sw = catalog.software()
     support = {(r.platform, r.capability): r.support for r in sw.itertuples()}
     acc = catalog.accelerators().set_index("accelerator")
@@ -90,20 +134,22 @@ def framework_fit(s: Scenario, accelerators) -> pd.DataFrame:
                 port_why.append(f"moving from {FRAMEWORK_LABEL[w.framework]} to {FRAMEWORK_LABEL[fw]}")
             elif fw_support == "partial":
                 port_why.append(f"{FRAMEWORK_LABEL[fw]} support on {PLATFORM_LABEL.get(plat, plat)} is partial")
-        if w.custom_cuda_kernels:
-            k = support.get((plat, "custom_cuda_kernels"), "none")
-            if k == "none" and s.pricing.porting_cost_usd <= 0 and reason is None:
-                reason = (f"framework: the custom CUDA kernels do not run on {PLATFORM_LABEL.get(plat, plat)} and no "
-                          "porting cost is given (pricing.porting_cost_usd)")
-            elif k not in ("native", "supported"):
-                port_why.append(f"the custom CUDA kernels must be rewritten ({k} support)")
+        kernels = support.get((plat, "custom_cuda_kernels"), "none") if w.custom_cuda_kernels else "native"
+        if kernels not in ("native", "supported"):
+            port_why.append(f"the custom CUDA kernels must be rewritten ({kernels} support)")
+        needs_port = bool(port_why) and reason is None
+        cost_usd, cost_text = _porting_cost(s, plat) if needs_port else (0.0, "")
+        if needs_port and kernels == "none" and math.isnan(cost_usd):
+            reason = (f"framework: the custom CUDA kernels do not run on {PLATFORM_LABEL.get(plat, plat)} and no "
+                      "porting cost is known (pricing.porting_cost_usd, pricing.porting_weeks, data/effort.csv)")
+            needs_port = False
         cap_scores = [SUPPORT_SCORE.get(support.get((plat, c), "none"), 0.0) for c in caps]
         eco = float(np.mean([fw_score, *cap_scores]))
         port = float(np.mean([SUPPORT_SCORE.get(support.get((plat, c), "none"), 0.0) for c in ("multi_cloud", "on_prem")]))
-        needs_port = bool(port_why) and reason is None
         rows.append({"accelerator": a, "platform": plat, "framework": fw, "framework_support": fw_support,
-                     "needs_porting": needs_port, "porting_why": "; ".join(port_why),
-                     "porting_usd": s.pricing.porting_cost_usd if needs_port else 0.0,
+                     "needs_porting": needs_port, "porting_why": "; ".join(port_why + ([cost_text] if needs_port else [])),
+                     "porting_usd": 0.0 if not needs_port or math.isnan(cost_usd) else cost_usd,
+                     "porting_priced": bool(needs_port and not math.isnan(cost_usd)),
                      "framework_reason": reason, "ecosystem_score": eco, "portability_score": port,
                      "capabilities": ", ".join([fw, *caps])})
     return pd.DataFrame(rows)
@@ -219,6 +265,31 @@ def _limit_rules(s: Scenario, priced: pd.DataFrame, ex: _Ledger) -> None:
                    + ("" if s.is_training else f" over {p.horizon_months:g} months"))
 
 
+def _location_rules(s: Scenario, priced: pd.DataFrame, ex: _Ledger) -> None:
+    """``candidates.regions`` and ``constraints.data_residency`` on rented offers (bought hardware,
+    ``provider_kind`` owned, runs where its owner puts it). Residency reads the region's country in
+    ``data/regions.csv``: 'EU' matches a member state, a code its country; a region missing there or
+    without a published country cannot show where the data is, so it is ruled out."""
+    if "offering" not in priced or "region" not in priced:
+        return
+    rented = priced["offering"].notna() & (priced.get("provider_kind", pd.Series("", index=priced.index)) != "owned")
+    region = priced["region"].fillna("unspecified").astype(str)
+    if s.candidates.regions:
+        ex.add("region", rented & ~region.isin(s.candidates.regions),
+               "region: " + region + " is not in candidates.regions (" + ", ".join(s.candidates.regions) + ")")
+    want = s.constraints.data_residency
+    if not want:
+        return
+    reg = catalog.regions().set_index(["provider", "region"])
+    keys = list(zip(priced["provider"].fillna(""), region))
+    country = pd.Series([reg["country"].get(k) if k in reg.index else None for k in keys], index=priced.index)
+    eu = pd.Series([bool(reg["eu_member"].get(k)) if k in reg.index else False for k in keys], index=priced.index)
+    ok = country.isin(want) | (eu & ("EU" in want))
+    where = country.map(lambda c: f"in {c}" if isinstance(c, str) else "with no published location (data/regions.csv)")
+    ex.add("residency", rented & ~ok, "residency: " + region + " is " + where + ", outside constraints.data_residency ("
+           + ", ".join(want) + ")")
+
+
 def exclusions(s: Scenario, priced: pd.DataFrame, fit: pd.DataFrame | None = None) -> pd.Series:
     """Per option (aligned with ``priced``), the list of ``Exclusion`` that rule it out (empty where
     it passes every hard constraint). ``fit``: the ``framework_fit`` table (computed when absent)."""
@@ -235,6 +306,7 @@ def exclusions(s: Scenario, priced: pd.DataFrame, fit: pd.DataFrame | None = Non
            + " price for this accelerator" + np.where(priced["pricing_model"] == "purchase", " (data/hardware.csv)", ""))
     _spot_rules(s, priced, ex)
     _limit_rules(s, priced, ex)
+    _location_rules(s, priced, ex)
     fit = framework_fit(s, priced["accelerator"].unique()) if fit is None else fit
     reason = priced["accelerator"].map(fit.set_index("accelerator")["framework_reason"])
     ex.add("framework", reason.notna(), reason)
