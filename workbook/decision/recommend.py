@@ -246,9 +246,9 @@ def _reason_ecosystem(s: Scenario, win) -> str:
     if not win["needs_porting"]:
         return (f"It runs {fw} with '{win['framework_support']}' support on {plat} (software.csv); "
                 f"ecosystem score {win['ecosystem_score']:.2f}, portability {win['portability_score']:.2f}.")
-    p = s.pricing
-    port = (f"a porting cost of {usd(p.porting_cost_usd)} is included" if p.porting_cost_usd > 0
-            else "no porting cost is included (set pricing.porting_cost_usd)")
+    cost = win.get("porting_usd", 0.0)
+    port = (f"a porting cost of {usd(cost)} is included" if pd.notna(cost) and cost > 0
+            else "no porting cost is included (set pricing.porting_weeks or pricing.porting_cost_usd)")
     sw = catalog.software()
     here = sw[(sw["platform"] == win["platform"]) & sw["capability"].isin(list(FRAMEWORK_LABEL))]
     good = [FRAMEWORK_LABEL[c] for c, sup in zip(here["capability"], here["support"]) if sup in ("native", "supported")]
