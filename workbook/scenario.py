@@ -286,6 +286,11 @@ class Pricing(_Strict):
     commitment_backfill_fraction: Annotated[float, Field(ge=0, le=1, description=(
         "Training on a commitment: the fraction of the term's hours left after the run that other "
         "work fills (and pays for). Default 0: the run pays the whole contract"))] = 0.0
+    hosted_api_usd_per_million_input_tokens: Annotated[float, Field(ge=0, le=1e4, description=(
+        "Serving: a hosted API's price per million prompt tokens as quoted to you (no default; give both prices), "
+        "shown beside the decision with the break-even request rate (never ranked)"))] | None = None
+    hosted_api_usd_per_million_output_tokens: Annotated[float, Field(ge=0, le=1e4, description=(
+        "The same quote's price per million generated tokens"))] | None = None
 
     @property
     def restart_h(self) -> float:

@@ -125,6 +125,7 @@ _COLUMNS = [
     Column("calibrated", "", "Calibrated"),
     Column("ttft_ms_p50", "ms", "TTFT under load, median (ms)"),
     Column("ttft_ms_p99", "ms", "TTFT under load, P99 (ms)"),
+    Column("ttft_ms_at_slo_percentile", "ms", "TTFT under load at ttft_slo_percentile (ms)"),
 ]
 _BANDED = set(TRAINING_KEYS) | set(SERVING_KEYS)
 
