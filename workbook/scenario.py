@@ -293,6 +293,10 @@ class Pricing(_Strict):
     porting_weeks: Annotated[float, Field(ge=0, le=1e5, description=terms.FIELD_HELP["porting_weeks"])] | None = None
     porting_rework_fraction: Annotated[float, Field(ge=0, le=10, description=terms.FIELD_HELP["porting_rework_fraction"])] | None = None
     ops_hosts_per_engineer: Annotated[float, Field(gt=0, le=1e6, description=terms.FIELD_HELP["ops_hosts_per_engineer"])] | None = None
+    hosted_api_usd_per_million_input_tokens: Annotated[float, Field(ge=0, le=1e4, description=terms.FIELD_HELP[
+        "hosted_api_usd_per_million_input_tokens"])] | None = None
+    hosted_api_usd_per_million_output_tokens: Annotated[float, Field(ge=0, le=1e4, description=terms.FIELD_HELP[
+        "hosted_api_usd_per_million_output_tokens"])] | None = None
 
     @property
     def restart_h(self) -> float:

@@ -125,6 +125,7 @@ _COLUMNS = [
     Column("calibrated", "", "Calibrated"),
     Column("ttft_ms_p50", "ms", "TTFT under load, median (ms)"),
     Column("ttft_ms_p99", "ms", "TTFT under load, P99 (ms)"),
+    Column("ttft_ms_at_slo_percentile", "ms", "TTFT under load at ttft_slo_percentile (ms)"),
 ]
 _BANDED = set(TRAINING_KEYS) | set(SERVING_KEYS)
 
@@ -182,6 +183,10 @@ def usd(x) -> str:
 # Descriptions of the scenario keys of the rest of the bill (people, porting, location), kept here so
 # that scenario.py stays one line per field.
 FIELD_HELP = {
+    "hosted_api_usd_per_million_input_tokens": (
+        "Serving: a hosted API's price per million prompt tokens as quoted to you (no default; give both prices), "
+        "shown beside the decision with the break-even request rate (never ranked)"),
+    "hosted_api_usd_per_million_output_tokens": "The same quote's price per million generated tokens",
     "stack_changes_per_year": (
         "Changes of the model or software stack a year (new architecture, framework upgrade) that a ported "
         "platform must follow: each repeats pricing.porting_rework_fraction of the port's engineer-weeks over "

@@ -32,8 +32,8 @@ TABS = ("Decision", "Workload", "Comparison", "Scaling", "Cost")
 PERF_COLUMNS = {
     "training": ["accelerator", "chips", "fits", "training_days", "tokens_per_s", "mfu", "step_time_s", "chip_hours",
                  "meets_deadline", "calibrated", "reason"],
-    "inference": ["accelerator", "chips", "fits", "ttft_ms", "tpot_ms", "output_tokens_per_s", "max_batch", "replicas",
-                  "tp", "meets_slo", "calibrated", "reason"],
+    "inference": ["accelerator", "chips", "fits", "ttft_ms", "ttft_ms_p50", "ttft_ms_p99", "tpot_ms", "output_tokens_per_s",
+                  "max_batch", "replicas", "tp", "meets_slo", "calibrated", "reason"],
 }
 EXCLUDED_LABELS = {"accelerator": "Accelerator", "pricing_model": "Pay with", "offerings": "Offerings",
                    "constraint": "Why"}

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from ..terms import HOURS_PER_MONTH
+from ..terms import DAYS_PER_MONTH, HOURS_PER_MONTH
 
 Z90 = 1.2815515655446004  # standard normal 90th percentile: a P10-P90 band is +/- Z90 sigma
 
@@ -235,3 +235,28 @@ def ops_staff_usd_per_month(hosts, hosts_per_engineer, usd_per_week):
         return np.zeros(np.shape(hosts))
     n = np.ceil(np.asarray(hosts, dtype=float) / float(hosts_per_engineer))
     return n * float(usd_per_week) * WEEKS_PER_MONTH
+
+def hosted_api_usd_per_request(input_tokens, output_tokens, usd_per_million_input_tokens, usd_per_million_output_tokens):
+    """What one request costs on a hosted API that bills tokens (the per-token price lists of hosted
+    model APIs bill prompt and generated tokens separately): c = (I·p_in + O·p_out) / 10^6 for I prompt
+    and O generated tokens at p_in and p_out USD per million. Example: I = 1,000, O = 100, p_in = 3,
+    p_out = 15: c = (3,000 + 1,500) / 10^6 = $0.0045."""
+    return (np.asarray(input_tokens, dtype=float) * usd_per_million_input_tokens
+            + np.asarray(output_tokens, dtype=float) * usd_per_million_output_tokens) / 1e6
+
+
+def breakeven_requests_per_s_hosted_api(self_hosted_usd_per_month, usd_per_request, hours_per_day=24.0):
+    """Request rate (requests/s while the service runs) at which a hosted API's monthly bill equals
+    self-hosting's monthly cost M.
+
+    The API bills every request: at λ requests/s for h hours a day, D = 730/24 days a month (the
+    billing month of ``terms.HOURS_PER_MONTH``), its bill is A(λ) = λ · 3600 · h · D · c with c the
+    cost of one request (``hosted_api_usd_per_request``). The self-hosted fleet sized for the load
+    costs M a month whatever the rate up to its capacity (its hours are paid, busy or not). A(λ*) = M
+    gives λ* = M / (3600 · h · D · c): below λ* the API costs less, above it (up to the fleet's
+    capacity) self-hosting does. inf when c = 0. Example: M = $10,000, c = $0.0045, h = 24:
+    λ* = 10,000 / (2,628,000 · 0.0045) = 0.8456 requests/s."""
+    c = np.asarray(usd_per_request, dtype=float)
+    seconds = 3600.0 * float(hours_per_day) * DAYS_PER_MONTH
+    with np.errstate(divide="ignore"):
+        return np.where(c > 0, np.asarray(self_hosted_usd_per_month, dtype=float) / (seconds * c), np.inf)

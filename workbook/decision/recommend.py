@@ -13,8 +13,9 @@ import pandas as pd
 
 from .. import catalog, cost
 from ..terms import usd
+from ..errors import InputError
 from ..scenario import Scenario
-from ..terms import FRAMEWORK_LABEL, PLATFORM_LABEL, PRICING_MODEL_IDS, pricing_label
+from ..terms import DAYS_PER_MONTH, FRAMEWORK_LABEL, PLATFORM_LABEL, PRICING_MODEL_IDS, pricing_label
 from .evidence import STALE_DAYS, age_days, price_valid_date
 from .nearest import nearest_changes, physical_hints
 from .rank import (TIE_BREAKERS, break_ties, describe, flip_conditions, metric_of, p_cheaper, rank, ranking_table,
@@ -228,7 +229,12 @@ def _reason_time(s: Scenario, win) -> str:
         return (f"It finishes in {days * scale:.1f} {unit}{band} on {win['chips']:,.0f} chips "
                 f"({win['instances']:,.0f} x {win['instance']}){dl}.")
     bits = []
-    if pd.notna(win.get("ttft_ms")):
+    tail = win.get("ttft_ms_at_slo_percentile")
+    if pd.notna(tail) and w.requests_per_s is not None:
+        note = ([f"target {w.ttft_slo_ms:g}"] if w.ttft_slo_ms else []) + [f"{win['ttft_ms']:.0f} ms unloaded"]
+        bits.append(f"TTFT {tail:.0f} ms at P{w.ttft_slo_percentile:g} under {w.requests_per_s:g} requests/s "
+                    f"({'; '.join(note)})")
+    elif pd.notna(win.get("ttft_ms")):
         bits.append(f"TTFT {win['ttft_ms']:.0f} ms" + (f" (target {w.ttft_slo_ms:g})" if w.ttft_slo_ms else ""))
     if pd.notna(win.get("tpot_ms")):
         bits.append(f"{win['tpot_ms']:.0f} ms per output token" + (f" (target {w.tpot_slo_ms:g})" if w.tpot_slo_ms else ""))
@@ -313,11 +319,87 @@ def _figures(s: Scenario, win, metric: str) -> dict:
         figures["training_days"] = float(win["training_days"])
     else:
         figures["usd_per_month"] = float(win["usd_per_month"])
+        figures.update(_latency_figures(s, win))
     if "p_cheapest" in win and pd.notna(win.get("p_cheapest")):
         figures["p_cheapest"] = float(win["p_cheapest"])
     figures[f"{metric}_p50"] = float(win["cost_value"])
     figures.update(_question_figures(s, win))
     return figures
+
+
+TAIL_KEYS = ("ttft_ms_p50", "ttft_ms_p99", "ttft_ms_at_slo_percentile")
+
+
+def with_tails(perf_df: pd.DataFrame, win) -> pd.Series:
+    """The chosen option's row with its accelerator's TTFT tails under load (``perf_df``: the serving
+    model's ``ttft_ms_p50``/``ttft_ms_p99``/``ttft_ms_at_slo_percentile``, which the priced frame
+    does not carry)."""
+    win = win.copy()
+    row = perf_df[perf_df["accelerator"] == win["accelerator"]] if "accelerator" in perf_df else perf_df.iloc[:0]
+    for k in TAIL_KEYS:
+        if k not in win or pd.isna(win.get(k)):
+            win[k] = float(row[k].iloc[0]) if k in row and len(row) and pd.notna(row[k].iloc[0]) else np.nan
+    return win
+
+
+def _latency_figures(s: Scenario, win) -> dict:
+    """Serving latency of the choice: TTFT at the SLO's percentile under the request rate (else
+    unloaded), with the percentile and target, and the time per output token with its target."""
+    w, out = s.workload, {}
+    tail = win.get("ttft_ms_at_slo_percentile")
+    if pd.notna(tail) and w.requests_per_s is not None:
+        out.update(ttft_ms_at_slo_percentile=float(tail), ttft_slo_percentile=float(w.ttft_slo_percentile))
+    elif pd.notna(win.get("ttft_ms")):
+        out["ttft_ms"] = float(win["ttft_ms"])
+    if pd.notna(win.get("tpot_ms")):
+        out["tpot_ms"] = float(win["tpot_ms"])
+    for k in ("ttft_slo_ms", "tpot_slo_ms"):
+        if getattr(w, k) is not None:
+            out[k] = float(getattr(w, k))
+    return out
+
+
+def hosted_api_reference(s: Scenario, win) -> dict:
+    """A hosted API at the scenario's quoted price (``pricing.hosted_api_usd_per_million_*_tokens``) as
+    a reference beside the chosen self-hosted option (never ranked): its cost per million output
+    tokens (prompt tokens included: c / O · 10^6, ``cost.rates.hosted_api_usd_per_request``), its
+    monthly bill at the option's load (requests = output tokens a month / O) and the request rate at
+    which that bill equals the option's monthly cost (``cost.rates.breakeven_requests_per_s_hosted_api``).
+    Empty for training or without a quote."""
+    p, w = s.pricing, s.workload
+    if (p.hosted_api_usd_per_million_input_tokens is None) != (p.hosted_api_usd_per_million_output_tokens is None):
+        raise InputError(f"{s.name}: pricing.hosted_api_usd_per_million_input_tokens / _output_tokens: expected both "
+                         "prices of the quote (or neither)")
+    if s.is_training or p.hosted_api_usd_per_million_output_tokens is None or not w.output_tokens:
+        return {}
+    c = float(cost.rates.hosted_api_usd_per_request(w.input_tokens or 0, w.output_tokens,
+                                                    p.hosted_api_usd_per_million_input_tokens,
+                                                    p.hosted_api_usd_per_million_output_tokens))
+    month = float(win["usd_per_month"])
+    requests_per_month = float(win["tokens_per_month"]) / w.output_tokens
+    return {"hosted_api_usd_per_million_output_tokens": c / w.output_tokens * 1e6,
+            "hosted_api_usd_per_month": c * requests_per_month,
+            "hosted_api_breakeven_requests_per_s": float(cost.rates.breakeven_requests_per_s_hosted_api(
+                month, c, w.hours_per_day)),
+            "requests_per_s": requests_per_month / (3600.0 * w.hours_per_day * DAYS_PER_MONTH)}
+
+
+def _reason_hosted_api(s: Scenario, win, ref: dict) -> list[str]:
+    """The hosted API reference in one sentence (``hosted_api_reference``)."""
+    if not ref:
+        return []
+    p = s.pricing
+    be, now = ref["hosted_api_breakeven_requests_per_s"], ref["requests_per_s"]
+    side = (f"your {now:.3g} requests/s are above it, so self-hosting costs less" if now >= be else
+            f"your {now:.3g} requests/s are below it, so the API costs less (a larger load needs a larger fleet: "
+            f"compare {usd(ref['hosted_api_usd_per_million_output_tokens'])} with this option's "
+            f"{usd(win['usd_per_million_tokens'])} per million output tokens)")
+    return [f"Reference, not an offer: a hosted API at your quoted price "
+            f"({usd(p.hosted_api_usd_per_million_input_tokens)} per million input and "
+            f"{usd(p.hosted_api_usd_per_million_output_tokens)} per million output tokens) costs "
+            f"{usd(ref['hosted_api_usd_per_million_output_tokens'])} per million output tokens (input tokens "
+            f"included), {usd(ref['hosted_api_usd_per_month'])} a month at your load; its bill equals this "
+            f"option's {usd(win['usd_per_month'])} a month at {be:.3g} requests/s (break-even): {side}."]
 
 
 def _p_within(limit: float, lo: float, hi: float) -> float:
@@ -383,6 +465,7 @@ def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.D
     top = ranked.iloc[0]
     ranked = break_ties(ranked, list(tied["option"]))
     win, runner_idx = _choose(ranked)
+    win = win if s.is_training else with_tails(perf_df, win)
     ru = ranked.iloc[runner_idx] if runner_idx is not None else None
     reasons = _reason_tie(ranked, top, tied, min(n_draws, 2000))
     reasons += _reason_cost(s, priced, ranked, win, ru, n_draws, seed)
@@ -390,9 +473,12 @@ def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.D
     reasons.append(_reason_time(s, win))
     reasons.append(_reason_ecosystem(s, win))
     reasons += _reason_term(s, win)
+    api = hosted_api_reference(s, win)
+    reasons += _reason_hosted_api(s, win, api)
     reasons.append(_reason_score(s, win, ru))
     flips = flip_conditions(s, priced, ranked, mc, runner_idx)
     return Recommendation(s.name, win["accelerator"], win["offering"], win["provider"], win["pricing_model"],
                           reasons, _runner_up(s, ru, metric), flips, ranking_table(ranked, s), excluded, metric,
-                          _figures(s, win, metric), describe(win), recommendation_warnings(s, perf_df, win),
+                          {**_figures(s, win, metric), **{k: v for k, v in api.items() if k.startswith("hosted_api")}},
+                          describe(win), recommendation_warnings(s, perf_df, win),
                           ties=tied.to_dict("records"))

@@ -437,7 +437,8 @@ def deployment(w: Workload, c: dict, pinned: int | None) -> dict:
     n = int(r[j])
     in_flight = min(float(w.concurrency), n * b) if w.concurrency is not None else n * b
     return {"replicas": n, "chips": n * c["layout_chips"], "ttft_p50_s": float(np.atleast_1d(tails["p50"])[j]),
-            "ttft_p99_s": float(np.atleast_1d(tails["p99"])[j]), "meets_ttft_tail": bool(ok[j]),
+            "ttft_p99_s": float(np.atleast_1d(tails["p99"])[j]),
+            "ttft_slo_s": float(np.atleast_1d(tails["slo"])[j]), "meets_ttft_tail": bool(ok[j]),
             "total_thr": c["thr"] * in_flight / b}
 
 
@@ -512,6 +513,7 @@ def _serving_row(eff: Efficiency, p: Profile, acc, w: Workload, c: dict, max_chi
     out = {"fits": True, "chips": c["chips"], "tp": c["tp"], "pp": c["pp"], "ep": c["ep"], "replicas": c["replicas"],
            "batch": c["batch"], "max_batch": c["max_batch"], "meets_slo": c["meets"], "ttft_ms": c["ttft_s"] * 1e3,
            "ttft_ms_p50": c["ttft_p50_s"] * 1e3, "ttft_ms_p99": c["ttft_p99_s"] * 1e3,
+           "ttft_ms_at_slo_percentile": c["ttft_slo_s"] * 1e3,
            "tpot_ms": c["tpot_s"] * 1e3, "output_tokens_per_s": c["total_thr"], "reason": "",
            "memory_per_chip_bytes": (stored_weight_bytes(p, w.precision, lay) + c["batch"] * (I + O)
                                      * kv_cache_bytes_per_token(p, w.kv_precision)) / lay.chips,

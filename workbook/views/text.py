@@ -294,6 +294,12 @@ def key_figures(figures: dict | None) -> list[tuple[str, str]]:
                                        f"{money(f.get(key + '_high'))})"))
     if "usd_per_month" in f:
         out.append((money(f["usd_per_month"]), "a month"))
+    out += _latency_figures(f)
+    if "hosted_api_usd_per_million_output_tokens" in f:
+        out.append((money(f["hosted_api_usd_per_million_output_tokens"]),
+                    "per million output tokens on a hosted API at your quote (reference)"))
+        out.append((f"{f['hosted_api_breakeven_requests_per_s']:.3g} requests/s",
+                    "break-even with the hosted API (self-hosting costs less above it)"))
     if "batch_hours_needed" in f and "batch_window_hours" in f:
         fits = f["batch_hours_needed"] <= f["batch_window_hours"]
         out.append((f"{f['batch_hours_needed']:.1f} h", f"{'fits' if fits else 'does NOT fit'} the "
@@ -314,6 +320,24 @@ def key_figures(figures: dict | None) -> list[tuple[str, str]]:
         out.append((f"{f['p_cheapest']:.0%}", "chance it is the cheapest (Monte Carlo)"))
     if "score" in f:
         out.append((f"{f['score']:.2f}", "weighted score of 1"))
+    return out
+
+
+def _target(f: dict, key: str) -> str:
+    return f" (target {f[key]:g} ms)" if key in f else ""
+
+
+def _latency_figures(f: dict) -> list[tuple[str, str]]:
+    """Serving: time to first token at the SLO's percentile under load (else unloaded) and time per
+    output token, each with its target."""
+    out = []
+    if "ttft_ms_at_slo_percentile" in f:
+        out.append((f"{f['ttft_ms_at_slo_percentile']:,.0f} ms", f"to first token at P{f['ttft_slo_percentile']:g} "
+                                                                 f"under load{_target(f, 'ttft_slo_ms')}"))
+    elif "ttft_ms" in f:
+        out.append((f"{f['ttft_ms']:,.0f} ms", "to first token" + _target(f, "ttft_slo_ms")))
+    if "tpot_ms" in f:
+        out.append((f"{f['tpot_ms']:.1f} ms", "per output token" + _target(f, "tpot_slo_ms")))
     return out
 
 
