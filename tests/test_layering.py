@@ -14,7 +14,7 @@ MAX_LINES = 600
 LAYERS = {
     "errors": 0, "paths": 0, "terms": 0,
     "catalog": 1,
-    "scenario": 2, "prices": 2,
+    "yamlsafe": 0, "scenario": 2, "prices": 2,
     "model.profile": 3, "model.comm": 3, "model.queueing": 3, "model.efficiency": 4, "model.training": 5,
     "model.serving": 5, "model.estimate": 6, "model.offers": 7, "model.tables": 7,
     "cost.rates": 3, "cost.reliability": 3, "cost.bill": 4, "cost.breakeven": 5, "cost.uncertainty": 5,

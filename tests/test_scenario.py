@@ -272,7 +272,8 @@ def test_cli_validate_reads_the_catalogs(tmp_path, monkeypatch, capsys):
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from workbook.scenario import parse_scenario, read_yaml  # noqa: E402
+from workbook.scenario import parse_scenario  # noqa: E402
+from workbook.yamlsafe import read_yaml  # noqa: E402
 
 _SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(allow_nan=True),
                      st.text(max_size=12), st.sampled_from(["llama-2-7b", "H100", "on_demand", "training", "inference"]))

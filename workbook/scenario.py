@@ -6,7 +6,6 @@ schema (written to ``data/scenario.schema.json``).
 """
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 from typing import Annotated, Literal
@@ -15,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from . import catalog, paths, terms
+from .yamlsafe import EXCERPT_CHARS, MAX_YAML_BYTES, excerpt, excerpt_text, read_yaml
 from .errors import InputError
 
 
@@ -354,90 +354,6 @@ class Scenario(_Strict):
         return self.workload.task != "inference"
 
 
-# --- YAML loading -----------------------------------------------------------------------------
-
-MAX_YAML_NODES = 20_000      # a scenario has about 60 values; aliases may not expand past this
-MAX_YAML_BYTES = 1_000_000
-EXCERPT_CHARS = 60           # messages quote at most this much of any input value
-
-
-class _Loader(yaml.SafeLoader):
-    """SafeLoader for scenarios: reads ``5.0e4`` and ``2e12`` as floats (YAML 1.1 needs a sign and a
-    dot); ``true``/``false`` only as booleans (``yes``, ``no``, ``on``, ``off`` stay strings, so no
-    number field reads ``yes`` as 1); refuses duplicate keys, non-finite numbers (``.inf``, ``.nan``,
-    ``1e999``) and aliases that expand to more than ``MAX_YAML_NODES`` nodes (a "billion laughs"
-    file of 1 kB otherwise expands to hundreds of MB)."""
-
-    def __init__(self, stream):
-        super().__init__(stream)
-        self._expanded = 0
-        self._sizes: dict[int, int] = {}
-
-    def compose_node(self, parent, index):
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            anchored = self.anchors.get(event.anchor)
-            self._expanded += self._size(anchored) if anchored is not None else 1
-        else:
-            self._expanded += 1
-        if self._expanded > MAX_YAML_NODES:
-            raise yaml.composer.ComposerError(
-                None, None, f"aliases expand to more than {MAX_YAML_NODES} values (refused)", self.peek_event().start_mark)
-        return super().compose_node(parent, index)
-
-    def _size(self, node) -> int:
-        if id(node) not in self._sizes:
-            self._sizes[id(node)] = 1          # a recursive alias counts once
-            kids = node.value if isinstance(node, (yaml.SequenceNode, yaml.MappingNode)) else []
-            flat = [n for kv in kids for n in (kv if isinstance(kv, tuple) else (kv,))]
-            self._sizes[id(node)] = 1 + sum(self._size(k) for k in flat)
-        return self._sizes[id(node)]
-
-    def construct_mapping(self, node, deep=False):
-        seen = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=True)
-            if isinstance(key, (str, int, float, bool)) and key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {excerpt(key)} (a second value would silently win)", key_node.start_mark)
-            seen.add(key) if isinstance(key, (str, int, float, bool)) else None
-        return super().construct_mapping(node, deep=deep)
-
-    def construct_yaml_float(self, node):
-        value = super().construct_yaml_float(node)
-        if not math.isfinite(value):
-            raise yaml.constructor.ConstructorError(
-                None, None, f"expected a finite number, got {excerpt(node.value)}", node.start_mark)
-        return value
-
-
-_Loader.yaml_implicit_resolvers = {k: [r for r in v if r[0] != "tag:yaml.org,2002:bool"]
-                                   for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
-_Loader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-                              list("tTfF"))
-_Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
-
-
-def excerpt(value, limit: int = EXCERPT_CHARS) -> str:
-    """``repr(value)`` cut to ``limit`` characters: a message never echoes a large input."""
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def read_yaml(text: str):
-    """Parse one scenario document with ``_Loader``; ``yaml.YAMLError`` on any refusal."""
-    loader = _Loader(text)
-    try:
-        return loader.get_single_data()
-    finally:
-        loader.dispose()
-
-
 def _fmt_loc(loc) -> str:
     return ".".join(str(p) for p in loc if not (isinstance(p, str) and p.startswith("function-")))
 
@@ -461,10 +377,6 @@ def _describe(err: dict) -> str:
     if t == "value_error":
         return excerpt_text(str(ctx.get("error", err["msg"])))
     return f"{err['msg']}, got {excerpt(got)}"
-
-
-def excerpt_text(text: str, limit: int = 4 * EXCERPT_CHARS) -> str:
-    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 MAX_PROBLEMS = 30
