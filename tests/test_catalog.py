@@ -73,11 +73,8 @@ def _set_first(column, value):
     return lambda df: df.__setitem__(column, [value] + list(df[column][1:]))
 
 
-def _bad_catalog(tmp_path, name, mutate):
-    src = paths.DATA_DIR / f"{name}.csv"
-    df = pd.read_csv(src, dtype=str, keep_default_na=False)
-    mutate(df)
-    df.to_csv(tmp_path / f"{name}.csv", index=False)
+def _load_error(tmp_path, name) -> str:
+    """The InputError of loading ``name`` from ``tmp_path`` (the other catalogs copied beside it)."""
     for other in catalog.SCHEMAS:
         if other != name and (paths.DATA_DIR / f"{other}.csv").exists():
             (tmp_path / f"{other}.csv").write_bytes((paths.DATA_DIR / f"{other}.csv").read_bytes())
@@ -90,6 +87,13 @@ def _bad_catalog(tmp_path, name, mutate):
         catalog.load.cache_clear()
         catalog.resolve_map.cache_clear()
     return str(e.value)
+
+
+def _bad_catalog(tmp_path, name, mutate):
+    df = pd.read_csv(paths.DATA_DIR / f"{name}.csv", dtype=str, keep_default_na=False)
+    mutate(df)
+    df.to_csv(tmp_path / f"{name}.csv", index=False)
+    return _load_error(tmp_path, name)
 
 
 def test_bad_number_in_catalog_names_file_row_and_column(tmp_path):
@@ -198,18 +202,8 @@ def test_host_spec_coverage_does_not_regress():
 
 def _bad_bytes(tmp_path, name, mutate_bytes):
     """Copy every catalog to ``tmp_path``, rewrite ``name``'s bytes with ``mutate_bytes``, load it."""
-    for other in catalog.SCHEMAS:
-        (tmp_path / f"{other}.csv").write_bytes((paths.DATA_DIR / f"{other}.csv").read_bytes())
     (tmp_path / f"{name}.csv").write_bytes(mutate_bytes((paths.DATA_DIR / f"{name}.csv").read_bytes()))
-    catalog.load.cache_clear()
-    catalog.resolve_map.cache_clear()
-    try:
-        with pytest.raises(InputError) as e:
-            catalog.load(name, str(tmp_path))
-    finally:
-        catalog.load.cache_clear()
-        catalog.resolve_map.cache_clear()
-    return str(e.value)
+    return _load_error(tmp_path, name)
 
 
 def _second_line(b: bytes, f) -> bytes:
