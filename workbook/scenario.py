@@ -119,6 +119,13 @@ class Workload(_Strict):
     recompute: Literal["none", "selective", "full", "auto"] = "auto"
     optimizer: Literal["adam", "sgd", "adafactor"] = "adam"
     trainable_fraction: Annotated[float, Field(gt=0, le=1)] = 1.0
+    lora_rank: Annotated[int, Field(gt=0, le=65_536, description=(
+        "Fine-tuning with LoRA adapters of this rank on every linear layer (QLoRA §4): the base stays "
+        "frozen at `precision` (int4 = NF4, int8); only the adapters train (model.profile.adapter_params)"))] | None = None
+    hf_config: str | None = Field(None, description=(
+        "A Hugging Face config.json (or a folder holding one), relative to the scenario file, read "
+        "offline instead of model/architecture (workbook.hf: Llama, Mistral, Mixtral, Qwen2/3 (MoE), Gemma, "
+        "DeepSeek-V3, GPT-NeoX, MPT)"))
     # inference
     input_tokens: PosInt | None = None
     output_tokens: PosInt | None = None
@@ -138,14 +145,12 @@ class Workload(_Strict):
 
     @model_validator(mode="after")
     def _check(self):
-        given = [k for k in ("model", "architecture", "generic") if getattr(self, k) is not None]
-        if not given:
-            raise ValueError("expected one of model, architecture or generic")
-        if len(given) > 1:
-            raise ValueError(f"give only one of model, architecture or generic, got {', '.join(given)}")
+        given = [k for k in ("model", "architecture", "generic", "hf_config") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give one of model, architecture, generic or hf_config, got {', '.join(given) or 'none'}")
         inference_keys = ["input_tokens", "output_tokens", "concurrency", "requests_per_s", "ttft_slo_ms",
                           "tpot_slo_ms", "batch_window_hours"]
-        training_keys = ["tokens", "samples", "global_batch_tokens"]
+        training_keys = ["tokens", "samples", "global_batch_tokens", "lora_rank"]
         if self.task == "inference":
             bad = [k for k in training_keys if getattr(self, k) is not None]
             if bad:

@@ -25,7 +25,8 @@ from ..errors import InputError
 from ..scenario import Parallelism, Scenario, Workload
 from . import serving, training
 from .efficiency import Efficiency, band, compute_efficiency, default, network_loss, peak
-from .profile import Profile, activation_bytes, train_flops_per_token, training_state_bytes_per_param, workload_profile
+from .profile import (Profile, activation_bytes, fine_tune_flops_per_token, optimizer_bytes_per_trainable_param, trainable_params,
+                      training_state_bytes_per_param, training_weight_bytes_per_param, workload_profile)
 
 COLUMNS = list(terms.ESTIMATE_COLUMNS)
 
@@ -74,13 +75,12 @@ def _recompute_choices(w) -> tuple:
 
 
 def _train_flops_per_token(p: Profile, w) -> float:
-    """Model FLOPs per trained token; with ``trainable_fraction`` < 1 only that share of weights gets
-    weight gradients: (4 + 2·fraction)·N + attention (forward 2N, activation gradients 2N, weight
-    gradients 2N·fraction; Kaplan et al. 2020 §2.1 split of 6N)."""
+    """Model FLOPs per trained token (``profile.fine_tune_flops_per_token``): with frozen weights
+    (``trainable_fraction`` < 1 or LoRA) 4N for the frozen part (forward and activation gradients)
+    and 6 per trainable weight (Kaplan et al. 2020 §2.1 split of 6N)."""
     if p.generic:
         return math.nan
-    full = float(train_flops_per_token(p, w.seq_len))
-    return full - 2.0 * p.params_matmul_active * (1.0 - w.trainable_fraction)
+    return float(fine_tune_flops_per_token(p, w))
 
 
 def training_tokens(w) -> float:
@@ -116,9 +116,10 @@ def data_parallel_fallback(p: Profile, acc: dict, chips, w, headroom: float, tok
     eff = default(eff)
     n = np.asarray(chips, dtype=float)
     tokens = float(tokens_per_step) if tokens_per_step else w.seq_len * n
-    frac = w.trainable_fraction
-    state = training_state_bytes_per_param(w.precision if w.precision in ("fp32",) else "bf16", w.optimizer)
-    bpp = 2.0 + (state - 2.0) * frac
+    frac = trainable_params(p, w) / p.params_total if not p.generic else w.trainable_fraction
+    grad_b = 4.0 if w.precision == "fp32" else 2.0
+    weight_b = training_weight_bytes_per_param(p, w) if not p.generic else grad_b
+    bpp = weight_b + (grad_b + optimizer_bytes_per_trainable_param(w)) * frac  # frozen weights at their stored precision (QLoRA)
     usable = float(acc["memory_bytes"]) * (1.0 - headroom)
     fast = float(acc.get("fast_domain_chips") or acc.get("chips_per_node") or 1)
     k = np.minimum(n, fast)
