@@ -13,7 +13,7 @@ MAX_LINES = 600
 # ``__init__`` modules take the layer of the highest module they import.
 LAYERS = {
     "errors": 0, "paths": 0, "terms": 0,
-    "catalog": 1,
+    "catalog": 1, "hf": 1,
     "scenario": 2, "prices": 2,
     "model.profile": 3, "model.comm": 3, "model.queueing": 3, "model.efficiency": 4, "model.training": 5,
     "model.serving": 5, "model.estimate": 6, "model.offers": 7, "model.tables": 7,

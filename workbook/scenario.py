@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from . import catalog, paths, terms
+from . import catalog, hf, paths, terms
 from .errors import InputError
 
 
@@ -119,13 +119,8 @@ class Workload(_Strict):
     recompute: Literal["none", "selective", "full", "auto"] = "auto"
     optimizer: Literal["adam", "sgd", "adafactor"] = "adam"
     trainable_fraction: Annotated[float, Field(gt=0, le=1)] = 1.0
-    lora_rank: Annotated[int, Field(gt=0, le=65_536, description=(
-        "Fine-tuning with LoRA adapters of this rank on every linear layer (QLoRA §4): the base stays "
-        "frozen at `precision` (int4 = NF4, int8); only the adapters train (model.profile.adapter_params)"))] | None = None
-    hf_config: str | None = Field(None, description=(
-        "A Hugging Face config.json (or a folder holding one), relative to the scenario file, read "
-        "offline instead of model/architecture (workbook.hf: Llama, Mistral, Mixtral, Qwen2/3 (MoE), Gemma, "
-        "DeepSeek-V3, GPT-NeoX, MPT)"))
+    lora_rank: Annotated[int, Field(gt=0, le=65_536, description=hf.LORA_RANK)] | None = None
+    hf_config: str | None = Field(None, description=hf.DESCRIPTION)
     # inference
     input_tokens: PosInt | None = None
     output_tokens: PosInt | None = None
@@ -512,6 +507,8 @@ def _check_ids(s: Scenario, file: str) -> list[str]:
     if w.model is not None:
         w.model = _res("models", w.model, "workload.model")
         out += _context_problems(w, file)
+    if w.hf_config is not None:
+        out += [f"{file}: {p}" for p in hf.problems(w.hf_config)]
     if s.cluster is not None:
         s.cluster.accelerator = _res("accelerators", s.cluster.accelerator, "cluster.accelerator")
     if s.candidates.accelerators:
@@ -573,7 +570,7 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         kind = "YAML syntax error" if isinstance(e, (yaml.scanner.ScannerError, yaml.parser.ParserError)) else "YAML error"
         raise InputError(f"{rel}: {kind}: {where}{excerpt_text(str(getattr(e, 'problem', None) or e))}") from None
-    return parse_scenario(data, rel)
+    return parse_scenario(paths.beside(data, path.parent), rel)
 
 
 def scenario_names() -> list[str]:

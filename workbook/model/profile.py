@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from .. import catalog
+from .. import catalog, hf
 from ..scenario import Architecture, Workload
 
 BYTES_PER_VALUE = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
@@ -170,12 +170,22 @@ def model_profile(model_id: str) -> Profile:
     return profile_from_architecture(architecture_of(model_id), catalog.resolve("models", model_id))
 
 
+@functools.lru_cache(maxsize=64)
+def hf_profile(path: str) -> Profile:
+    """The Profile of a Hugging Face config.json (``workbook.hf``), named after its folder."""
+    name = hf.config_file(path).resolve().parent.name or "hf-config"
+    return profile_from_architecture(Architecture(**hf.load(path)), name)
+
+
 def workload_profile(w: Workload) -> Profile:
-    """The Profile of a scenario's workload: a catalog model, an inline architecture, or a generic one."""
+    """The Profile of a scenario's workload: a catalog model, an inline architecture, a Hugging Face
+    config.json, or a generic one."""
     if w.model is not None:
         return model_profile(w.model)
     if w.architecture is not None:
         return profile_from_architecture(w.architecture, "custom")
+    if w.hf_config is not None:
+        return hf_profile(w.hf_config)
     g = w.generic
     return Profile(name="generic", layers=1, hidden=1, heads=1, kv_heads=1, head_dim=1, ffn_hidden=1, vocab=1,
                    experts=1, experts_per_token=1, gated_mlp=False, params_total=g.params, params_active=g.params,
