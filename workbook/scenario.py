@@ -322,6 +322,7 @@ class Scenario(_Strict):
     constraints: Constraints = Constraints()
     pricing: Pricing = Pricing()
     weights: Weights = Weights()
+    measurements: str | None = Field(None, description=terms.MEASUREMENTS_DESCRIPTION)
 
     @field_validator("name")
     @classmethod
@@ -509,6 +510,8 @@ def _check_ids(s: Scenario, file: str) -> list[str]:
         out += _context_problems(w, file)
     if w.hf_config is not None:
         out += [f"{file}: {p}" for p in hf.problems(w.hf_config)]
+    if s.measurements is not None and not Path(s.measurements).is_file():
+        out.append(f"{file}: measurements: no such file {s.measurements!r} (a CSV of the team's runs)")
     if s.cluster is not None:
         s.cluster.accelerator = _res("accelerators", s.cluster.accelerator, "cluster.accelerator")
     if s.candidates.accelerators:

@@ -177,3 +177,11 @@ def usd(x) -> str:
     if a >= 1:
         return f"${x:,.2f}"
     return f"${x:.3g}"
+
+
+# --- the team's own runs -------------------------------------------------------------------------------
+
+MEASUREMENTS_DESCRIPTION = (
+    "A CSV of the team's own runs, relative to the scenario file (workbook.calibrate.own; columns in the "
+    "README, 'Your own measurements'): near runs on a chip replace the published calibration for that chip "
+    "(its efficiency is scaled to them, its band narrowed); other chips do not move")

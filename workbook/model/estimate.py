@@ -24,7 +24,7 @@ from .. import catalog, terms
 from ..errors import InputError
 from ..scenario import Parallelism, Scenario, Workload
 from . import serving, training
-from .efficiency import Efficiency, band, compute_efficiency, default, network_loss, peak
+from .efficiency import Efficiency, band, compute_efficiency, default, network_loss, peak, scope_of
 from .profile import (Profile, activation_bytes, fine_tune_flops_per_token, optimizer_bytes_per_trainable_param, trainable_params,
                       training_state_bytes_per_param, training_weight_bytes_per_param, workload_profile)
 
@@ -518,10 +518,10 @@ def estimate_training_on(s: Scenario, acc: dict, pinned: int | None, par: Parall
     days = training_tokens(w) / tps / 86400.0
     flops_token = p.train_flops_per_sample if p.generic else _train_flops_per_token(p, w)
     out.update(tokens_per_s=tps, mfu=flops_token * tps / (n * pk), training_days=days, chip_hours=days * 24.0 * n,
-               calibrated=(not p.generic) and eff.is_calibrated("matmul_ceiling", str(acc["family"])))
+               calibrated=(not p.generic) and eff.is_calibrated("matmul_ceiling", scope_of(eff, acc)))
     # A generic (non-transformer) model borrows the transformer-fitted ceiling: no published run of
     # such a model is in the calibration, so it always gets the wider uncalibrated band.
-    _with_bands(out, *band(eff, "mfu", "generic" if p.generic else str(acc["family"])))
+    _with_bands(out, *band(eff, "mfu", "generic" if p.generic else scope_of(eff, acc)))
     dl = s.constraints.deadline_days
     out["meets_deadline"] = bool(days <= dl) if dl is not None else None
     if dl is not None and days > dl:
