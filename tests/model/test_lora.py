@@ -103,3 +103,23 @@ def test_moe_adapters_cover_every_expert_but_tokens_use_k():
 def test_lora_rank_on_inference_is_an_error():
     with pytest.raises(ValueError, match="lora_rank"):
         Workload(task="inference", model="llama-3.1-8b", input_tokens=10, output_tokens=10, lora_rank=8)
+
+
+def test_a_lora_checkpoint_holds_the_adapters_and_their_states_only():
+    from workbook.model.estimate import checkpoint_bytes
+    w = _ft(model="llama-3.1-70b", precision="int4", lora_rank=64)
+    p = prof.workload_profile(w)
+    assert checkpoint_bytes(p, w) == pytest.approx(prof.trainable_params(p, w) * (2 + 8))
+    full = _ft(model="llama-3.1-70b")
+    assert checkpoint_bytes(p, full) == pytest.approx(p.params_total * 14)  # ZeRO §3.1: 2 + 12 bytes
+
+
+def test_qlora_70b_estimate_runs_on_one_h100():
+    import workbook as wb
+    s = wb.parse_scenario({"name": "q", "workload": {"task": "fine-tuning", "model": "llama-3.1-70b", "precision": "int4",
+                                                     "lora_rank": 64, "tokens": 1.0e+7, "seq_len": 2048,
+                                                     "global_batch_tokens": 32768},
+                           "cluster": {"accelerator": "H100-SXM5-80GB", "chips": 1}})
+    from workbook.model import estimate
+    row = estimate.estimate_training(s, "H100-SXM5-80GB", 1)
+    assert row["fits"] and row["chips"] == 1 and row["memory_per_chip_bytes"] < 80e9

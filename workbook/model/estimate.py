@@ -430,10 +430,14 @@ def checkpoint_bytes(p: Profile, w) -> float:
     the trainable share, the optimizer's fp32 master copy and moments = the training state without
     the gradients: ``training_state_bytes_per_param`` less weights and gradients, 12 bytes for Adam
     (ZeRO, Rajbhandari et al. 2020 §3.1), so 14 bytes per parameter for mixed-precision Adam.
+    LoRA (``lora_rank``): only the adapters and their optimizer states, the frozen base is never
+    rewritten (PEFT's ``save_pretrained`` writes the adapter weights alone; Hu et al. 2021 §4.2).
     Generic models: the same per ``params``."""
     prec = "fp32" if w.precision == "fp32" else "bf16"
-    state = training_state_bytes_per_param(prec, w.optimizer)
     weight = 4.0 if prec == "fp32" else 2.0
+    if getattr(w, "lora_rank", None) and not p.generic:
+        return float(trainable_params(p, w)) * (weight + optimizer_bytes_per_trainable_param(w))
+    state = training_state_bytes_per_param(prec, w.optimizer)
     return float(p.params_total) * (weight + (state - 2.0 * weight) * w.trainable_fraction)
 
 
