@@ -114,10 +114,12 @@ def _row(r: pd.Series, where: str, folder: Path, i: int) -> dict:
     for c in ("global_batch_tokens", "tokens_per_s", "output_tokens_per_s", "tpot_ms", "ttft_ms"):
         out[c] = _number(out[c], f"{where}: {c}")
     kind = out["kind"] or ("training" if out["tokens_per_s"] else "inference")
+    if kind not in ("training", "inference"):
+        raise InputError(f"{where}: kind: expected training or inference, got {kind!r}")
     need = ("seq_len", "global_batch_tokens", "tokens_per_s") if kind == "training" else ("input_tokens", "output_tokens", "concurrency")
     for c in ("chips",) + need:
         if out[c] is None:
-            raise InputError(f"{where}: {c}: expected a positive number for a {kind} run")
+            raise InputError(f"{where}: {c}: expected a positive number for {'a training' if kind == 'training' else 'a serving'} run")
     if kind == "inference" and not any(out[m] for m in SERVING_METRICS):
         raise InputError(f"{where}: output_tokens_per_s: a serving run needs output_tokens_per_s, tpot_ms or ttft_ms")
     out["kind"] = kind
