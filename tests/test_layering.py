@@ -13,14 +13,14 @@ MAX_LINES = 600
 # ``__init__`` modules take the layer of the highest module they import.
 LAYERS = {
     "errors": 0, "paths": 0, "terms": 0,
-    "catalog": 1,
+    "catalog": 1, "hf": 1,
     "yamlsafe": 0, "scenario": 2, "prices": 2,
     "model.profile": 3, "model.comm": 3, "model.queueing": 3, "model.efficiency": 4, "model.training": 5,
     "model.serving": 5, "model.estimate": 6, "model.offers": 7, "model.tables": 7,
     "cost.rates": 3, "cost.reliability": 3, "cost.bill": 4, "cost.breakeven": 5, "cost.uncertainty": 5,
     "decision.rules": 6, "decision.rank": 7, "decision.evidence": 7, "decision.nearest": 7.5,
     "decision.recommend": 8, "decision.offers": 8,
-    "calibrate.runs": 8, "calibrate.fit": 9,
+    "calibrate.runs": 8, "calibrate.own": 8.5, "calibrate.fit": 9,
     "analysis": 10, "diff": 10,
     "views.text": 11, "views.charts.base": 12, "views.charts.perf": 13, "views.charts.scaling": 13,
     "views.charts.cost": 13, "views.widgets": 14,

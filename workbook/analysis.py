@@ -17,8 +17,11 @@ import numpy as np
 import pandas as pd
 
 from . import catalog, cost, decision, paths
+from .calibrate import own as own_runs
 from .cost import reliability
 from .model import estimate, offers as model_offers
+from .model.efficiency import Efficiency
+from .model.profile import workload_profile
 from .errors import InputError
 from .scenario import Scenario, with_overrides
 from .terms import usd
@@ -38,6 +41,8 @@ class Analysis:
     recommendation: decision.Recommendation
     fit: pd.DataFrame | None = None    # software fit per accelerator (decision.framework_fit)
     offers: pd.DataFrame | None = None  # every offering x pricing model, ranked (decision.offers_table)
+    own_runs: pd.DataFrame | None = None  # the team's runs (scenario.measurements), ``used`` where near
+    adjustments: pd.DataFrame | None = None  # the efficiency they changed (calibrate.own.adjust)
 
 
 def price(s: Scenario, perf_df: pd.DataFrame, fit: pd.DataFrame | None = None,
@@ -49,7 +54,7 @@ def price(s: Scenario, perf_df: pd.DataFrame, fit: pd.DataFrame | None = None,
     return decision.apply_constraints(s, priced, fit)
 
 
-def offer_performance(s: Scenario, perf_df: pd.DataFrame) -> pd.DataFrame | None:
+def offer_performance(s: Scenario, perf_df: pd.DataFrame, eff: Efficiency | None = None) -> pd.DataFrame | None:
     """Training: the performance of every offering on its own shape and network, sized for the
     deadline at ``constraints.deadline_confidence`` after the offer's start days
     (``model.offers.plan_offers``); accelerators that fit nowhere keep their comparison row. None for
@@ -67,7 +72,7 @@ def offer_performance(s: Scenario, perf_df: pd.DataFrame) -> pd.DataFrame | None
                                                             float(r["training_days_high"]) / d,
                                                             s.constraints.deadline_confidence)
     planned = model_offers.plan_offers(s, ok, lambda sh, n: reliability.lead_time(
-        sh["provider"], sh["accelerator"], n, s.constraints.start_days)["start_days"], q)
+        sh["provider"], sh["accelerator"], n, s.constraints.start_days)["start_days"], q, eff=eff)
     rest = shapes[~shapes["offering"].isin(ok["offering"])][["offering", "accelerator"]]
     rest = rest.merge(perf_df, on="accelerator", how="left")
     out = pd.concat([planned, rest], ignore_index=True) if len(rest) else planned
@@ -79,19 +84,21 @@ def offer_performance(s: Scenario, perf_df: pd.DataFrame) -> pd.DataFrame | None
 OTHER_PRECISIONS = {"inference": ("fp8", "int8", "int4"), "training": ("fp8",), "fine-tuning": ("fp8",)}
 
 
-def _core(s: Scenario, n_draws: int, seed: int):
-    perf_df = estimate.compare(s)
+def _core(s: Scenario, eff: Efficiency | None, n_draws: int, seed: int):
+    """Performance, software fit, per-offer plans, prices, Monte Carlo and the recommendation."""
+    perf_df = estimate.compare(s, eff)
     fit = decision.framework_fit(s, perf_df["accelerator"])
-    offer_perf = offer_performance(s, perf_df)
+    offer_perf = offer_performance(s, perf_df, eff)
     priced = price(s, perf_df if offer_perf is None else offer_perf, fit)
     mc = cost.monte_carlo(s, priced, n=n_draws, seed=seed)
     return perf_df, fit, priced, mc, decision.recommend(s, perf_df, priced, mc, n_draws=n_draws, seed=seed)
 
 
-def precision_changes(s: Scenario, priced: pd.DataFrame, n_draws: int = 1000) -> list[dict]:
-    """When nothing passes and memory, a chip limit or a missing peak rules options out: the first other precision
-    (``OTHER_PRECISIONS``) with which an option passes every hard constraint, as a nearest change
-    (the ``nearest_changes`` entry format, key ``workload.precision``). Empty when none does."""
+def precision_changes(s: Scenario, priced: pd.DataFrame, eff: Efficiency | None = None,
+                      n_draws: int = 1000) -> list[dict]:
+    """When nothing passes and memory, a chip limit or a missing peak rules options out: the first
+    other precision (``OTHER_PRECISIONS``) with which an option passes every hard constraint, as a
+    nearest change (the ``nearest_changes`` entry format, key ``workload.precision``). Empty when none does."""
     codes = {c for cs in priced.get("excluded_codes", pd.Series(dtype=object)) for c in cs}
     w = s.workload
     if not codes & {"memory", "precision", "chips"}:  # too many chips: often the weights that do not fit
@@ -100,8 +107,7 @@ def precision_changes(s: Scenario, priced: pd.DataFrame, n_draws: int = 1000) ->
         if p == w.precision:
             continue
         try:
-            alt = with_overrides(s, **{"workload.precision": p})
-            rec = _core(alt, n_draws, 0)[-1]
+            rec = _core(with_overrides(s, **{"workload.precision": p}), eff, n_draws, 0)[-1]
         except InputError:
             continue
         if rec.accelerator is not None:
@@ -114,18 +120,51 @@ def precision_changes(s: Scenario, priced: pd.DataFrame, n_draws: int = 1000) ->
     return []
 
 
-def analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0) -> Analysis:
+def analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0, measurements: bool = True) -> Analysis:
     """The whole analysis of ``s``: performance per accelerator (``options``) and per offering
-    (training), software fit, prices and exclusions, Monte Carlo, recommendation, offers. When no
+    (training), software fit, prices and exclusions, Monte Carlo, recommendation, offers. With
+    ``s.measurements`` (and ``measurements`` true) the efficiency is the published calibration
+    adjusted to the team's runs near the workload (``calibrate.own.scenario_efficiency``). When no
     option passes, the nearest changes include another precision that would make one pass
     (``precision_changes``)."""
-    perf_df, fit, priced, mc, rec = _core(s, n_draws, seed)
+    use = s.measurements if measurements else None
+    eff, adjustments, runs = own_runs.scenario_efficiency(s.model_copy(update={"measurements": use}),
+                                                          workload_profile(s.workload))
+    perf_df, fit, priced, mc, rec = _core(s, eff, n_draws, seed)
     if rec.accelerator is None:
-        extra = precision_changes(s, priced)
+        extra = precision_changes(s, priced, eff)
         rec.nearest_changes = list(rec.nearest_changes) + extra
         rec.flip_conditions = [c["text"] for c in extra] + list(rec.flip_conditions)
     tied = [t["option"] for t in rec.ties]
-    return Analysis(s, perf_df, priced, mc, rec, fit, decision.offers_table(s, priced, mc, tied))
+    return Analysis(s, perf_df, priced, mc, rec, fit, decision.offers_table(s, priced, mc, tied), runs, adjustments)
+
+
+def _decision_row(label: str, a: Analysis, chips: list[str], key: str) -> dict:
+    rec, perf = a.recommendation, a.perf.set_index("accelerator")
+    row = {"calibration": label, "recommendation": rec.headline(), "accelerator": rec.accelerator,
+           "pricing_model": rec.pricing_model, rec.metric: rec.figures.get(rec.metric)}
+    for chip in chips:
+        for suffix in ("", "_low", "_high"):
+            row[f"{chip} {key}{suffix}"] = perf.loc[chip, key + suffix] if chip in perf.index else None
+    return row
+
+
+def with_and_without_measurements(s: Scenario, a: Analysis | None = None, n_draws: int = MC_DRAWS,
+                                  seed: int = 0) -> pd.DataFrame:
+    """The decision with the published calibration only and with the team's runs
+    (``s.measurements``): one row each, the recommendation, its figure (``Recommendation.metric``)
+    and, for every chip the runs moved, its estimate with the band (``mfu`` for training,
+    ``output_tokens_per_s`` for serving). ``a``: the scenario's analysis already made (with its
+    measurements), reused. Without measurements, one row saying so."""
+    a = analyse(s, n_draws=n_draws, seed=seed) if a is None else a
+    if not s.measurements:
+        return pd.DataFrame([{**_decision_row("published runs only", a, [], ""),
+                              "note": "the scenario names no measurements (key `measurements`: a CSV of the team's runs)"}])
+    key = "mfu" if s.is_training else "output_tokens_per_s"
+    chips = [] if a.adjustments is None else sorted(set(a.adjustments["accelerator"]))
+    plain = analyse(s, n_draws=n_draws, seed=seed, measurements=False)
+    return pd.DataFrame([_decision_row("published runs only", plain, chips, key),
+                         _decision_row("with the team's runs", a, chips, key)])
 
 
 def jsonable(x):
@@ -198,6 +237,7 @@ def summary_json(a: Analysis) -> dict:
         "recommendation": rec.as_dict() if rec is not None else None,
         "monte_carlo": records(a.mc),
         "offers": records(a.offers) if a.offers is not None else [],
+        "own_runs": records(a.adjustments) if a.adjustments is not None else [],
         "generated_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "workbook_version": paths.VERSION,
         "catalog_versions": catalog.catalog_versions(),

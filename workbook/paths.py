@@ -26,3 +26,21 @@ def rel(path: str | Path) -> str:
         return str(p.resolve().relative_to(Path.cwd()))
     except ValueError:
         return str(p)
+
+
+SCENARIO_FILE_KEYS = (("workload", "hf_config"), ("measurements",))  # files a scenario names
+
+
+def beside(data, folder: str | Path, keys=SCENARIO_FILE_KEYS):
+    """A scenario mapping with each relative file it names (``workload.hf_config``,
+    ``measurements``) made absolute against ``folder``, the scenario file's own folder."""
+    if not isinstance(data, dict):
+        return data
+    for key in keys:
+        node = data
+        for k in key[:-1]:
+            node = node.get(k) if isinstance(node, dict) else None
+        value = node.get(key[-1]) if isinstance(node, dict) else None
+        if isinstance(value, str) and value and not Path(value).is_absolute():
+            node[key[-1]] = str((Path(folder) / value).resolve())
+    return data

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from . import catalog, paths, terms
+from . import catalog, hf, paths, terms
 from .yamlsafe import EXCERPT_CHARS, MAX_YAML_BYTES, excerpt, excerpt_text, read_yaml
 from .errors import InputError
 
@@ -119,6 +119,8 @@ class Workload(_Strict):
     recompute: Literal["none", "selective", "full", "auto"] = "auto"
     optimizer: Literal["adam", "sgd", "adafactor"] = "adam"
     trainable_fraction: Annotated[float, Field(gt=0, le=1)] = 1.0
+    lora_rank: Annotated[int, Field(gt=0, le=65_536, description=hf.LORA_RANK)] | None = None
+    hf_config: str | None = Field(None, description=hf.DESCRIPTION)
     # inference
     input_tokens: PosInt | None = None
     output_tokens: PosInt | None = None
@@ -139,14 +141,12 @@ class Workload(_Strict):
 
     @model_validator(mode="after")
     def _check(self):
-        given = [k for k in ("model", "architecture", "generic") if getattr(self, k) is not None]
-        if not given:
-            raise ValueError("expected one of model, architecture or generic")
-        if len(given) > 1:
-            raise ValueError(f"give only one of model, architecture or generic, got {', '.join(given)}")
+        given = [k for k in ("model", "architecture", "generic", "hf_config") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give one of model, architecture, generic or hf_config, got {', '.join(given) or 'none'}")
         inference_keys = ["input_tokens", "output_tokens", "concurrency", "requests_per_s", "ttft_slo_ms",
                           "tpot_slo_ms", "batch_window_hours"]
-        training_keys = ["tokens", "samples", "global_batch_tokens"]
+        training_keys = ["tokens", "samples", "global_batch_tokens", "lora_rank"]
         if self.task == "inference":
             bad = [k for k in training_keys if getattr(self, k) is not None]
             if bad:
@@ -333,6 +333,7 @@ class Scenario(_Strict):
     constraints: Constraints = Constraints()
     pricing: Pricing = Pricing()
     weights: Weights = Weights()
+    measurements: str | None = Field(None, description=terms.MEASUREMENTS_DESCRIPTION)
 
     @field_validator("name")
     @classmethod
@@ -430,6 +431,10 @@ def _check_ids(s: Scenario, file: str) -> list[str]:
     if w.model is not None:
         w.model = _res("models", w.model, "workload.model")
         out += _context_problems(w, file)
+    if w.hf_config is not None:
+        out += [f"{file}: {p}" for p in hf.problems(w.hf_config)]
+    if s.measurements is not None and not Path(s.measurements).is_file():
+        out.append(f"{file}: measurements: no such file {s.measurements!r} (a CSV of the team's runs)")
     if s.cluster is not None:
         s.cluster.accelerator = _res("accelerators", s.cluster.accelerator, "cluster.accelerator")
     if s.candidates.accelerators:
@@ -491,7 +496,7 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         kind = "YAML syntax error" if isinstance(e, (yaml.scanner.ScannerError, yaml.parser.ParserError)) else "YAML error"
         raise InputError(f"{rel}: {kind}: {where}{excerpt_text(str(getattr(e, 'problem', None) or e))}") from None
-    return parse_scenario(data, rel)
+    return parse_scenario(paths.beside(data, path.parent), rel)
 
 
 def scenario_names() -> list[str]:

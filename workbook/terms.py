@@ -216,3 +216,11 @@ FIELD_HELP = {
         "week the capacity is used (workbook.cost.rates.ops_staff_usd_per_month). No published staffing ratio "
         "was found: default none (operations staff are not in the bill)"),
 }
+
+
+# --- the team's own runs -------------------------------------------------------------------------------
+
+MEASUREMENTS_DESCRIPTION = (
+    "A CSV of the team's own runs, relative to the scenario file (workbook.calibrate.own; columns in the "
+    "README, 'Your own measurements'): near runs on a chip replace the published calibration for that chip "
+    "(its efficiency is scaled to them, its band narrowed); other chips do not move")

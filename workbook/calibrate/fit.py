@@ -24,6 +24,7 @@ import pandas as pd
 from .. import catalog, paths
 from ..model import comm
 from ..model.efficiency import Efficiency, dp_bytes_per_s, width_factor, peak, _from_csv
+from . import own
 from .runs import predict_run, reference_runs, run_chips, run_profile, training_prediction, _n, calibration_table, error_summary, summary_markdown
 
 # --- the fit ---------------------------------------------------------------------------------------
@@ -343,6 +344,8 @@ def add_arguments(p) -> None:
     p.add_argument("--markdown", action="store_true", help="print only the summary as a markdown table")
     p.add_argument("--csv", action="store_true", help="print the per-run table as CSV")
     p.add_argument("--params", action="store_true", help="print the fitted parameters (data/efficiency.csv)")
+    p.add_argument("--runs", metavar="FILE", help="compare the model with the team's own runs (a measurements CSV) "
+                                                  "instead of the published ones")
 
 
 def run(args) -> int:
@@ -354,7 +357,7 @@ def run(args) -> int:
         with pd.option_context("display.max_rows", None, "display.width", 200):
             print(df.to_string(index=False))
         return 0
-    table = calibration_table()
+    table = own.calibration_table(own.to_runs(own.read_measurements(args.runs))) if args.runs else calibration_table()
     summary = error_summary(table)
     if args.markdown:
         print(summary_markdown(summary))

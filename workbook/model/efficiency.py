@@ -93,6 +93,10 @@ class Efficiency:
     def has(self, name: str, scope: str) -> bool:
         return (name, scope) in self.table
 
+    @functools.cached_property
+    def scopes(self) -> frozenset:
+        return frozenset(sc for (_, sc), _ in self.items)
+
     def is_calibrated(self, name: str, family: str) -> bool:
         """Whether ``family`` has its own fitted value of ``name`` (else the pooled value is used)."""
         return self.has(name, family)
@@ -102,6 +106,13 @@ class Efficiency:
 def _from_csv() -> Efficiency:
     df = catalog.load("efficiency")
     return Efficiency.from_table({(p, s): float(v) for p, s, v in zip(df["parameter"], df["scope"], df["value"])})
+
+
+def scope_of(eff: Efficiency, acc) -> str:
+    """The scope whose values apply to the accelerator ``acc``: its own id where ``eff`` holds values
+    for it (the team's runs, ``calibrate.own``), else its family."""
+    chip = str(acc.get("accelerator", ""))
+    return chip if chip and chip in eff.scopes else str(acc["family"])
 
 
 def default(eff: Efficiency | None) -> Efficiency:
@@ -169,14 +180,14 @@ def network_loss(eff: Efficiency, acc) -> float:
     communication model does not explain (data/efficiency.csv ``network_loss_per_doubling``; 0 for
     every other family and for a fixed efficiency)."""
     t = eff.table
-    return float(t.get(("network_loss_per_doubling", str(acc["family"])), t.get(("network_loss_per_doubling", "pooled"), 0.0)))
+    return float(t.get(("network_loss_per_doubling", scope_of(eff, acc)), t.get(("network_loss_per_doubling", "pooled"), 0.0)))
 
 
 def _ceiling(eff: Efficiency, acc, work: str) -> float:
     """The matmul ceiling of ``work`` for the accelerator's family: training uses the family's
     ``matmul_ceiling`` (a family without runs: the median of its kind, GPU, TPU or ASIC, else
     pooled); inference the ``inference_matmul_ceiling``."""
-    fam, kind = str(acc["family"]), str(acc["kind"])
+    fam, kind = scope_of(eff, acc), str(acc["kind"])
     if work == "train":
         return eff.get("matmul_ceiling", fam, default_scope=kind if eff.has("matmul_ceiling", kind) else "pooled")
     return eff.get("inference_matmul_ceiling", fam)
@@ -211,7 +222,7 @@ def compute_efficiency(eff: Efficiency, acc, precision: str, work: str, profile:
             e = e * moe_factor(profile, acc, eff.get("moe_bytes_per_flop", str(acc["platform"])), pk * e)
     e = e * np.ones_like(np.asarray(tp, dtype=float))
     if tokens is not None:
-        bw = float(acc["memory_bytes_per_s"]) * (1.0 if work == "train" else eff.get("decode_memory_efficiency", str(acc["family"])))
+        bw = float(acc["memory_bytes_per_s"]) * (1.0 if work == "train" else eff.get("decode_memory_efficiency", scope_of(eff, acc)))
         roof = 2.0 * np.asarray(tokens, dtype=float) * bw / (bytes_per_value(precision) * pk)
         e = np.minimum(e, roof)
     return e if np.ndim(e) else float(e)

@@ -24,8 +24,9 @@ from .. import catalog, terms
 from ..errors import InputError
 from ..scenario import Parallelism, Scenario, Workload
 from . import serving, training
-from .efficiency import Efficiency, band, compute_efficiency, default, network_loss, peak
-from .profile import Profile, activation_bytes, train_flops_per_token, training_state_bytes_per_param, workload_profile
+from .efficiency import Efficiency, band, compute_efficiency, default, network_loss, peak, scope_of
+from .profile import (Profile, activation_bytes, fine_tune_flops_per_token, optimizer_bytes_per_trainable_param, trainable_params,
+                      training_state_bytes_per_param, training_weight_bytes_per_param, workload_profile)
 
 COLUMNS = list(terms.ESTIMATE_COLUMNS)
 
@@ -74,13 +75,12 @@ def _recompute_choices(w) -> tuple:
 
 
 def _train_flops_per_token(p: Profile, w) -> float:
-    """Model FLOPs per trained token; with ``trainable_fraction`` < 1 only that share of weights gets
-    weight gradients: (4 + 2·fraction)·N + attention (forward 2N, activation gradients 2N, weight
-    gradients 2N·fraction; Kaplan et al. 2020 §2.1 split of 6N)."""
+    """Model FLOPs per trained token (``profile.fine_tune_flops_per_token``): with frozen weights
+    (``trainable_fraction`` < 1 or LoRA) 4N for the frozen part (forward and activation gradients)
+    and 6 per trainable weight (Kaplan et al. 2020 §2.1 split of 6N)."""
     if p.generic:
         return math.nan
-    full = float(train_flops_per_token(p, w.seq_len))
-    return full - 2.0 * p.params_matmul_active * (1.0 - w.trainable_fraction)
+    return float(fine_tune_flops_per_token(p, w))
 
 
 def training_tokens(w) -> float:
@@ -116,9 +116,10 @@ def data_parallel_fallback(p: Profile, acc: dict, chips, w, headroom: float, tok
     eff = default(eff)
     n = np.asarray(chips, dtype=float)
     tokens = float(tokens_per_step) if tokens_per_step else w.seq_len * n
-    frac = w.trainable_fraction
-    state = training_state_bytes_per_param(w.precision if w.precision in ("fp32",) else "bf16", w.optimizer)
-    bpp = 2.0 + (state - 2.0) * frac
+    frac = trainable_params(p, w) / p.params_total if not p.generic else w.trainable_fraction
+    grad_b = 4.0 if w.precision == "fp32" else 2.0
+    weight_b = training_weight_bytes_per_param(p, w) if not p.generic else grad_b
+    bpp = weight_b + (grad_b + optimizer_bytes_per_trainable_param(w)) * frac  # frozen weights at their stored precision (QLoRA)
     usable = float(acc["memory_bytes"]) * (1.0 - headroom)
     fast = float(acc.get("fast_domain_chips") or acc.get("chips_per_node") or 1)
     k = np.minimum(n, fast)
@@ -429,10 +430,14 @@ def checkpoint_bytes(p: Profile, w) -> float:
     the trainable share, the optimizer's fp32 master copy and moments = the training state without
     the gradients: ``training_state_bytes_per_param`` less weights and gradients, 12 bytes for Adam
     (ZeRO, Rajbhandari et al. 2020 §3.1), so 14 bytes per parameter for mixed-precision Adam.
+    LoRA (``lora_rank``): only the adapters and their optimizer states, the frozen base is never
+    rewritten (PEFT's ``save_pretrained`` writes the adapter weights alone; Hu et al. 2021 §4.2).
     Generic models: the same per ``params``."""
     prec = "fp32" if w.precision == "fp32" else "bf16"
-    state = training_state_bytes_per_param(prec, w.optimizer)
     weight = 4.0 if prec == "fp32" else 2.0
+    if getattr(w, "lora_rank", None) and not p.generic:
+        return float(trainable_params(p, w)) * (weight + optimizer_bytes_per_trainable_param(w))
+    state = training_state_bytes_per_param(prec, w.optimizer)
     return float(p.params_total) * (weight + (state - 2.0 * weight) * w.trainable_fraction)
 
 
@@ -517,10 +522,10 @@ def estimate_training_on(s: Scenario, acc: dict, pinned: int | None, par: Parall
     days = training_tokens(w) / tps / 86400.0
     flops_token = p.train_flops_per_sample if p.generic else _train_flops_per_token(p, w)
     out.update(tokens_per_s=tps, mfu=flops_token * tps / (n * pk), training_days=days, chip_hours=days * 24.0 * n,
-               calibrated=(not p.generic) and eff.is_calibrated("matmul_ceiling", str(acc["family"])))
+               calibrated=(not p.generic) and eff.is_calibrated("matmul_ceiling", scope_of(eff, acc)))
     # A generic (non-transformer) model borrows the transformer-fitted ceiling: no published run of
     # such a model is in the calibration, so it always gets the wider uncalibrated band.
-    _with_bands(out, *band(eff, "mfu", "generic" if p.generic else str(acc["family"])))
+    _with_bands(out, *band(eff, "mfu", "generic" if p.generic else scope_of(eff, acc)))
     dl = s.constraints.deadline_days
     out["meets_deadline"] = bool(days <= dl) if dl is not None else None
     if dl is not None and days > dl:

@@ -25,7 +25,7 @@ from .. import catalog
 from ..scenario import Scenario
 from .efficiency import Efficiency, peak
 from .estimate import estimate_training_on, training_tokens
-from .profile import train_flops_per_token, workload_profile
+from .profile import fine_tune_flops_per_token, workload_profile
 
 
 def offer_record(acc: dict, chips_per_instance: float, instance_bytes_per_s: float) -> tuple[dict, str]:
@@ -52,13 +52,13 @@ def hosts_of(chips: float, chips_per_instance: float, chips_per_node: float) -> 
 
 def ideal_days(s: Scenario, acc: dict, chips: float) -> float:
     """A lower bound on the run length: the run's model FLOPs (6N + attention per token, Kaplan et
-    al. 2020; with ``trainable_fraction`` < 1, 2N·(1 - fraction) fewer) on ``chips`` chips at their
+    al. 2020; with frozen weights ``profile.fine_tune_flops_per_token``) on ``chips`` chips at their
     dense peak (MFU 1, no recomputation, no communication). NaN for generic workloads."""
     w = s.workload
     p = workload_profile(w)
     if p.generic:
         return math.nan
-    flops = float(train_flops_per_token(p, w.seq_len)) - 2.0 * p.params_matmul_active * (1.0 - w.trainable_fraction)
+    flops = float(fine_tune_flops_per_token(p, w))
     return flops * training_tokens(w) / (chips * peak(acc, w.precision)) / 86400.0
 
 

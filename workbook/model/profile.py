@@ -8,6 +8,10 @@ Sources
   Chowdhery et al. 2022 "PaLM" Appendix B (model FLOPs: 6N + 12·L·H·Q·T per token);
   "How to Scale Your Model" (scaling-book, Austin et al. 2025) ch. 4 "Transformer Math".
 - Training memory: Rajbhandari et al. 2020 "ZeRO" §3 (mixed-precision Adam: 2+2+12 = 16 bytes/param).
+- LoRA and QLoRA: Hu et al. 2021 "LoRA" (arXiv:2106.09685) §4 (a frozen W plus a trainable B·A of
+  rank r: r·(d_in + d_out) weights per adapted matrix); Dettmers et al. 2023 "QLoRA"
+  (arXiv:2305.14314) §3 (NF4 storage, bf16 compute, double quantisation: 8/64 + 32/(64·256) = 0.127
+  bits of quantisation constants per parameter; adapters on every linear layer of the blocks, §4).
 - Activation memory: Korthikanti et al. 2022 "Reducing Activation Recomputation in Large Transformer
   Models" §4 (sbh·(34 + 5as/h) bytes per layer; selective recompute drops the 5as/h term; full
   recompute keeps only the 2sbh layer input).
@@ -19,12 +23,13 @@ Sources
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
 
-from .. import catalog
+from .. import catalog, hf
 from ..scenario import Architecture, Workload
 
 BYTES_PER_VALUE = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
@@ -165,12 +170,22 @@ def model_profile(model_id: str) -> Profile:
     return profile_from_architecture(architecture_of(model_id), catalog.resolve("models", model_id))
 
 
+@functools.lru_cache(maxsize=64)
+def hf_profile(path: str) -> Profile:
+    """The Profile of a Hugging Face config.json (``workbook.hf``), named after its folder."""
+    name = hf.config_file(path).resolve().parent.name or "hf-config"
+    return profile_from_architecture(Architecture(**hf.load(path)), name)
+
+
 def workload_profile(w: Workload) -> Profile:
-    """The Profile of a scenario's workload: a catalog model, an inline architecture, or a generic one."""
+    """The Profile of a scenario's workload: a catalog model, an inline architecture, a Hugging Face
+    config.json, or a generic one."""
     if w.model is not None:
         return model_profile(w.model)
     if w.architecture is not None:
         return profile_from_architecture(w.architecture, "custom")
+    if w.hf_config is not None:
+        return hf_profile(w.hf_config)
     g = w.generic
     return Profile(name="generic", layers=1, hidden=1, heads=1, kv_heads=1, head_dim=1, ffn_hidden=1, vocab=1,
                    experts=1, experts_per_token=1, gated_mlp=False, params_total=g.params, params_active=g.params,
@@ -219,6 +234,97 @@ def training_flops(p: Profile, tokens, seq_len):
 
 
 # --- Memory ------------------------------------------------------------------------------------
+
+# --- fine-tuning: frozen weights and adapters ---------------------------------------------------
+
+# Quantisation constants stored with each frozen weight, bytes per parameter. int4 (NF4, blocks of 64
+# with double quantisation): 0.127 bits (QLoRA §3, "Double Quantization"). int8: LLM.int8() keeps one
+# fp32 absmax per row of ``hidden`` inputs (Dettmers et al. 2022 §3.2), 32/hidden bits, below 0.01 bits
+# at hidden >= 4096: counted as 0, like norms and biases.
+QUANT_CONSTANT_BYTES_PER_PARAM = {"int4": 0.127 / 8.0, "int8": 0.0}
+
+
+def adapter_params(p: Profile, rank, active: bool = False):
+    """LoRA weights of rank ``rank`` on every linear layer of every block (QLoRA §4; LoRA §4):
+    r·(d_in + d_out) per matrix. Attention: q (h → H·d_qk), k and v (h → K·d), o (H·d_v → h); MLA
+    (DeepSeek-V2 §2.1.2): each low-rank projection is a matrix of its own. MLP: gate and up h → f,
+    down f → h (2 matrices when not gated). MoE: every routed expert (``active``: the k a token
+    uses) and the shared experts; the router and the embeddings carry none."""
+    h, L, H, K, d = p.hidden, p.layers, p.heads, p.kv_heads, p.head_dim
+    qk, v = p.qk_head_dim or d, p.v_head_dim or d
+    attn = (h + H * qk) + 2 * (h + K * d) + (H * v + h)
+    mlp_mats = 3 if p.gated_mlp else 2
+
+    def mlp(f):
+        return mlp_mats * (h + f)
+
+    if not p.is_moe:
+        per_layer = attn + mlp(p.ffn_hidden)
+        return float(rank) * L * per_layer
+    experts = p.experts_per_token if active else p.experts
+    moe_layers = round(p.params_expert / (p.experts * mlp_params(h, p.moe_ffn_hidden, p.gated_mlp)))
+    routed = moe_layers * experts * mlp(p.moe_ffn_hidden)
+    dense = (L - moe_layers) * mlp(p.ffn_hidden)
+    return float(rank) * (L * attn + routed + dense)
+
+
+def trainable_params(p: Profile, w: Workload) -> float:
+    """Weights that get gradients and optimizer states: the LoRA adapters when ``lora_rank`` is set
+    (added to the frozen base), else ``trainable_fraction`` of the model's weights."""
+    if getattr(w, "lora_rank", None):
+        return adapter_params(p, w.lora_rank)
+    return w.trainable_fraction * p.params_total
+
+
+def frozen_weight_bytes_per_param(p: Profile, precision: str) -> float:
+    """Bytes per frozen weight at the stored precision. int4/int8 (QLoRA's NF4, LLM.int8): the
+    block weights take the quantised bytes plus ``QUANT_CONSTANT_BYTES_PER_PARAM``; the input
+    embedding and the output head stay 16-bit (the QLoRA reference code quantises the blocks'
+    ``nn.Linear`` layers with bitsandbytes only), so the mean over all weights is returned. Other
+    precisions keep 16-bit weights (fp32: 4 bytes), as in mixed-precision training."""
+    if precision not in QUANT_CONSTANT_BYTES_PER_PARAM:
+        return 4.0 if precision == "fp32" else 2.0
+    tied = math.isclose(p.params_matmul_active, p.params_active) and not p.generic
+    sixteen_bit = p.params_embedding + (0.0 if tied else p.params_embedding)
+    quantised = p.params_total - sixteen_bit
+    per = bytes_per_value(precision) + QUANT_CONSTANT_BYTES_PER_PARAM[precision]
+    return (quantised * per + sixteen_bit * 2.0) / p.params_total
+
+
+def training_weight_bytes_per_param(p: Profile, w: Workload) -> float:
+    """Weight bytes held in training, per parameter of the base model: the frozen weights at
+    ``frozen_weight_bytes_per_param`` plus the trainable ones in 16-bit (fp32: 4 bytes). LoRA: the
+    whole base is frozen and the adapters add ``trainable_params``; ``trainable_fraction`` f: 1 - f
+    is frozen, f trainable. Full training (f = 1): 2 bytes, the mixed-precision weights of ZeRO §3.1."""
+    train_b = 4.0 if w.precision == "fp32" else 2.0
+    f = trainable_params(p, w) / p.params_total
+    frozen_share = 1.0 if getattr(w, "lora_rank", None) else 1.0 - w.trainable_fraction
+    if frozen_share <= 0.0:
+        return train_b
+    return frozen_share * frozen_weight_bytes_per_param(p, w.precision) + f * train_b
+
+
+def optimizer_bytes_per_trainable_param(w: Workload) -> float:
+    """Optimizer state bytes per trainable weight: ``training_state_bytes_per_param`` less weights
+    and gradients (Adam in mixed precision: 12 = fp32 master + m + v, ZeRO §3.1). LoRA adapters are
+    held in bf16 and updated in place (the QLoRA reference code casts every ``LoraLayer`` to bf16 and
+    uses 32-bit paged AdamW, Dettmers et al. 2023 §3): no master copy, Adam 8 bytes."""
+    w16 = 4.0 if w.precision == "fp32" else 2.0
+    states = training_state_bytes_per_param("fp32" if w.precision == "fp32" else "bf16", w.optimizer) - 2.0 * w16
+    return states - (4.0 if getattr(w, "lora_rank", None) and w.precision != "fp32" else 0.0)
+
+
+def fine_tune_flops_per_token(p: Profile, w: Workload, causal: bool = False):
+    """Model FLOPs per trained token with frozen weights (Kaplan et al. 2020 §2.1 split of 6N:
+    forward 2N, activation gradients 2N, weight gradients 2N): activation gradients still flow
+    through every frozen weight, weight gradients only for the trainable ones, so 4N + 2N·f +
+    attention (``trainable_fraction`` f), or 4N + 6·A + attention for LoRA adapters of A weights
+    per token (``adapter_params(active=True)``; LoRA §4). Full training: 6N + attention."""
+    full = train_flops_per_token(p, w.seq_len, causal=causal)
+    if getattr(w, "lora_rank", None):
+        return full - 2.0 * p.params_matmul_active + 6.0 * adapter_params(p, w.lora_rank, active=True)
+    return full - 2.0 * p.params_matmul_active * (1.0 - w.trainable_fraction)
+
 
 def training_state_bytes_per_param(precision: str = "bf16", optimizer: str = "adam"):
     """Bytes per trainable parameter for weights + gradients + optimizer states.

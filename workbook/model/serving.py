@@ -25,7 +25,7 @@ from .. import terms
 from . import comm, queueing
 from ..errors import InputError
 from ..scenario import Workload
-from .efficiency import Efficiency, band, compute_efficiency, default, peak, roofline_time_s
+from .efficiency import Efficiency, band, compute_efficiency, default, peak, roofline_time_s, scope_of
 from .profile import (Profile, bytes_per_value, decode_flops_per_token, decode_weight_bytes_read, kv_cache_bytes_per_token,
                       prefill_flops_per_token, weight_bytes)
 
@@ -147,7 +147,7 @@ def decode_step_parts(eff: Efficiency, p: Profile, acc, batch, context, tp, prec
     over ep chips read their weights and do their FLOPs over max(tp, ep) chips and add the
     all-to-alls, attention groups (ep/tp) each hold batch/groups sequences' KV cache.
     ``mem_eff``, ``latency_s`` and ``compute_eff`` override the efficiency (the calibration grid)."""
-    fam = str(acc["family"])
+    fam = scope_of(eff, acc)
     mem_eff = eff.get("decode_memory_efficiency", fam) if mem_eff is None else mem_eff
     latency_s = eff.get("tp_collective_latency_s", fam) if latency_s is None else latency_s
     b = np.asarray(batch, dtype=float)
@@ -181,7 +181,7 @@ def prefill_s(eff: Efficiency, p: Profile, acc, tokens, input_tokens, tp, precis
     of FLOPs (2N + causal attention per token) against one read of the weights, plus TP all-reduces;
     with a ``layout``, through every pipeline stage (hand-offs added) and with the experts' FLOPs and
     weights over max(tp, ep) chips plus their all-to-alls."""
-    fam = str(acc["family"])
+    fam = scope_of(eff, acc)
     mem_eff = eff.get("decode_memory_efficiency", fam) if mem_eff is None else mem_eff
     latency_s = eff.get("tp_collective_latency_s", fam) if latency_s is None else latency_s
     n = np.asarray(tokens, dtype=float)
@@ -451,7 +451,7 @@ def _generic_serving(eff: Efficiency, p: Profile, acc, w: Workload, pinned: int 
     cprec = terms.compute_precision(w.precision)
     e = compute_efficiency(eff, acc, cprec, "prefill", p)
     t = float(roofline_time_s(p.infer_flops_per_sample, p.bytes_per_sample or 0.0, peak(acc, cprec) * e,
-                              float(acc["memory_bytes_per_s"]) * eff.get("decode_memory_efficiency", str(acc["family"]))))
+                              float(acc["memory_bytes_per_s"]) * eff.get("decode_memory_efficiency", scope_of(eff, acc))))
     per_chip = 1.0 / t
     n = pinned or 1
     replicas = n if pinned else (max(1, math.ceil(w.requests_per_s / per_chip)) if w.requests_per_s else 1)
@@ -507,7 +507,7 @@ def estimate_serving(p: Profile, acc, w: Workload, headroom: float, pinned: int 
 
 def _serving_row(eff: Efficiency, p: Profile, acc, w: Workload, c: dict, max_chips: int | None) -> dict:
     """The comparison figures of the chosen deployment ``c``, with P10/P90 bands."""
-    fam = str(acc["family"])
+    fam = scope_of(eff, acc)
     I, O = _need_lengths(w)
     lay = Layout(c["tp"], c["pp"], c["ep"])
     out = {"fits": True, "chips": c["chips"], "tp": c["tp"], "pp": c["pp"], "ep": c["ep"], "replicas": c["replicas"],

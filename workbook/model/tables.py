@@ -75,12 +75,12 @@ def memory_breakdown(s: Scenario, batch: int | None = None) -> pd.DataFrame:
     rows = []
     if w.task != "inference":
         b = batch or 1
-        frac = w.trainable_fraction
-        opt = training_state_bytes_per_param("bf16", w.optimizer) - 4.0
+        trainable = prof.trainable_params(p, w) if not p.generic else p.params_total * w.trainable_fraction
+        weights = p.params_total * (prof.training_weight_bytes_per_param(p, w) if not p.generic else 2.0)
         for rc in ("none", "selective", "full"):
             label = f"{b} x {w.seq_len} tokens, recompute {rc}"
-            rows += [(label, "weights", p.params_total * 2.0), (label, "gradients", p.params_total * 2.0 * frac),
-                     (label, "optimizer states", p.params_total * opt * frac)]
+            rows += [(label, "weights", weights), (label, "gradients", trainable * 2.0),
+                     (label, "optimizer states", trainable * prof.optimizer_bytes_per_trainable_param(w))]
             if not p.generic:
                 rows.append((label, "activations", float(activation_bytes(p, w.seq_len, b, rc))))
     else:

@@ -372,6 +372,9 @@ def _stage_shape(p: Profile, w: Workload, g: dict) -> dict:
     st["D_n"] = g["dp"] * g["cp"]  # data-parallel replicas of non-expert weights (ZeRO shards over DP x CP)
     st["D_e"] = g["dp"] * g["cp"] / g["ep"]
     st["wb"], st["gb"], st["ob"] = state_bytes_per_param(w.precision, w.optimizer)
+    # fine-tuning: frozen weights at their stored precision, states for the trainable share only
+    st["wb"], st["frac"] = prof.training_weight_bytes_per_param(p, w), prof.trainable_params(p, w) / p.params_total
+    st["ob"] = prof.optimizer_bytes_per_trainable_param(w)
     return st
 
 
@@ -381,8 +384,10 @@ def _compute_parts(p: Profile, w: Workload, g: dict, st: dict, eff: Efficiency, 
     attention), the definition the efficiency is calibrated on (MFU): a causal kernel that skips
     masked blocks shows up as a higher efficiency, not as fewer FLOPs."""
     s, L, h, V = float(w.seq_len), float(p.layers), float(p.hidden), float(p.vocab)
-    head_flops = 6.0 * V * h
-    layer_flops = (float(prof.train_flops_per_token(p, s)) - head_flops) / L
+    head_grads = 0.0 if w.lora_rank else w.trainable_fraction  # a frozen output head has no weight gradients
+    head_flops = (4.0 + 2.0 * head_grads) * V * h
+    layer_flops = (float(prof.fine_tune_flops_per_token(p, w)) - head_flops) / L
+    fwd_share = float(prof.train_flops_per_token(p, s) / 3.0) / float(prof.fine_tune_flops_per_token(p, w))
     attn_layer_fwd = float(prof.attention_flops_per_token(p, s, causal=False)) / L
     tok_chip = g["mb"] * s / (g["tp"] * g["cp"])  # tokens per micro-batch per chip (sequence-parallel shards)
     e = np.clip(np.asarray(compute_efficiency(eff, acc, w.precision, "train", p, tp=grid["tp"], tokens=g["mb"] * s / g["cp"]),
@@ -391,7 +396,7 @@ def _compute_parts(p: Profile, w: Workload, g: dict, st: dict, eff: Efficiency, 
     L_stage = st["L_stage"]
     t_fb = (L_stage * layer_flops + head_flops) * tok_chip / rate
     rc_flops = np.where(g["full"], L_stage * layer_flops / 3.0, np.where(g["sel"], L_stage * attn_layer_fwd, 0.0))
-    return {"efficiency": e, "tok_chip": tok_chip, "t_fwd": t_fb / 3.0, "t_bwd": 2.0 * t_fb / 3.0,
+    return {"efficiency": e, "tok_chip": tok_chip, "t_fwd": t_fb * fwd_share, "t_bwd": t_fb * (1.0 - fwd_share),
             "t_rc": rc_flops * tok_chip / rate,
             "t_attn": 3.0 * L_stage * attn_layer_fwd * tok_chip / rate}  # attention core, forward + backward
 
@@ -427,7 +432,7 @@ def _data_parallel_comm(w: Workload, g: dict, st: dict, c: dict, topo: comm.Topo
     """Data-parallel / ZeRO communication: exposed per micro-batch (``zero_mb``: ZeRO-2 reduce-scatters
     every micro-batch, ZeRO-3 also gathers weights forward and backward), exposed once per step
     (``dp_step``) and in total before overlap (``dp_total``)."""
-    frac, tp, ep, z, m = w.trainable_fraction, g["tp"], g["ep"], g["z"], g["m"]
+    frac, tp, ep, z, m = st["frac"], g["tp"], g["ep"], g["z"], g["m"]
     G_n, G_e = st["gb"] * frac * st["P_n"], st["gb"] * frac * st["P_e"]
     W_n, W_e = st["wb"] * st["P_n"], st["wb"] * st["P_e"]
     D_n, D_e, calls = st["D_n"], st["D_e"], st["L_stage"]  # one bucket per layer
@@ -452,7 +457,7 @@ def memory_per_chip_bytes(p: Profile, w: Workload, g: dict, st: dict, c: dict):
     2022 §4.3): weight, gradient and optimizer shards (``zero_state_bytes``), the gathered layers of
     ZeRO-3, stored activations (``profile.activation_bytes_per_token_per_layer``) and the layer
     being recomputed."""
-    s, V, frac = float(w.seq_len), float(p.vocab), w.trainable_fraction
+    s, V, frac = float(w.seq_len), float(p.vocab), st["frac"]
     tp, cp, pp, ep, z = g["tp"], g["cp"], g["pp"], g["ep"], g["z"]
     tok_chip, L_stage, wb, gb, ob = c["tok_chip"], st["L_stage"], st["wb"], st["gb"], st["ob"]
     act_tok = {r: float(prof.activation_bytes_per_token_per_layer(p, s, r)) for r in RECOMPUTE}
@@ -492,7 +497,7 @@ def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, gri
     compute_s, recompute_s = m * (c["t_fwd"] + c["t_bwd"]), m * c["t_rc"]
     exposed = m * exposed_mb + dpc["dp_step"]
     bubble = (g["pp"] - 1.0) / g["v"] * t_mb
-    opt_params = np.where(g["z"] >= 1, st["P_n"] / st["D_n"] + st["P_e"] / st["D_e"], st["P_n"] + st["P_e"]) * w.trainable_fraction
+    opt_params = np.where(g["z"] >= 1, st["P_n"] / st["D_n"] + st["P_e"] / st["D_e"], st["P_n"] + st["P_e"]) * st["frac"]
     # read and write every state once (memory-bound)
     optimizer_s = 2.0 * (st["wb"] + st["gb"] + st["ob"]) * opt_params / float(acc["memory_bytes_per_s"])
     step = compute_s + recompute_s + exposed + bubble + optimizer_s
@@ -501,7 +506,7 @@ def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, gri
     memory = memory_per_chip_bytes(p, w, g, st, c)
     B = _global_batch_seqs(w)
     tokens = B * float(w.seq_len)
-    model_flops = float(prof.train_flops_per_token(p, float(w.seq_len), causal=False)) * tokens
+    model_flops = float(prof.fine_tune_flops_per_token(p, w, causal=False)) * tokens
     mem_cap = float(acc["memory_bytes"]) * (1.0 - _headroom(memory_headroom))
     return {
         "tp": grid["tp"], "pp": grid["pp"], "dp": grid["dp"], "ep": grid["ep"], "cp": grid["cp"],

@@ -1,0 +1,191 @@
+"""A Hugging Face ``config.json`` as the fields of ``scenario.Architecture``, read offline.
+
+``workload.hf_config`` names a config.json (or a folder holding one). The keys are those of the
+``transformers`` configuration classes of each model type (``LlamaConfig``, ``MistralConfig``,
+``MixtralConfig``, ``Qwen2Config``, ``Qwen2MoeConfig``, ``Qwen3Config``, ``Qwen3MoeConfig``,
+``GemmaConfig``, ``Gemma2Config``, ``DeepseekV3Config``, ``GPTNeoXConfig``, ``MptConfig``), with the same
+defaults where a key is left out. A model type or a field this package cannot represent gives one
+line naming the key (``InputError``), never a silent approximation: MoE layers interleaved with dense
+ones (``decoder_sparse_step``, ``mlp_only_layers``, ``moe_layer_freq``), shared experts of a width that
+is not a whole number of routed experts, nested multimodal configs (``text_config``).
+
+Not counted, as ``model.profile`` does not count them: norms and biases (<0.1% of the weights), and
+DeepSeek-V3's multi-token-prediction module (``num_nextn_predict_layers``: 14B beside the 671B main
+model, used for speculative decoding; DeepSeek-V3 report §2.2).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from . import paths
+from .errors import InputError
+
+DESCRIPTION = ("A Hugging Face config.json (or a folder holding one), relative to the scenario file, read "
+               "offline instead of model/architecture/generic (workbook.hf: Llama, Mistral, Mixtral, Qwen2/3 and "
+               "their MoE, Gemma, DeepSeek-V2/V3 with MLA, GPT-NeoX, MPT)")
+LORA_RANK = ("Fine-tuning with LoRA adapters of this rank on every linear layer of the blocks (QLoRA §4): "
+             "the base stays frozen at `precision` (int4 = NF4, int8) and only the adapters train "
+             "(workbook.model.profile.adapter_params)")
+MAX_CONFIG_BYTES = 1_000_000
+DENSE = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2")
+MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3")
+OTHER = ("gpt_neox", "mpt")
+SUPPORTED = DENSE + MOE + OTHER
+TIED_BY_DEFAULT = ("gemma", "gemma2", "mpt")  # transformers' default tie_word_embeddings (MPT always ties)
+
+
+def config_file(path: str | Path) -> Path:
+    """The config.json at ``path`` (a file, or a folder holding ``config.json``)."""
+    p = Path(path)
+    return p / "config.json" if p.is_dir() else p
+
+
+def read_config(path: str | Path, where: str = "workload.hf_config") -> dict:
+    """The parsed config.json; ``InputError`` naming ``where`` when it is missing or not JSON."""
+    f = config_file(path)
+    if not f.is_file():
+        raise InputError(f"{where}: no such file (expected a config.json or a folder holding one)")
+    if f.stat().st_size > MAX_CONFIG_BYTES:
+        raise InputError(f"{where}: larger than a config.json ({MAX_CONFIG_BYTES} bytes)")
+    try:
+        data = json.loads(f.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"{where}: not a JSON file ({e.__class__.__name__}: {e})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{where}: expected a JSON object of configuration keys")
+    return data
+
+
+MAX_DIM = 1_048_576  # scenario.Dim's bound
+
+
+def _need(cfg: dict, key: str, where: str):
+    v = cfg.get(key)
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= MAX_DIM:
+        raise InputError(f"{where}: {key}: expected a positive integer up to {MAX_DIM}, got {v!r}")
+    return v
+
+
+def _unsupported(where: str, key: str, value, why: str):
+    return InputError(f"{where}: {key} = {value!r} is not supported ({why})")
+
+
+def _common(cfg: dict, kind: str, where: str) -> dict:
+    """The attention and embedding shape shared by the Llama-style configs."""
+    heads = _need(cfg, "num_attention_heads", where)
+    hidden = _need(cfg, "hidden_size", where)
+    kv = cfg.get("num_key_value_heads") or heads
+    out = {"layers": _need(cfg, "num_hidden_layers", where), "hidden": hidden, "heads": heads, "kv_heads": kv,
+           "vocab": _need(cfg, "vocab_size", where), "gated_mlp": True,
+           "tied_embeddings": bool(cfg.get("tie_word_embeddings", kind in TIED_BY_DEFAULT))}
+    if cfg.get("head_dim"):
+        out["head_dim"] = _need(cfg, "head_dim", where)
+    return out
+
+
+def _moe_layers_only(cfg: dict, where: str):
+    step = cfg.get("decoder_sparse_step", 1)
+    if step not in (None, 1):
+        raise _unsupported(where, "decoder_sparse_step", step, "every layer must be a mixture-of-experts layer")
+    if cfg.get("mlp_only_layers"):
+        raise _unsupported(where, "mlp_only_layers", cfg["mlp_only_layers"], "dense layers only at the start, as dense_layers")
+    if cfg.get("moe_layer_freq", 1) != 1:
+        raise _unsupported(where, "moe_layer_freq", cfg["moe_layer_freq"], "every layer after the dense ones must be MoE")
+
+
+def _moe(cfg: dict, kind: str, where: str) -> dict:
+    """Routed and shared experts of Mixtral, Qwen2/3-MoE and DeepSeek-V2/V3."""
+    _moe_layers_only(cfg, where)
+    if kind == "mixtral":
+        experts, width = _need(cfg, "num_local_experts", where), _need(cfg, "intermediate_size", where)
+        return {"experts": experts, "experts_per_token": _need(cfg, "num_experts_per_tok", where),
+                "moe_ffn_hidden": width, "ffn_hidden": width}
+    key = "num_experts" if kind.startswith("qwen") else "n_routed_experts"
+    width = _need(cfg, "moe_intermediate_size", where)
+    out = {"experts": _need(cfg, key, where), "experts_per_token": _need(cfg, "num_experts_per_tok", where),
+           "moe_ffn_hidden": width, "ffn_hidden": cfg.get("intermediate_size") or width}
+    if kind == "qwen2_moe":
+        shared = cfg.get("shared_expert_intermediate_size") or 0
+        if shared % width:
+            raise _unsupported(where, "shared_expert_intermediate_size", shared,
+                               f"a whole number of {width}-wide experts is needed")
+        out["shared_experts"] = shared // width
+    if kind.startswith("deepseek"):
+        out.update(shared_experts=cfg.get("n_shared_experts") or 0, dense_layers=cfg.get("first_k_dense_replace") or 0)
+    return out
+
+
+def _mla(cfg: dict, where: str) -> dict:
+    """DeepSeek-V2/V3 multi-head latent attention: ``head_dim`` is the non-rotary query/key size."""
+    out = {"kv_lora_rank": _need(cfg, "kv_lora_rank", where), "head_dim": _need(cfg, "qk_nope_head_dim", where),
+           "qk_rope_head_dim": _need(cfg, "qk_rope_head_dim", where), "v_head_dim": _need(cfg, "v_head_dim", where)}
+    if cfg.get("q_lora_rank"):
+        out["q_lora_rank"] = _need(cfg, "q_lora_rank", where)
+    return out
+
+
+def _gpt_neox(cfg: dict, where: str) -> dict:
+    """GPT-NeoX (Black et al. 2022): a 2-matrix GELU MLP, untied output by default."""
+    out = _common(cfg, "gpt_neox", where)
+    out.pop("head_dim", None)
+    return {**out, "kv_heads": out["heads"], "gated_mlp": False, "ffn_hidden": _need(cfg, "intermediate_size", where)}
+
+
+def _mpt(cfg: dict, where: str) -> dict:
+    """MPT (MosaicML): ``d_model``, ``n_heads``, ``n_layers``, ``expansion_ratio`` x d_model MLP, tied
+    output; grouped-query attention through ``attn_config.kv_n_heads``."""
+    d, heads = _need(cfg, "d_model", where), _need(cfg, "n_heads", where)
+    ratio = cfg.get("expansion_ratio", 4)
+    if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or ratio <= 0 or (ratio * d) % 1:
+        raise InputError(f"{where}: expansion_ratio: expected a positive number (x d_model a whole width), got {ratio!r}")
+    kv = (cfg.get("attn_config") or {}).get("kv_n_heads") or heads
+    return {"layers": _need(cfg, "n_layers", where), "hidden": d, "heads": heads, "kv_heads": kv,
+            "vocab": _need(cfg, "vocab_size", where), "ffn_hidden": int(ratio * d), "gated_mlp": False,
+            "tied_embeddings": True}
+
+
+def architecture_fields(cfg: dict, where: str = "workload.hf_config") -> dict:
+    """The ``scenario.Architecture`` fields of a parsed config.json (see the module docstring)."""
+    kind = cfg.get("model_type")
+    if "text_config" in cfg:
+        raise _unsupported(where, "text_config", "{...}", "a multimodal config; give the language model's own config.json")
+    if kind not in SUPPORTED:
+        raise InputError(f"{where}: model_type {kind!r} is not supported (supported: {', '.join(SUPPORTED)})")
+    if kind == "gpt_neox":
+        return _gpt_neox(cfg, where)
+    if kind == "mpt":
+        return _mpt(cfg, where)
+    out = _common(cfg, kind, where)
+    if kind in DENSE:
+        out["ffn_hidden"] = _need(cfg, "intermediate_size", where)
+        return out
+    out.update(_moe(cfg, kind, where))
+    if kind.startswith("deepseek"):
+        out.update(_mla(cfg, where))
+    return out
+
+
+def _check(fields: dict, where: str) -> dict:
+    """The two rules ``scenario.Architecture`` adds to its field bounds, named by the config's keys."""
+    if fields["heads"] % fields["kv_heads"]:
+        raise InputError(f"{where}: num_attention_heads ({fields['heads']}) must be a multiple of "
+                         f"num_key_value_heads ({fields['kv_heads']})")
+    if fields.get("experts_per_token", 1) > fields.get("experts", 1):
+        raise InputError(f"{where}: num_experts_per_tok ({fields['experts_per_token']}) exceeds the experts ({fields['experts']})")
+    return fields
+
+
+def load(path: str | Path, where: str = "workload.hf_config") -> dict:
+    """``architecture_fields`` of the config.json at ``path`` (``scenario.Architecture(**fields)``)."""
+    where = f"{where}: {paths.rel(config_file(path))}"
+    return _check(architecture_fields(read_config(path, where), where), where)
+
+
+def problems(path: str | Path) -> list[str]:
+    """Why ``load`` refuses the config.json at ``path`` (one line each; empty when it reads)."""
+    try:
+        load(path)
+    except InputError as e:
+        return e.problems
+    return []
