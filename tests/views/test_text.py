@@ -147,3 +147,12 @@ def test_key_figures_put_money_first(rec):
     figs = text.key_figures(rec.figures)
     assert figs[0][0].startswith("$") and "per million output tokens" in figs[0][1]
     assert text.key_figures({"training_days": 4.25}) == [("4.2 days", "to finish")]
+
+
+def test_a_workload_read_from_a_hugging_face_config_is_named_by_its_config():
+    from types import SimpleNamespace
+
+    w = SimpleNamespace(model=None, hf_config="models/llama/config.json", architecture=object())
+    assert text.model_label(w) == "config models/llama/config.json"
+    assert text.model_label(SimpleNamespace(model="llama-3.1-8b", hf_config=None, architecture=None)) == "llama-3.1-8b"
+    assert text.model_label(SimpleNamespace(model=None, hf_config=None, architecture=None)) == "generic model"

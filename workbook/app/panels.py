@@ -155,7 +155,7 @@ def decision(s: Scenario, a: Analysis | None, memo: dict) -> str:
 
 def _inputs(s: Scenario) -> pd.DataFrame:
     w = s.workload
-    rows = [("Task", w.task), ("Model", w.model or ("custom architecture" if w.architecture else "generic model")),
+    rows = [("Task", w.task), ("Model", text.model_label(w)),
             ("Precision", w.precision)]
     if w.task == "inference":
         rows += [("Prompt tokens per request", w.input_tokens), ("Answer tokens per request", w.output_tokens),

@@ -17,7 +17,7 @@ import pandas as pd
 from ..scenario import Scenario
 from ..terms import SECONDS_PER_DAY, usd
 
-__all__ = ["BLANK", "Explanation", "esc", "explain_layout", "header", "header_markdown",
+__all__ = ["BLANK", "Explanation", "esc", "explain_layout", "header", "header_markdown", "model_label",
            "key_figures", "markdown_html", "money", "number", "recommendation_html", "recommendation_markdown",
            "recommendation_table", "recommendation_text", "register_table_formatter", "scaling_verdict", "table_html", "usd"]
 
@@ -143,10 +143,20 @@ def register_table_formatter() -> bool:
 
 # --- the scenario's heading ------------------------------------------------------------------------
 
+def model_label(w) -> str:
+    """What the workload runs, in words: the catalog model, the Hugging Face config it was read from,
+    a custom architecture or a generic (non-transformer) model."""
+    if w.model:
+        return w.model
+    if getattr(w, "hf_config", None):
+        return f"config {w.hf_config}"
+    return "custom architecture" if w.architecture is not None else "generic model"
+
+
 def header_markdown(s: Scenario) -> str:
     """Title, description and the workload in one line, as Markdown."""
     w = s.workload
-    what = w.model or ("custom architecture" if w.architecture is not None else "generic model")
+    what = model_label(w)
     lines = [f"**{s.title}**", ""]
     if s.description:
         lines += [s.description.strip(), ""]
