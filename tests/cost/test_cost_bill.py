@@ -245,3 +245,19 @@ def test_training_on_spot_has_no_spares():
     s = parse_scenario(TRAIN)
     r = row(price(s, train_perf(), offerings=offers(offering("o1"))), "spot")
     assert r["spare_instances"] == 0 and r["paid_per_used_hour"] == pytest.approx(spot_factor())
+
+
+def test_breakeven_curves_have_no_undefined_month_for_a_spot_job_that_never_finishes():
+    """A spot job whose interruptions outpace its checkpoints pays for ever (paid hours per used hour
+    inf): its cumulative curve is 0 at month 0 and inf after, never 0 x inf = NaN (which numpy warned
+    about in every llama2-7b-pretrain report)."""
+    import warnings
+
+    import workbook as wb
+
+    s = wb.load_scenario("llama2-7b-pretrain")
+    a = wb.analyse(s, n_draws=200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        curves = wb.cost.breakeven_curves(s, a.priced)
+    assert curves["cumulative_usd_per_chip"].notna().all()

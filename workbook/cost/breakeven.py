@@ -111,7 +111,8 @@ def _cumulative(s: Scenario, r: pd.Series, months: np.ndarray) -> np.ndarray:
     if model == "spot":
         # the option's paid hours per used hour: spares (latency-bound serving), lost hours, goodput
         f = float(r["paid_per_used_hour"]) if pd.notna(r.get("paid_per_used_hour", np.nan)) else 1.0
-        return months * HOURS_PER_MONTH * u * price * f
+        with np.errstate(invalid="ignore"):  # a spot job that never finishes (f = inf) costs inf after month 0
+            return np.where(months > 0, months * HOURS_PER_MONTH * u * price * f, 0.0)
     if model == "purchase":
         capex = price * r["term_months"] * HOURS_PER_MONTH
         return np.where(months > 0, capex, 0.0) + months * HOURS_PER_MONTH * u * r["energy_per_chip_hour"]
