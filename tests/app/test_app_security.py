@@ -202,3 +202,25 @@ def test_kernels_are_culled_and_capped(app):
     assert "content-security-policy" in headers
     assert _wait_for_kernels(proc.pid, 1) <= 1, "kernels of pages nobody opened are still alive"
     assert _request(port, f"/?token={TOKEN}", timeout=40)[0] == 200
+
+
+def test_a_pool_kernel_still_starting_is_not_counted_as_a_visitor():
+    """The cap counts visitors' kernels: ready and starting pre-started kernels are the pool's (a
+    starting one counted as a visitor's refused one visitor early in CI)."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from workbook.app.server import visitor_kernels
+
+    async def run():
+        loop = asyncio.get_running_loop()
+        ready = loop.create_future()
+        ready.set_result({"kernel_id": "pool-ready"})
+        starting = loop.create_future()
+        km = SimpleNamespace(_pools={"nb": [ready, starting]},
+                             list_kernel_ids=lambda: ["pool-ready", "pool-starting", "visitor-1", "visitor-2"])
+        n = visitor_kernels(km)
+        starting.cancel()
+        return n
+
+    assert asyncio.run(run()) == 2

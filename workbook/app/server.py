@@ -111,15 +111,18 @@ class NotServed(Guard, tornado.web.RequestHandler):
 
 
 def visitor_kernels(kernel_manager) -> int:
-    """Kernels alive that serve a visitor: all of them but the pre-started ones ready in the pool. A
-    pool kernel still starting counts as a visitor's for those few seconds (its id is not known yet),
-    so the cap may answer "busy" one visitor early while the pool refills."""
-    ready = set()
+    """Kernels alive that serve a visitor: all of them but the pre-started ones of the pool, ready or
+    still starting. A starting pool kernel's id is not known until its task finishes, so each pending
+    task is subtracted from the count (at worst, for the few seconds before a starting kernel is
+    registered, one visitor more than the cap is let in; never one fewer)."""
+    ready, pending = set(), 0
     for pool in getattr(kernel_manager, "_pools", {}).values():
         for task in pool:
-            if task.done() and not task.cancelled() and task.exception() is None:
+            if not task.done():
+                pending += 1
+            elif not task.cancelled() and task.exception() is None:
                 ready.add(task.result().get("kernel_id"))
-    return len(set(kernel_manager.list_kernel_ids()) - ready)
+    return max(0, len(set(kernel_manager.list_kernel_ids()) - ready) - pending)
 
 
 def guarded(cls: type) -> type:
