@@ -24,17 +24,11 @@ from statistics import NormalDist
 import numpy as np
 
 from .. import catalog
+from .rates import lognormal_from_band
 
-Z90 = NormalDist().inv_cdf(0.9)  # a P10-P90 band is +/- Z90 sigma (as in cost.rates)
 
 SECONDS_PER_HOUR = 3600.0
 
-
-def lognormal_from_band(low, high):
-    """(mu, sigma) of the log-normal whose P10 and P90 are ``low`` and ``high`` (the formula of
-    ``cost.rates.lognormal_from_band``, repeated so that this module stands on the scenario alone)."""
-    low, high = np.asarray(low, dtype=float), np.asarray(high, dtype=float)
-    return (np.log(low) + np.log(high)) / 2.0, (np.log(high) - np.log(low)) / (2.0 * Z90)
 
 # Checkpoint storage tiers: per-chip write bandwidth (each rank writes its own shard in parallel)
 # and the tier's aggregate cap, bytes/s (inf = not limited at that level; NaN = no sourced figure).
