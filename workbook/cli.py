@@ -13,6 +13,7 @@ import pandas as pd
 
 from . import analysis, catalog, diff, prices
 from .calibrate import fit as calibrate
+from .plan import command as plan_command
 from .errors import InputError
 from .report import batch as report
 from .scenario import load_scenario, resolve_path, scenario_names, scenario_schema
@@ -25,6 +26,7 @@ _COMMANDS = {
     "report": (report, "render decision reports (HTML) for scenarios with Papermill"),
     "prices": (prices, "import maintained price catalogs (SkyPilot vms.csv, gpuhunt CSV) into offerings"),
     "diff": (diff, "what changed between two summary.json files or report folders"),
+    "plan": (plan_command, "plan a fleet over months for a portfolio of workloads (commitments and bursts)"),
 }
 
 

@@ -8,9 +8,9 @@ the static ``svg`` renderer through vl-convert; live views in JupyterLab/Voila u
 """
 from __future__ import annotations
 
-from . import cost, perf, scaling
+from . import cost, perf, plan, scaling
 from .base import PALETTE, empty, enable, live
 
 enable()
 
-__all__ = ["PALETTE", "cost", "empty", "enable", "live", "perf", "scaling"]
+__all__ = ["PALETTE", "cost", "empty", "enable", "live", "perf", "plan", "scaling"]

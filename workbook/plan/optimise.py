@@ -1,0 +1,184 @@
+"""The fleet's cheapest mix of commitments and bursts over the horizon (pure functions over arrays
+and DataFrames).
+
+On one offering, with hourly demand d_t instances (the sum of the workloads placed there) and a
+burst price p_t per instance-hour (on-demand or spot, whichever is cheaper for the workload that
+needs the hour; the demand-weighted mean where workloads share the hour), b committed instances on
+a term of T hours at c per instance-hour cost
+
+    cost(b) = b * c * T + sum_t p_t * max(d_t - b, 0)
+
+a convex, piecewise-linear function of b (the newsvendor form: the k-th committed instance pays
+for itself when p * hours(d_t >= k) > c * T, i.e. when it is busy more than c/p of the term).
+``commitment_curve`` evaluates it for every integer b at once over the sorted demand. Each term
+is bought in blocks from month 1 (1-year: months 1-12, 13-24, ...; 3-year: 1-36, ...), each block
+with its own count; a block is paid for its whole term even when the horizon ends first (no
+resale: the hours after the horizon are in the cost and reported as ``usd_after_horizon``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..terms import TERM_MONTHS
+from .demand import BURST_MODELS, COMMIT_MODELS, HOURS
+
+
+@dataclass(frozen=True)
+class Need:
+    """One workload's need: its feasible offers (``demand.offer_table``) and its instances per offer
+    and hour (``demand.demand``, shape (offers, hours))."""
+
+    name: str
+    task: str
+    offers: pd.DataFrame
+    demand: np.ndarray
+
+
+@dataclass(frozen=True)
+class Pool:
+    """The choice on one offering: ``term`` (a commit model, or None for bursts only), the committed
+    instances of each block of the term (``counts``) and the cost over the horizon."""
+
+    offering: str
+    members: tuple[int, ...]
+    term: str | None
+    counts: tuple[int, ...]
+    commit_usd_per_hour: float
+    cost_usd: float
+
+
+def commitment_curve(demand, burst_usd_per_hour, commit_usd_per_hour: float, paid_hours: float):
+    """``(b, cost)`` for every integer b from 0 to ceil(max demand): b * c * paid_hours plus the
+    burst above b, sum_t p_t max(d_t - b, 0), from suffix sums over the sorted demand (one sort,
+    one ``searchsorted``; O(T log T))."""
+    d = np.asarray(demand, float).ravel()
+    p = np.broadcast_to(np.asarray(burst_usd_per_hour, float), d.shape).ravel()
+    order = np.argsort(d, kind="stable")
+    ds, ps = d[order], p[order]
+    suf_pd = np.concatenate([np.cumsum((ps * ds)[::-1])[::-1], [0.0]])
+    suf_p = np.concatenate([np.cumsum(ps[::-1])[::-1], [0.0]])
+    b = np.arange(0, int(math.ceil(ds[-1] - 1e-9)) + 1 if len(ds) else 1)
+    idx = np.searchsorted(ds, b, side="right")
+    return b, b * commit_usd_per_hour * paid_hours + suf_pd[idx] - b * suf_p[idx]
+
+
+def blocks(term: str, months: int) -> list[tuple[int, int]]:
+    """Month ranges [start, end) (0-based) of the successive commitments of ``term`` from month 1."""
+    n = int(TERM_MONTHS[term])
+    return [(m, min(m + n, months)) for m in range(0, months, n)]
+
+
+def best_commitment(d: np.ndarray, p: np.ndarray, c: float, term: str, months: int) -> tuple[tuple[int, ...], float]:
+    """The cheapest count per block of ``term`` and the total cost (commitments + bursts) on the
+    horizon; ties go to fewer instances."""
+    counts, total = [], 0.0
+    paid = TERM_MONTHS[term] * HOURS
+    for a, z in blocks(term, months):
+        b, cost = commitment_curve(d[a * HOURS:z * HOURS], p[a * HOURS:z * HOURS], c, paid)
+        k = int(np.argmin(cost))
+        counts.append(int(b[k]))
+        total += float(cost[k])
+    return tuple(counts), total
+
+
+def pooled(needs: list[Need], members: tuple[tuple[int, int], ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Summed demand and the demand-weighted burst price per hour of ``members`` ((need, row) pairs
+    on one offering)."""
+    d = sum(needs[i].demand[j] for i, j in members)
+    pd_ = sum(needs[i].demand[j] * needs[i].offers["burst_usd_per_hour"].iat[j] for i, j in members)
+    p = np.divide(pd_, d, out=np.zeros_like(d), where=d > 0)
+    return d, p
+
+
+def pool_cost(needs: list[Need], members: tuple[tuple[int, int], ...], months: int) -> Pool:
+    """The cheapest of bursts only and each term some member allows, on one offering."""
+    d, p = pooled(needs, members)
+    offering = needs[members[0][0]].offers["offering"].iat[members[0][1]]
+    best = Pool(offering, tuple(i for i, _ in members), None, (), math.nan, float(np.dot(d, p)))
+    for term in COMMIT_MODELS:
+        prices = [needs[i].offers[f"{term}_usd_per_hour"].iat[j] for i, j in members]
+        prices = [x for x in prices if x == x]
+        if not prices or not d.any():
+            continue
+        c = min(prices)
+        counts, cost = best_commitment(d, p, c, term, months)
+        if cost < best.cost_usd - 1e-6 and any(counts):
+            best = Pool(offering, best.members, term, counts, c, cost)
+    return best
+
+
+def with_burst(offers: pd.DataFrame) -> pd.DataFrame:
+    """``burst_model`` and ``burst_usd_per_hour``: the cheaper of on-demand and spot per offer."""
+    prices = offers[[f"{m}_usd_per_hour" for m in BURST_MODELS]]
+    out = offers.copy()
+    out["burst_usd_per_hour"] = prices.min(axis=1)
+    out["burst_model"] = [BURST_MODELS[k] for k in np.nanargmin(prices.to_numpy(float), axis=1)]
+    return out
+
+
+@dataclass
+class _Search:
+    needs: list[Need]
+    months: int
+    cache: dict = field(default_factory=dict)
+
+    def pool(self, members) -> Pool:
+        key = tuple(sorted(members))
+        if key not in self.cache:
+            self.cache[key] = pool_cost(self.needs, key, self.months)
+        return self.cache[key]
+
+    def porting(self, i: int, j: int) -> float:
+        return float(self.needs[i].offers["porting_usd"].iat[j])
+
+    def total(self, choice: list[int]) -> float:
+        groups: dict[str, list] = {}
+        for i, j in enumerate(choice):
+            groups.setdefault(self.needs[i].offers["offering"].iat[j], []).append((i, j))
+        return sum(self.pool(m).cost_usd for m in groups.values()) + sum(self.porting(i, j) for i, j in enumerate(choice))
+
+
+def assign(needs: list[Need], months: int, rounds: int = 10) -> tuple[list[int], list[Pool]]:
+    """Each need's offer (row index) and the pools: every need starts on its cheapest offer alone
+    (every offer priced), then a need moves to an offering another need already uses when pooling
+    lowers the total (one need at a time, until no move helps). Workloads share a commitment only
+    on the same offering."""
+    search = _Search(needs, months)
+    alone = [[search.pool(((i, j),)).cost_usd + search.porting(i, j) for j in range(len(n.offers))]
+             for i, n in enumerate(needs)]
+    choice = [int(np.argmin(a)) for a in alone]
+    for _ in range(rounds):
+        moved = False
+        for i, n in enumerate(needs):
+            used = {needs[k].offers["offering"].iat[choice[k]] for k in range(len(needs)) if k != i}
+            tries = {int(np.argmin(alone[i]))} | {j for j in range(len(n.offers)) if n.offers["offering"].iat[j] in used}
+            now = search.total(choice)
+            for j in sorted(tries - {choice[i]}):
+                trial = choice[:i] + [j] + choice[i + 1:]
+                if search.total(trial) < now - 1e-6:
+                    choice, now, moved = trial, search.total(trial), True
+        if not moved:
+            break
+    groups: dict[str, list] = {}
+    for i, j in enumerate(choice):
+        groups.setdefault(needs[i].offers["offering"].iat[j], []).append((i, j))
+    return choice, [search.pool(tuple(sorted(m))) for m in groups.values()]
+
+
+def all_on_demand(needs: list[Need]) -> tuple[float, list[str | None]]:
+    """Every need on its cheapest on-demand offer, hour by hour (porting included): the plan's
+    comparison. NaN when a need has no on-demand offer."""
+    total, chosen = 0.0, []
+    for n in needs:
+        od = n.offers["on_demand_usd_per_hour"].to_numpy(float)
+        cost = n.demand.sum(axis=1) * od + n.offers["porting_usd"].to_numpy(float)
+        if not np.isfinite(cost).any():
+            return math.nan, chosen + [None]
+        k = int(np.nanargmin(cost))
+        total += float(cost[k])
+        chosen.append(n.offers["offering"].iat[k])
+    return total, chosen
