@@ -98,7 +98,7 @@ def pool_cost(needs: list[Need], members: tuple[tuple[int, int], ...], months: i
     """The cheapest of bursts only and each term some member allows, on one offering."""
     d, p = pooled(needs, members)
     offering = needs[members[0][0]].offers["offering"].iat[members[0][1]]
-    best = Pool(offering, tuple(i for i, _ in members), None, (), math.nan, float(np.dot(d, p)))
+    best = Pool(offering, tuple(i for i, _ in members), None, (), math.nan, float((d * p).sum()))
     for term in COMMIT_MODELS:
         prices = [needs[i].offers[f"{term}_usd_per_hour"].iat[j] for i, j in members]
         prices = [x for x in prices if x == x]
@@ -136,37 +136,54 @@ class _Search:
         return float(self.needs[i].offers["porting_usd"].iat[j])
 
     def total(self, choice: list[int]) -> float:
-        groups: dict[str, list] = {}
-        for i, j in enumerate(choice):
-            groups.setdefault(self.needs[i].offers["offering"].iat[j], []).append((i, j))
-        return sum(self.pool(m).cost_usd for m in groups.values()) + sum(self.porting(i, j) for i, j in enumerate(choice))
+        pools = _groups(self.needs, choice).values()
+        return sum(self.pool(m).cost_usd for m in pools) + sum(self.porting(i, j) for i, j in enumerate(choice))
+
+
+def _groups(needs: list[Need], choice: list[int]) -> dict[str, list]:
+    groups: dict[str, list] = {}
+    for i, j in enumerate(choice):
+        groups.setdefault(needs[i].offers["offering"].iat[j], []).append((i, j))
+    return groups
+
+
+def _rows_of(needs: list[Need]) -> list[dict[str, int]]:
+    return [{o: j for j, o in enumerate(n.offers["offering"])} for n in needs]
+
+
+def _moves(needs: list[Need], choice: list[int], rows: list[dict[str, int]], alone: list[list[float]]):
+    """Trial assignments: every need that can run on a shared offering moved there together; then
+    one need at a time, onto its cheapest offer alone or an offering another need uses."""
+    shared = {o for i, r in enumerate(rows) for o in r if sum(o in q for q in rows) > 1}
+    for o in sorted(shared):
+        yield [rows[i].get(o, choice[i]) for i in range(len(needs))]
+    for i in range(len(needs)):
+        used = {needs[k].offers["offering"].iat[choice[k]] for k in range(len(needs)) if k != i}
+        for j in sorted({int(np.argmin(alone[i]))} | {rows[i][o] for o in used if o in rows[i]}):
+            yield choice[:i] + [j] + choice[i + 1:]
 
 
 def assign(needs: list[Need], months: int, rounds: int = 10) -> tuple[list[int], list[Pool]]:
     """Each need's offer (row index) and the pools: every need starts on its cheapest offer alone
-    (every offer priced), then a need moves to an offering another need already uses when pooling
-    lowers the total (one need at a time, until no move helps). Workloads share a commitment only
-    on the same offering."""
+    (every offer priced); then moves are tried (``_moves``: all needs that can share an offering
+    pooled on it, one need onto an offering another uses) and kept while they lower the total, until
+    none does. Workloads share a commitment only on the same offering; a local search, not a proof
+    of the optimum when several workloads could pool on several offerings."""
     search = _Search(needs, months)
     alone = [[search.pool(((i, j),)).cost_usd + search.porting(i, j) for j in range(len(n.offers))]
              for i, n in enumerate(needs)]
     choice = [int(np.argmin(a)) for a in alone]
+    rows = _rows_of(needs)
+    now = search.total(choice)
     for _ in range(rounds):
         moved = False
-        for i, n in enumerate(needs):
-            used = {needs[k].offers["offering"].iat[choice[k]] for k in range(len(needs)) if k != i}
-            tries = {int(np.argmin(alone[i]))} | {j for j in range(len(n.offers)) if n.offers["offering"].iat[j] in used}
-            now = search.total(choice)
-            for j in sorted(tries - {choice[i]}):
-                trial = choice[:i] + [j] + choice[i + 1:]
-                if search.total(trial) < now - 1e-6:
-                    choice, now, moved = trial, search.total(trial), True
+        for trial in list(_moves(needs, choice, rows, alone)):
+            cost = search.total(trial)
+            if cost < now - 1e-6:
+                choice, now, moved = trial, cost, True
         if not moved:
             break
-    groups: dict[str, list] = {}
-    for i, j in enumerate(choice):
-        groups.setdefault(needs[i].offers["offering"].iat[j], []).append((i, j))
-    return choice, [search.pool(tuple(sorted(m))) for m in groups.values()]
+    return choice, [search.pool(tuple(sorted(m))) for m in _groups(needs, choice).values()]
 
 
 def all_on_demand(needs: list[Need]) -> tuple[float, list[str | None]]:
