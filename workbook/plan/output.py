@@ -62,8 +62,9 @@ def plan_json(plan: Plan) -> dict:
 def headline(plan: Plan) -> str:
     """One sentence: the plan's total against all on-demand, and the commitments."""
     n = len(plan.commitments)
-    what = (f"{n} commitment{'s' if n > 1 else ''} ({int(plan.commitments['instances'].sum())} instances)"
-            if n else "no commitment (no committed price pays for itself against the bursts)")
+    k = int(plan.commitments["instances"].sum()) if n else 0
+    what = (f"{n} commitment{'s' if n > 1 else ''} ({k} instance{'s' if k > 1 else ''})"
+            if n else "no commitment (on the offers chosen, no committed price is cheaper than bursting)")
     return (f"{usd(plan.total_usd)} over {plan.portfolio.months} months with {what}, against "
             f"{usd(plan.all_on_demand_usd)} all on-demand (saves {usd(plan.savings_usd)}).")
 
@@ -86,3 +87,23 @@ def plan_text(plan: Plan) -> str:
     m["total"] = m.sum(axis=1)
     lines += ["Cost per month (USD) by way to pay:", _table(m.reset_index())]
     return "\n".join(lines)
+
+
+def summary_table(plan: Plan) -> pd.DataFrame:
+    """The figures a stakeholder asks first, one row each: the plan's total, all on-demand, the
+    saving, the commitments and the hours paid after the horizon."""
+    c = plan.commitments
+    after = float(c["usd_after_horizon"].sum()) if len(c) else 0.0
+    rows = [("plan, total over the horizon", usd(plan.total_usd)),
+            ("all on-demand", usd(plan.all_on_demand_usd)),
+            ("saving", f"{usd(plan.savings_usd)} ({plan.savings_usd / plan.all_on_demand_usd:.1%})"
+             if plan.all_on_demand_usd else usd(plan.savings_usd)),
+            ("commitments", "; ".join(f"{int(r.instances)} x {r.offering}, {pricing_short(r.pricing_model)} from month "
+                                      f"{r.start_month}" for r in c.itertuples()) if len(c) else "none"),
+            ("paid after the horizon", usd(after))]
+    return pd.DataFrame(rows, columns=["figure", "value"])
+
+
+def assumptions() -> pd.DataFrame:
+    """The plan's assumptions, one per row."""
+    return pd.DataFrame({"assumption": ASSUMPTIONS})
