@@ -6,6 +6,7 @@ frames to ``make_plan``, a pure function over them (tests pass small synthetic f
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
@@ -16,7 +17,7 @@ from .. import analysis
 from ..scenario import Scenario
 from ..terms import TERM_MONTHS
 from .demand import ENERGY_COLUMNS, HOURS, demand, offer_table
-from .optimise import Need, Pool, all_on_demand, assign, blocks, pooled, with_burst
+from .optimise import Need, Pool, all_on_demand, assign, blocks, commitment_alternatives, pooled, with_burst
 from .portfolio import Portfolio
 
 ASSUMPTIONS = [
@@ -43,7 +44,8 @@ ASSUMPTIONS = [
 @dataclass(frozen=True)
 class Plan:
     """The plan (data only): ``rows`` one per month x offering x way to pay x workload (tidy),
-    ``commitments`` one per block bought, ``workloads`` one per workload."""
+    ``commitments`` one per block bought, ``workloads`` one per workload, ``alternatives`` each
+    workload's cheapest offer with a commitment, planned alone (what committing would cost more)."""
 
     portfolio: Portfolio
     rows: pd.DataFrame
@@ -51,6 +53,7 @@ class Plan:
     workloads: pd.DataFrame
     total_usd: float
     all_on_demand_usd: float
+    alternatives: pd.DataFrame | None = None
     analyse_s: float = 0.0
     optimise_s: float = 0.0
 
@@ -142,7 +145,7 @@ def make_plan(pf: Portfolio, scenarios: list[Scenario], priced: list[pd.DataFram
     empty = [n.name for n in needs if n.offers.empty]
     if empty:
         raise ValueError(f"no feasible offer to plan for {', '.join(empty)} (see `estimate` for the exclusions)")
-    choice, pools = assign(needs, pf.months)
+    choice, pools, alone = assign(needs, pf.months)
     rows, commits = [], []
     for pool in pools:
         members = tuple(sorted((i, choice[i]) for i in pool.members))
@@ -156,7 +159,8 @@ def make_plan(pf: Portfolio, scenarios: list[Scenario], priced: list[pd.DataFram
                         "all_on_demand_offering": od} for n, j, od in zip(needs, choice, od_offers)])
     rows_df = pd.DataFrame(rows).sort_values(["month", "offering", "pricing_model"], ignore_index=True)
     total = float(rows_df["cost_usd"].sum() + sum(c["usd_after_horizon"] for c in commits) + wl["porting_usd"].sum())
-    return Plan(pf, rows_df, pd.DataFrame(commits), wl, total, od_total, optimise_s=time.perf_counter() - t0)
+    alt = pd.DataFrame(commitment_alternatives(needs, alone, choice))
+    return Plan(pf, rows_df, pd.DataFrame(commits), wl, total, od_total, alt, optimise_s=time.perf_counter() - t0)
 
 
 def plan_portfolio(pf: Portfolio, scenarios: list[Scenario], n_draws: int = 1000) -> Plan:
@@ -166,4 +170,4 @@ def plan_portfolio(pf: Portfolio, scenarios: list[Scenario], n_draws: int = 1000
     priced = [analysis.analyse(s, n_draws=n_draws).priced for s in scenarios]
     t1 = time.perf_counter()
     p = make_plan(pf, scenarios, priced)
-    return Plan(p.portfolio, p.rows, p.commitments, p.workloads, p.total_usd, p.all_on_demand_usd, t1 - t0, p.optimise_s)
+    return dataclasses.replace(p, analyse_s=t1 - t0)

@@ -163,15 +163,16 @@ def _moves(needs: list[Need], choice: list[int], rows: list[dict[str, int]], alo
             yield choice[:i] + [j] + choice[i + 1:]
 
 
-def assign(needs: list[Need], months: int, rounds: int = 10) -> tuple[list[int], list[Pool]]:
+def assign(needs: list[Need], months: int, rounds: int = 10) -> tuple[list[int], list[Pool], list[list[Pool]]]:
     """Each need's offer (row index) and the pools: every need starts on its cheapest offer alone
     (every offer priced); then moves are tried (``_moves``: all needs that can share an offering
     pooled on it, one need onto an offering another uses) and kept while they lower the total, until
     none does. Workloads share a commitment only on the same offering; a local search, not a proof
-    of the optimum when several workloads could pool on several offerings."""
+    of the optimum when several workloads could pool on several offerings. Also returns each need's
+    pool alone on each of its offers (``alone[i][j]``)."""
     search = _Search(needs, months)
-    alone = [[search.pool(((i, j),)).cost_usd + search.porting(i, j) for j in range(len(n.offers))]
-             for i, n in enumerate(needs)]
+    pools_alone = [[search.pool(((i, j),)) for j in range(len(n.offers))] for i, n in enumerate(needs)]
+    alone = [[p.cost_usd + search.porting(i, j) for j, p in enumerate(ps)] for i, ps in enumerate(pools_alone)]
     choice = [int(np.argmin(a)) for a in alone]
     rows = _rows_of(needs)
     now = search.total(choice)
@@ -183,7 +184,26 @@ def assign(needs: list[Need], months: int, rounds: int = 10) -> tuple[list[int],
                 choice, now, moved = trial, cost, True
         if not moved:
             break
-    return choice, [search.pool(tuple(sorted(m))) for m in _groups(needs, choice).values()]
+    return choice, [search.pool(tuple(sorted(m))) for m in _groups(needs, choice).values()], pools_alone
+
+
+def commitment_alternatives(needs: list[Need], alone: list[list[Pool]], choice: list[int]) -> list[dict]:
+    """For each need whose plan commits nothing: its cheapest offer alone that would commit, and what
+    it costs more than the plan's choice (why no commitment was bought)."""
+    out = []
+    for i, n in enumerate(needs):
+        best = None
+        for j, p in enumerate(alone[i]):
+            total = p.cost_usd + float(n.offers["porting_usd"].iat[j])
+            if p.term and (best is None or total < best[0]):
+                best = (total, j, p)
+        if best is None:
+            continue
+        chosen = alone[i][choice[i]].cost_usd + float(n.offers["porting_usd"].iat[choice[i]])
+        total, j, p = best
+        out.append({"workload": n.name, "offering": p.offering, "pricing_model": p.term, "instances": max(p.counts),
+                    "cost_usd": total, "usd_more_than_chosen_alone": total - chosen})
+    return out
 
 
 def all_on_demand(needs: list[Need]) -> tuple[float, list[str | None]]:

@@ -54,6 +54,7 @@ def plan_json(plan: Plan) -> dict:
         "savings_fraction": saving / plan.all_on_demand_usd if plan.all_on_demand_usd else None,
         "usd_after_horizon": float(plan.commitments["usd_after_horizon"].sum()) if len(plan.commitments) else 0.0,
         "workloads": records(plan.workloads),
+        "commitment_alternatives": records(plan.alternatives) if plan.alternatives is not None else [],
         "assumptions": ASSUMPTIONS,
         "timing_s": {"analyse": plan.analyse_s, "optimise": plan.optimise_s},
     })
@@ -83,6 +84,9 @@ def plan_text(plan: Plan) -> str:
     if len(plan.commitments):
         lines += ["Commitments:", _table(plan.commitments[["offering", "pricing_model", "instances", "start_month",
                                                           "end_month", "cost_usd", "utilization", "workloads"]]), ""]
+    if plan.alternatives is not None and len(plan.alternatives):
+        lines += ["Cheapest commitment per workload, planned alone (what it would cost more):",
+                  _table(plan.alternatives), ""]
     m = monthly(plan).pivot_table(index="month", columns="way to pay", values="cost_usd", aggfunc="sum", fill_value=0.0)
     m["total"] = m.sum(axis=1)
     lines += ["Cost per month (USD) by way to pay:", _table(m.reset_index())]

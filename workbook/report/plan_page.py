@@ -40,6 +40,9 @@ def plan_html(plan: Plan) -> str:
     svg = vl_convert.vegalite_to_svg(plan_charts.monthly_cost(monthly(plan), plan.all_on_demand_usd).to_dict())
     commits = (table_html(plan.commitments, COMMIT_COLUMNS) if len(plan.commitments)
                else "<p>No commitment: on the offers chosen, no committed price is cheaper than bursting.</p>")
+    if plan.alternatives is not None and len(plan.alternatives):
+        commits += ("<p>The cheapest commitment for each workload, planned alone, and what it would cost more than "
+                    "the plan's choice:</p>" + table_html(plan.alternatives))
     css = (TEMPLATE_DIR / "report.css").read_text()
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(pf.title)}</title><style>{css}</style></head>

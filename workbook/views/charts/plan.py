@@ -19,7 +19,7 @@ def monthly_cost(monthly: pd.DataFrame, all_on_demand_usd: float | None = None) 
     bars = alt.Chart(d).mark_bar().encode(
         x=alt.X("month:O", title="Month"),
         y=alt.Y("sum(cost_usd):Q", title="Cost (USD)", stack="zero"),
-        color=alt.Color("offer:N", title="Offering · way to pay"),
+        color=alt.Color("offer:N", title="Offering · way to pay", legend=alt.Legend(orient="bottom", columns=1, labelLimit=400)),
         order=alt.Order("order:Q"),
         tooltip=["month", "offering", "way to pay", "workload", alt.Tooltip("instances:Q", format=",.0f"),
                  alt.Tooltip("instance_hours:Q", format=",.0f", title="instance-hours"),
