@@ -3,6 +3,8 @@
 ``monthly`` frame the chart and the report read."""
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from ..analysis import jsonable, records
@@ -51,7 +53,7 @@ def plan_json(plan: Plan) -> dict:
         "total_usd": plan.total_usd,
         "all_on_demand_usd": plan.all_on_demand_usd,
         "savings_usd": saving,
-        "savings_fraction": saving / plan.all_on_demand_usd if plan.all_on_demand_usd else None,
+        "savings_fraction": saving / plan.all_on_demand_usd if plan.all_on_demand_usd else None,   # NaN -> null
         "usd_after_horizon": float(plan.commitments["usd_after_horizon"].sum()) if len(plan.commitments) else 0.0,
         "workloads": records(plan.workloads),
         "commitment_alternatives": records(plan.alternatives) if plan.alternatives is not None else [],
@@ -101,7 +103,7 @@ def summary_table(plan: Plan) -> pd.DataFrame:
     rows = [("plan, total over the horizon", usd(plan.total_usd)),
             ("all on-demand", usd(plan.all_on_demand_usd)),
             ("saving", f"{usd(plan.savings_usd)} ({plan.savings_usd / plan.all_on_demand_usd:.1%})"
-             if plan.all_on_demand_usd else usd(plan.savings_usd)),
+             if plan.all_on_demand_usd and math.isfinite(plan.all_on_demand_usd) else usd(plan.savings_usd)),
             ("commitments", "; ".join(f"{int(r.instances)} x {r.offering}, {pricing_short(r.pricing_model)} from month "
                                       f"{r.start_month}" for r in c.itertuples()) if len(c) else "none"),
             ("paid after the horizon", usd(after))]
