@@ -8,8 +8,10 @@ a term of T hours at c per instance-hour cost
 
     cost(b) = b * c * T + sum_t p_t * max(d_t - b, 0)
 
-a convex, piecewise-linear function of b (the newsvendor form: the k-th committed instance pays
-for itself when p * hours(d_t >= k) > c * T, i.e. when it is busy more than c/p of the term).
+a convex, piecewise-linear function of b (the newsvendor form, Porteus, "Foundations of Stochastic
+Inventory Theory", 2002, ch. 1: the k-th committed instance pays for itself when
+p * hours(d_t >= k) > c * T, i.e. when it is busy more than c/p of the term, the break-even
+utilization of a reserved instance).
 ``commitment_curve`` evaluates it for every integer b at once over the sorted demand. Each term
 is bought in blocks from month 1 (1-year: months 1-12, 13-24, ...; 3-year: 1-36, ...), each block
 with its own count; a block is paid for its whole term even when the horizon ends first (no
