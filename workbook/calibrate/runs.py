@@ -41,7 +41,7 @@ import pandas as pd
 from .. import catalog, paths
 from ..errors import InputError
 from ..model import serving
-from ..model.efficiency import Efficiency, default
+from ..model.efficiency import Efficiency, band, default
 from ..model.estimate import training_config
 from ..model.profile import Profile, model_profile, profile_from_architecture, train_flops_per_token
 from ..scenario import Architecture, Parallelism, Workload
@@ -327,7 +327,28 @@ def _calibration_table(runs: pd.DataFrame) -> pd.DataFrame:
     out["predicted"] = pred
     out["error"] = pred / out["value"] - 1.0
     out["kind"] = out["metric"].map(KIND_OF_METRIC)
+    eff = default(None)
+    lo_hi = [band(eff, m, f) for m, f in zip(out["metric"], out["family"])]
+    out["low"] = pred * np.array([b[0] for b in lo_hi])
+    out["high"] = pred * np.array([b[1] for b in lo_hi])
+    out["in_band"] = (out["value"] >= out["low"]) & (out["value"] <= out["high"])
     return out
+
+
+def coverage_summary(table: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per kind, the share of held-out published values inside the estimate's P10-P90 band
+    (``low`` <= value <= ``high``, the band ``efficiency.band`` gives the run's family): a P10-P90
+    band should cover about 80% of runs the fit never saw. Columns ``kind``, ``n_holdout``,
+    ``band_coverage_holdout``, ``median_band_width`` (high / low over the held-out runs)."""
+    t = calibration_table() if table is None else table
+    h = t[t["split"] == "holdout"]
+    rows = [{"kind": "(all)", "n_holdout": len(h), "band_coverage_holdout": float(h["in_band"].mean()) if len(h) else np.nan,
+             "median_band_width": float((h["high"] / h["low"]).median()) if len(h) else np.nan}]
+    for kind in KIND_OF_METRIC.values():
+        g = h[h["kind"] == kind]
+        rows.append({"kind": kind, "n_holdout": len(g), "band_coverage_holdout": float(g["in_band"].mean()) if len(g) else np.nan,
+                     "median_band_width": float((g["high"] / g["low"]).median()) if len(g) else np.nan})
+    return pd.DataFrame(rows)
 
 
 def error_summary(table: pd.DataFrame | None = None) -> pd.DataFrame:
