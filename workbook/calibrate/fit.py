@@ -26,7 +26,8 @@ from .. import catalog, paths
 from ..model import comm, mamf
 from ..model.efficiency import Efficiency, dp_bytes_per_s, width_factor, peak, _from_csv
 from . import own
-from .runs import predict_run, reference_runs, run_chips, run_profile, training_prediction, _n, calibration_table, error_summary, summary_markdown
+from .runs import (predict_run, reference_runs, run_chips, run_profile, training_prediction, _n, calibration_table,
+                   coverage_summary, error_summary, summary_markdown)
 
 # --- the fit ---------------------------------------------------------------------------------------
 
@@ -252,7 +253,10 @@ def _pooled(eff: Efficiency) -> Efficiency:
     return eff.without_scopes({r["family"] for r in catalog.accelerator_records().values()})
 
 
-BAND_MIN_RUNS = 15  # a family spread from fewer residuals is too uncertain (relative s.e. of s about 1/sqrt(2(n-1)) > 19%): pooled
+# a family gets a band of its own when its spread is known to 20%: the relative standard error of a
+# sample standard deviation is about 1/sqrt(2(n - 1)), so n >= 1 + 1/(2 * 0.2^2) = 13.5 residuals
+BAND_SPREAD_RSE = 0.2
+BAND_MIN_RUNS = math.ceil(1 + 1 / (2 * BAND_SPREAD_RSE ** 2))
 BAND_LEVEL = 0.9  # the band is P10-P90: a two-sided 80% prediction interval
 CV_FOLDS = 4  # the cross-validation of the bands: every fourth fit run per family and metric, as the hold-out rule
 
@@ -465,4 +469,11 @@ def run(args) -> int:
         for c in ("median_abs_error", "median_abs_error_holdout"):
             s[c] = s[c].map(lambda v: "-" if pd.isna(v) else f"{v:.1%}")
         print(s.to_string(index=False))
+        if "in_band" in table:
+            print()
+            print("P10-P90 band coverage of the held-out runs (a P10-P90 band should cover about 80%):")
+            c = coverage_summary(table)
+            c["band_coverage_holdout"] = c["band_coverage_holdout"].map(lambda v: "-" if pd.isna(v) else f"{v:.0%}")
+            c["median_band_width"] = c["median_band_width"].map(lambda v: "-" if pd.isna(v) else f"{v:.2f}x")
+            print(c.to_string(index=False))
     return 0

@@ -442,7 +442,10 @@ def checkpoint_bytes(p: Profile, w) -> float:
 
 
 def _with_bands(out: dict, lo: float, hi: float) -> None:
-    """observed = predicted · ratio: throughput scales with the ratio, times with its inverse."""
+    """observed = predicted · ratio: throughput scales with the ratio, times with its inverse. The
+    upper ratio is capped where it would put MFU above 1: no run exceeds the chip's dense peak."""
+    if out["mfu"] > 0 and out["mfu"] * hi > 1.0:
+        hi = max(1.0 / out["mfu"], 1.0)
     for k, scale in (("tokens_per_s", 1), ("mfu", 1), ("step_time_s", -1), ("training_days", -1), ("chip_hours", -1)):
         a, b = (out[k] * lo ** scale, out[k] * hi ** scale)
         out[k + "_low"], out[k + "_high"] = min(a, b), max(a, b)
