@@ -25,7 +25,7 @@ import pandas as pd
 from .. import catalog, paths
 from ..model import comm, mamf
 from ..model.efficiency import Efficiency, dp_bytes_per_s, width_factor, peak, _from_csv
-from . import own
+from . import generic, own
 from .runs import (predict_run, reference_runs, run_chips, run_profile, training_prediction, _n, calibration_table,
                    coverage_summary, error_summary, summary_markdown)
 
@@ -168,7 +168,7 @@ def fit_training(runs: pd.DataFrame) -> tuple[dict, dict]:
     iterates to a fixed point: from ``FIT_START``, price every run, refit (``_fit_on_shares``), and
     repeat until no parameter moves more than ``FIT_TOLERANCE`` (relative; at most ``FIT_PASSES``
     passes). Returns (parameters, provenance: parameter key -> run ids)."""
-    tr = runs[(runs["kind"] == "training") & (runs["split"] == "fit")]
+    tr = runs[(runs["kind"] == "training") & (runs["split"] == "fit") & ~generic.generic_rows(runs)]
     table = dict(FIT_START)
     params, prov = table, {}
     for _ in range(FIT_PASSES):
@@ -194,7 +194,7 @@ def fit_inference(runs: pd.DataFrame, train_params: dict) -> tuple[dict, dict]:
     than ``IDENTIFY_SPAN`` of its grid; e.g. HBM efficiency when every run is compute-bound, the TP
     latency without tensor-parallel runs) takes the pooled value, the median over the families that do
     constrain it, and the others are refitted with it fixed."""
-    inf = runs[(runs["kind"] == "inference") & (runs["split"] == "fit")]
+    inf = runs[(runs["kind"] == "inference") & (runs["split"] == "fit") & ~generic.generic_rows(runs)]
     fams = {}
     for _, r in inf.iterrows():
         fams.setdefault(catalog.accelerator_record(r["accelerator"])["family"], []).append(r)
@@ -308,7 +308,31 @@ def cv_folds(runs: pd.DataFrame) -> np.ndarray:
 def _fit_params(runs: pd.DataFrame) -> dict:
     params, _ = fit_training(runs)
     params.update(fit_inference(runs, params)[0])
+    params.update(fit_generic(runs, params)[0])
     return params
+
+
+GENERIC_SCALE = {"generic_mfu": "generic_train_scale", "generic_samples_per_s_per_chip": "generic_inference_scale"}
+GENERIC_PASSES = 4
+
+
+def fit_generic(runs: pd.DataFrame, params: dict) -> tuple[dict, dict]:
+    """The efficiency scale of generic (non-transformer) models, per work (training, inference): the
+    transformer-fitted efficiency times a pooled factor, the median over the generic ``fit`` runs of
+    observed / predicted (L1 in log space), iterated because exposed communication does not scale
+    with it. No generic fit run: no factor (1, the transformer efficiency)."""
+    out, prov = {}, {}
+    g = runs[generic.generic_rows(runs) & (runs["split"] == "fit")]
+    for metric, name in GENERIC_SCALE.items():
+        rows = g[g["metric"] == metric]
+        if not len(rows):
+            continue
+        scale = 1.0
+        for _ in range(GENERIC_PASSES):
+            eff = Efficiency.from_table({**params, (name, "pooled"): scale})
+            scale *= float(np.exp(np.median(np.log(rows["value"].to_numpy() / _predict_all(rows, eff)))))
+        out[(name, "pooled")], prov[(name, "pooled")] = scale, list(rows["run"])
+    return out, prov
 
 
 def cv_residuals(runs: pd.DataFrame) -> pd.DataFrame:
@@ -364,6 +388,9 @@ def fit(runs: pd.DataFrame | None = None) -> tuple[dict, dict]:
     ip, iprov = fit_inference(runs, params)
     params.update(ip)
     prov.update(iprov)
+    gp, gprov = fit_generic(runs, params)
+    params.update(gp)
+    prov.update(gprov)
     bp, bprov = _bands(runs)
     params.update(bp)
     prov.update(bprov)
@@ -389,6 +416,10 @@ PARAM_DOCS = {
                                   f"grid search at the fixed point, only for a family whose fit runs hold one model "
                                   f"and framework at >= {GAMMA_MIN_SCALES} chip counts beyond one fast domain; none "
                                   f"(0) for every other family"),
+    "generic_train_scale": ("factor on the transformer-fitted training efficiency",
+                            "median over the generic (non-transformer) fit runs of observed / predicted generic MFU"),
+    "generic_inference_scale": ("factor on the transformer-fitted inference efficiency",
+                                "median over the generic (non-transformer) fit runs of observed / predicted samples/s"),
     "decode_memory_efficiency": ("fraction of HBM bandwidth", "grid search on the family's inference runs; pooled = "
                                  "median of families that constrain it"),
     "tp_collective_latency_s": ("s per all-reduce", "grid search on the family's tensor-parallel inference runs; "

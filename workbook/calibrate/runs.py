@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from .. import catalog, paths
+from . import generic
 from ..errors import InputError
 from ..model import serving
 from ..model.efficiency import Efficiency, band, default
@@ -81,6 +82,8 @@ def run_profile(row) -> Profile:
     model = row.get("model")
     if isinstance(model, str) and model:
         return model_profile(model)
+    if generic.is_generic_shape(row.get("architecture")):
+        return generic.profile(row)
     arch = row.get("architecture")
     if not isinstance(arch, str) or not arch:
         raise InputError(f"reference_runs.csv: run {row.get('run')!r}: expected a model id or an architecture")
@@ -119,6 +122,8 @@ def convert(row, acc: pd.Series | None = None) -> float:
         return v / float(row["chips"])
     if basis == "mfu_palm":
         return v / 100.0
+    if generic.is_generic(row):
+        return generic.convert(row)
     p = run_profile(row)
     acc = catalog.accelerator(row["accelerator"]) if acc is None else acc
     peak = float(catalog.peak_flops_per_s(acc, row["precision"]))
@@ -244,6 +249,8 @@ def predict_run(row, acc: dict | None = None, mem_eff=None, latency_s=None, ceil
     replica (or, for saturated runs, the largest batch that fits memory with vLLM's default 10%
     headroom, capped by the engine's ``max_batch``), divided per chip."""
     eff = default(eff)
+    if generic.is_generic(row):
+        return generic.predict(row, eff)
     if row["kind"] == "training":
         return training_prediction(row, eff)["mfu"]
     p = run_profile(row)
@@ -276,7 +283,7 @@ def predict_run(row, acc: dict | None = None, mem_eff=None, latency_s=None, ceil
 # --- the calibration table ---------------------------------------------------------------------------
 
 KIND_OF_METRIC = {"mfu": "training", "output_tokens_per_s_per_chip": "inference throughput",
-                  "tpot_ms": "inference TPOT", "ttft_ms": "inference TTFT"}
+                  "tpot_ms": "inference TPOT", "ttft_ms": "inference TTFT", **generic.METRICS}
 
 
 def _table_cache_key() -> str:

@@ -41,7 +41,8 @@ from .profile import Profile, bytes_per_value
 WORKS = ("train", "prefill", "decode")
 # the parameter whose own value makes a family "calibrated" for each banded metric
 CALIBRATED_BY = {"mfu": "matmul_ceiling", "output_tokens_per_s_per_chip": "decode_memory_efficiency",
-                 "tpot_ms": "decode_memory_efficiency", "ttft_ms": "matmul_ceiling"}
+                 "tpot_ms": "decode_memory_efficiency", "ttft_ms": "matmul_ceiling",
+                 "generic_mfu": "generic_train_scale", "generic_samples_per_s_per_chip": "generic_inference_scale"}
 
 
 @dataclass(frozen=True)
@@ -224,7 +225,9 @@ def compute_efficiency(eff: Efficiency, acc, precision: str, work: str, profile:
     e = np.asarray(_ceiling(eff, acc, work) if ceiling is None else ceiling, dtype=float)
     if work == "train" and ceiling is None:
         e = e * mamf.fraction(acc, mamf.REFERENCE_PRECISION)
-    if not profile.generic:
+    if profile.generic:  # published ResNet-50 runs scale the transformer-fitted efficiency (calibrate.generic)
+        e = e * eff.table.get(("generic_train_scale" if work == "train" else "generic_inference_scale", "pooled"), 1.0)
+    else:
         e = e * width_factor(profile.hidden, width_scale(eff, acc, precision))
         if work == "train":
             e = e * moe_factor(profile, acc, eff.get("moe_bytes_per_flop", str(acc["platform"])), pk * e)
