@@ -27,7 +27,7 @@ from ..model import comm, mamf
 from ..model.efficiency import Efficiency, dp_bytes_per_s, width_factor, peak, _from_csv
 from . import generic, own
 from .runs import (predict_run, reference_runs, run_chips, run_profile, training_prediction, _n, calibration_table,
-                   coverage_summary, error_summary, summary_markdown)
+                   coverage_markdown, coverage_summary, error_summary, summary_markdown)
 
 # --- the fit ---------------------------------------------------------------------------------------
 
@@ -54,7 +54,7 @@ def _training_features(df: pd.DataFrame, table: dict) -> pd.DataFrame:
     gives to matmul work at that efficiency (compute over step, in model FLOPs)."""
     eff = Efficiency.from_table(table)
     rows = []
-    for _, r in df.iterrows():
+    for _, r in df[~generic.generic_rows(df)].iterrows():  # generic runs have their own fit (fit_generic)
         p = run_profile(r)
         acc = catalog.accelerator_record(r["accelerator"])
         cfg = training_prediction(r, eff)

@@ -389,3 +389,14 @@ def summary_markdown(summary: pd.DataFrame | None = None) -> str:
     return "\n".join(lines)
 
 
+
+
+def coverage_markdown(coverage: pd.DataFrame | None = None) -> str:
+    """The held-out band coverage per kind as GitHub markdown (for the README)."""
+    c = coverage_summary() if coverage is None else coverage
+    lines = ["| kind | held-out runs | inside the P10-P90 band | median band width (P90/P10) |", "|---|---:|---:|---:|"]
+    for _, r in c.iterrows():
+        cov = "-" if pd.isna(r["band_coverage_holdout"]) else f"{r['band_coverage_holdout']:.0%}"
+        wid = "-" if pd.isna(r["median_band_width"]) else f"{r['median_band_width']:.2f}x"
+        lines.append(f"| {r['kind']} | {r['n_holdout']} | {cov} | {wid} |")
+    return "\n".join(lines)
