@@ -38,3 +38,10 @@ def test_json_labels_it_and_caps_the_band_at_peak(tmp_path):
             assert opt["mfu_high"] <= 1.0 + 1e-9
             assert opt["mfu_low"] <= opt["mfu"] <= opt["mfu_high"]
     assert any("uncalibrated/optimistic" in w for w in res["recommendation"]["warnings"])
+
+
+def test_report_headline_carries_the_label(tmp_path):
+    """The report's headline (and the index row, built from it) lists the recommendation warnings."""
+    from workbook.report.assemble import headline
+    head = headline(json.loads(_run(tmp_path, "--json")))
+    assert "uncalibrated/optimistic" in (head["warnings"] or "")
