@@ -24,6 +24,7 @@ from .model.efficiency import Efficiency
 from .model.profile import workload_profile
 from .errors import InputError
 from .scenario import Scenario, with_overrides
+from . import terms
 from .terms import usd
 
 COST_KEYS = ("cost_usd", "usd_per_million_tokens", "usd_per_month")
@@ -233,6 +234,7 @@ def summary_json(a: Analysis) -> dict:
         "scenario": s.name,
         "title": s.title,
         "task": s.workload.task,
+        "estimate_label": terms.GENERIC_ESTIMATE_LABEL if s.workload.generic is not None else None,
         "options": options,
         "recommendation": rec.as_dict() if rec is not None else None,
         "monte_carlo": records(a.mc),

@@ -99,6 +99,9 @@ def _estimate_table(result: dict) -> str:
     lines = [f"{result['scenario']}: {result['title']}", ""]
     with pd.option_context("display.width", 200, "display.max_columns", None, "display.float_format", "{:,.3g}".format):
         lines.append(df.to_string(index=False, na_rep="-"))
+    if result.get("estimate_label"):
+        lines.append(f"(generic model: every figure above is {result['estimate_label']}: the transformer-fitted "
+                     "efficiency scaled on a few ResNet-50 GPU runs; read times and costs as lower bounds)")
     lines += ["", text.recommendation_text(result.get("recommendation") or {})]
     return "\n".join(lines)
 

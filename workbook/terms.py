@@ -224,3 +224,8 @@ MEASUREMENTS_DESCRIPTION = (
     "A CSV of the team's own runs, relative to the scenario file (workbook.calibrate.own; columns in the "
     "README, 'Your own measurements'): near runs on a chip replace the published calibration for that chip "
     "(its efficiency is scaled to them, its band narrowed); other chips do not move")
+
+# The label every output carries beside a generic (non-transformer) estimate (CLI table, warnings in
+# reports and the app, ``estimate --json`` key ``estimate_label``): its efficiency is the
+# transformer-fitted one, which published runs of such models show to be optimistic.
+GENERIC_ESTIMATE_LABEL = "uncalibrated/optimistic"

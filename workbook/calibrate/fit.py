@@ -16,16 +16,18 @@ the data leave one only for TPU v5e's MaxText multi-slice runs (the H100 GPT-3 1
 """
 from __future__ import annotations
 
+import math
 import sys
 
 import numpy as np
 import pandas as pd
 
 from .. import catalog, paths
-from ..model import comm
+from ..model import comm, mamf
 from ..model.efficiency import Efficiency, dp_bytes_per_s, width_factor, peak, _from_csv
-from . import own
-from .runs import predict_run, reference_runs, run_chips, run_profile, training_prediction, _n, calibration_table, error_summary, summary_markdown
+from . import generic, own
+from .runs import (predict_run, reference_runs, run_chips, run_profile, training_prediction, _n, calibration_table,
+                   coverage_markdown, coverage_summary, error_summary, summary_markdown)
 
 # --- the fit ---------------------------------------------------------------------------------------
 
@@ -52,7 +54,7 @@ def _training_features(df: pd.DataFrame, table: dict) -> pd.DataFrame:
     gives to matmul work at that efficiency (compute over step, in model FLOPs)."""
     eff = Efficiency.from_table(table)
     rows = []
-    for _, r in df.iterrows():
+    for _, r in df[~generic.generic_rows(df)].iterrows():  # generic runs have their own fit (fit_generic)
         p = run_profile(r)
         acc = catalog.accelerator_record(r["accelerator"])
         cfg = training_prediction(r, eff)
@@ -62,6 +64,7 @@ def _training_features(df: pd.DataFrame, table: dict) -> pd.DataFrame:
         core = cfg["step_time_s"] - cfg["sync_s"]  # the step without the synchronisation term
         rows.append({"run": r["run"], "family": acc["family"], "platform": acc["platform"], "hidden": p.hidden,
                      "ridge": pk / float(acc["memory_bytes_per_s"]), "peak": pk, "dp_bw": dp_bytes_per_s(acc),
+                     "mamf": mamf.fraction(acc, mamf.REFERENCE_PRECISION), "kind": acc["kind"],
                      "moe_x": (p.params_total / p.params_active - 1.0) if p.is_moe else 0.0,
                      "chips": chips, "doublings": float(np.log2(max(chips / max(domain, 1), 1.0))),
                      "series": f"{_n(r.get('model'), '')}|{_n(r.get('architecture'), '')}|{_n(r.get('framework'), '')}",
@@ -86,7 +89,7 @@ def _fit_on_shares(f: pd.DataFrame) -> tuple[dict, dict]:
     target · (1 + γ·doublings) / width over its dense runs (the L1 optimum in log space), the pooled
     ceiling the median over families; each MoE run solved exactly for the MoE constant c, the
     platform taking the median (pooled: median of all)."""
-    target = f["obs"] / f["share"]
+    target = f["obs"] / f["share"] / f["mamf"]  # in units of the chip's measured matmul ceiling (1 = unmeasured)
     dense = f[f["moe_x"] == 0]
     td = np.log(target[dense.index].to_numpy())
     fam = dense["family"].to_numpy()
@@ -116,7 +119,7 @@ def _fit_on_shares(f: pd.DataFrame) -> tuple[dict, dict]:
     ceilings = {}
     for fm in fams:
         m = fam == fm
-        ceilings[fm] = float(np.exp(np.median(td[m] - np.log(w[m]) + np.log1p(gammas[fm] * dbl[m]))))
+        ceilings[fm] = min(float(np.exp(np.median(td[m] - np.log(w[m]) + np.log1p(gammas[fm] * dbl[m])))), 1.0)
         params[("matmul_ceiling", fm)] = ceilings[fm]
         prov[("matmul_ceiling", fm)] = list(dense.loc[m, "run"])
         if own_gamma[fm]:
@@ -127,17 +130,18 @@ def _fit_on_shares(f: pd.DataFrame) -> tuple[dict, dict]:
     # families without runs take the median of their kind (a GPU's matmuls behave like other GPUs'
     # more than like a TPU's systolic arrays)
     kinds = {r["family"]: r["kind"] for r in catalog.accelerator_records().values()}
-    for kind in sorted({kinds[fm] for fm in fams}):
-        members = [fm for fm in fams if kinds[fm] == kind]
+    for kind in sorted({kinds[fm] for fm in ceilings}):
+        members = [fm for fm in ceilings if kinds[fm] == kind]
         params[("matmul_ceiling", kind)] = float(np.median([ceilings[fm] for fm in members]))
         prov[("matmul_ceiling", kind)] = [r for fm in members for r in prov[("matmul_ceiling", fm)]]
     # mixture of experts: target = dense / (1 + c·x·peak·dense/bw)  =>  c = (dense/target − 1)·bw / (x·peak·dense)
     cs = {}
     for i, r in f[f["moe_x"] > 0].iterrows():
-        ceil = params.get(("matmul_ceiling", r["family"]), params[("matmul_ceiling", "pooled")])
+        ceil = params.get(("matmul_ceiling", r["family"]),
+                          params.get(("matmul_ceiling", r["kind"]), params[("matmul_ceiling", "pooled")])) * r["mamf"]
         g = params.get(("network_loss_per_doubling", r["family"]), 0.0)
         dense_eff = ceil * float(width_factor(r["hidden"], kappa * r["ridge"])) / (1.0 + g * r["doublings"])
-        c = max((dense_eff / target[i] - 1.0) * r["dp_bw"] / (r["moe_x"] * r["peak"] * dense_eff), 0.0)
+        c = max((dense_eff / (target[i] * r["mamf"]) - 1.0) * r["dp_bw"] / (r["moe_x"] * r["peak"] * dense_eff), 0.0)
         cs.setdefault(r["platform"], []).append((c, r["run"]))
     allc = [c for v in cs.values() for c in v]
     params[("moe_bytes_per_flop", "pooled")] = float(np.median([c for c, _ in allc])) if allc else 0.0
@@ -164,7 +168,7 @@ def fit_training(runs: pd.DataFrame) -> tuple[dict, dict]:
     iterates to a fixed point: from ``FIT_START``, price every run, refit (``_fit_on_shares``), and
     repeat until no parameter moves more than ``FIT_TOLERANCE`` (relative; at most ``FIT_PASSES``
     passes). Returns (parameters, provenance: parameter key -> run ids)."""
-    tr = runs[(runs["kind"] == "training") & (runs["split"] == "fit")]
+    tr = runs[(runs["kind"] == "training") & (runs["split"] == "fit") & ~generic.generic_rows(runs)]
     table = dict(FIT_START)
     params, prov = table, {}
     for _ in range(FIT_PASSES):
@@ -190,7 +194,7 @@ def fit_inference(runs: pd.DataFrame, train_params: dict) -> tuple[dict, dict]:
     than ``IDENTIFY_SPAN`` of its grid; e.g. HBM efficiency when every run is compute-bound, the TP
     latency without tensor-parallel runs) takes the pooled value, the median over the families that do
     constrain it, and the others are refitted with it fixed."""
-    inf = runs[(runs["kind"] == "inference") & (runs["split"] == "fit")]
+    inf = runs[(runs["kind"] == "inference") & (runs["split"] == "fit") & ~generic.generic_rows(runs)]
     fams = {}
     for _, r in inf.iterrows():
         fams.setdefault(catalog.accelerator_record(r["accelerator"])["family"], []).append(r)
@@ -249,7 +253,132 @@ def _pooled(eff: Efficiency) -> Efficiency:
     return eff.without_scopes({r["family"] for r in catalog.accelerator_records().values()})
 
 
-BAND_MIN_RUNS = 5
+# a family gets a band of its own when its spread is known to 20%: the relative standard error of a
+# sample standard deviation is about 1/sqrt(2(n - 1)), so n >= 1 + 1/(2 * 0.2^2) = 13.5 residuals
+BAND_SPREAD_RSE = 0.2
+BAND_MIN_RUNS = math.ceil(1 + 1 / (2 * BAND_SPREAD_RSE ** 2))
+BAND_LEVEL = 0.9  # the band is P10-P90: a two-sided 80% prediction interval
+CV_FOLDS = 4  # the cross-validation of the bands: every fourth fit run per family and metric, as the hold-out rule
+
+
+def t_quantile(p: float, dof: float) -> float:
+    """Quantile ``p`` of Student's t with ``dof`` degrees of freedom: exact for 1 and 2, else the
+    Cornish-Fisher expansion about the normal quantile (Abramowitz & Stegun 26.7.5; error below 1e-3
+    for dof >= 3 at p = 0.9)."""
+    if dof <= 1.0:
+        return float(np.tan(np.pi * (p - 0.5)))
+    if dof <= 2.0:
+        return float((2 * p - 1) * np.sqrt(2.0 / (4 * p * (1 - p))))
+    z = float(np.sqrt(2.0) * _erfinv(2 * p - 1))
+    g1 = (z ** 3 + z) / 4
+    g2 = (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96
+    g3 = (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384
+    return z + g1 / dof + g2 / dof ** 2 + g3 / dof ** 3
+
+
+def _erfinv(y: float) -> float:
+    """Inverse error function by Newton's method on math.erf (no SciPy dependency)."""
+    x = 0.0
+    for _ in range(60):
+        x -= (math.erf(x) - y) / (2.0 / math.sqrt(math.pi) * math.exp(-x * x))
+    return x
+
+
+def prediction_band(log_ratio: np.ndarray) -> tuple[float, float]:
+    """P10 and P90 of observed/predicted for a new run from out-of-sample residuals ``log_ratio`` =
+    log(observed/predicted): the Student-t prediction interval mean ± t(0.9, n − 1) · s ·
+    sqrt(1 + 1/n), s the sample standard deviation (the textbook interval for one new observation,
+    e.g. Montgomery & Runger, Applied Statistics and Probability for Engineers, §8.4). Few residuals
+    give a wide band through t and sqrt(1 + 1/n)."""
+    r = np.asarray(log_ratio, dtype=float)
+    n = len(r)
+    if n < 2:
+        return (math.nan, math.nan)
+    s = float(np.std(r, ddof=1))
+    half = t_quantile(BAND_LEVEL, n - 1) * s * math.sqrt(1.0 + 1.0 / n)
+    return float(math.exp(r.mean() - half)), float(math.exp(r.mean() + half))
+
+
+def cv_folds(runs: pd.DataFrame) -> np.ndarray:
+    """Fold of each run: its position among the runs of its family and metric, in file order, modulo
+    ``CV_FOLDS`` (the hold-out rule's every-fourth, applied again inside the fit split)."""
+    return (runs.groupby(["family", "metric"], sort=False).cumcount() % CV_FOLDS).to_numpy()
+
+
+def _fit_params(runs: pd.DataFrame) -> dict:
+    params, _ = fit_training(runs)
+    params.update(fit_inference(runs, params)[0])
+    params.update(fit_generic(runs, params)[0])
+    return params
+
+
+GENERIC_SCALE = {"generic_mfu": "generic_train_scale", "generic_samples_per_s_per_chip": "generic_inference_scale"}
+GENERIC_PASSES = 4
+
+
+def fit_generic(runs: pd.DataFrame, params: dict) -> tuple[dict, dict]:
+    """The efficiency scale of generic (non-transformer) models, per work (training, inference): the
+    transformer-fitted efficiency times a pooled factor, the median over the generic ``fit`` runs of
+    observed / predicted (L1 in log space), iterated because exposed communication does not scale
+    with it. No generic fit run: no factor (1, the transformer efficiency)."""
+    out, prov = {}, {}
+    g = runs[generic.generic_rows(runs) & (runs["split"] == "fit")]
+    for metric, name in GENERIC_SCALE.items():
+        rows = g[g["metric"] == metric]
+        if not len(rows):
+            continue
+        scale = 1.0
+        for _ in range(GENERIC_PASSES):
+            eff = Efficiency.from_table({**params, (name, "pooled"): scale})
+            scale *= float(np.exp(np.median(np.log(rows["value"].to_numpy() / _predict_all(rows, eff)))))
+        out[(name, "pooled")], prov[(name, "pooled")] = scale, list(rows["run"])
+    return out, prov
+
+
+def cv_residuals(runs: pd.DataFrame) -> pd.DataFrame:
+    """Out-of-sample residuals of the ``fit`` runs: for each fold, every parameter refitted on the
+    other folds (``fit_training``, ``fit_inference``) and the fold predicted, with the family's own
+    values (``log_ratio``) and with pooled values only (``log_ratio_pooled``). In-sample residuals
+    understate the error on unseen runs where a family's parameters rest on a few runs; these do not."""
+    fit_runs = runs[runs["split"] == "fit"].reset_index(drop=True)
+    folds = cv_folds(fit_runs)
+    out = fit_runs[["run", "family", "metric", "value"]].copy()
+    out["log_ratio"], out["log_ratio_pooled"] = np.nan, np.nan
+    for k in range(CV_FOLDS):
+        test = folds == k
+        train = runs.copy()
+        train.loc[train["run"].isin(set(fit_runs.loc[test, "run"])), "split"] = "holdout"
+        eff = Efficiency.from_table(_fit_params(train))
+        sub = fit_runs[test]
+        out.loc[test, "log_ratio"] = np.log(sub["value"].to_numpy() / _predict_all(sub, eff))
+        out.loc[test, "log_ratio_pooled"] = np.log(sub["value"].to_numpy() / _predict_all(sub, _pooled(eff)))
+    return out
+
+
+def _bands(runs: pd.DataFrame) -> tuple[dict, dict]:
+    """The band parameters of every metric from the cross-validated residuals of the ``fit`` runs
+    (``cv_residuals``; held-out runs stay unseen, so their coverage tests the band): per family with
+    >= BAND_MIN_RUNS fit runs of the metric, pooled over families, and 'uncalibrated' (families
+    predicted from pooled values only)."""
+    cv = cv_residuals(runs)
+    params, prov = {}, {}
+
+    def put(metric, scope, sel, column):
+        lo, hi = prediction_band(cv.loc[sel, column].to_numpy())
+        if math.isnan(lo):
+            return
+        params[(f"band_p10_{metric}", scope)], params[(f"band_p90_{metric}", scope)] = lo, hi
+        prov[(f"band_p10_{metric}", scope)] = prov[(f"band_p90_{metric}", scope)] = list(cv.loc[sel, "run"])
+
+    for metric in sorted(set(cv["metric"])):
+        m = (cv["metric"] == metric).to_numpy()
+        put(metric, "pooled", m, "log_ratio")
+        put(metric, "uncalibrated", m, "log_ratio_pooled")
+        for fam in sorted(set(cv.loc[m, "family"])):
+            sel = m & (cv["family"] == fam).to_numpy()
+            if sel.sum() >= BAND_MIN_RUNS:
+                put(metric, fam, sel, "log_ratio")
+    return params, prov
 
 
 def fit(runs: pd.DataFrame | None = None) -> tuple[dict, dict]:
@@ -259,34 +388,23 @@ def fit(runs: pd.DataFrame | None = None) -> tuple[dict, dict]:
     ip, iprov = fit_inference(runs, params)
     params.update(ip)
     prov.update(iprov)
-    # bands: observed/predicted over every used run (fit + holdout)
-    eff = Efficiency.from_table(params)
-    pred = _predict_all(runs, eff)
-    fam_out = _predict_all(runs, _pooled(eff))
-    ratio = runs["value"].to_numpy() / pred
-    ratio_out = runs["value"].to_numpy() / fam_out
-    for metric in sorted(set(runs["metric"])):
-        m = (runs["metric"] == metric).to_numpy()
-        for scope, sel, r in [("pooled", m, ratio), ("uncalibrated", m, ratio_out)]:
-            params[(f"band_p10_{metric}", scope)] = float(np.quantile(r[sel], 0.1))
-            params[(f"band_p90_{metric}", scope)] = float(np.quantile(r[sel], 0.9))
-            prov[(f"band_p10_{metric}", scope)] = prov[(f"band_p90_{metric}", scope)] = list(runs.loc[sel, "run"])
-        for fam in sorted(set(runs.loc[m, "family"])):
-            sel = m & (runs["family"] == fam).to_numpy()
-            if sel.sum() >= BAND_MIN_RUNS:
-                params[(f"band_p10_{metric}", fam)] = float(np.quantile(ratio[sel], 0.1))
-                params[(f"band_p90_{metric}", fam)] = float(np.quantile(ratio[sel], 0.9))
-                prov[(f"band_p10_{metric}", fam)] = prov[(f"band_p90_{metric}", fam)] = list(runs.loc[sel, "run"])
+    gp, gprov = fit_generic(runs, params)
+    params.update(gp)
+    prov.update(gprov)
+    bp, bprov = _bands(runs)
+    params.update(bp)
+    prov.update(bprov)
     return params, prov
 
 
 # --- parameters file -------------------------------------------------------------------------------
 
 PARAM_DOCS = {
-    "matmul_ceiling": ("fraction of the dense peak of the compute precision",
+    "matmul_ceiling": ("fraction of the measured matmul ceiling (data/mamf.csv MAMF; of the dense peak where none is measured)",
                        "fixed point with the multi-chip model: median over the family's dense training runs of "
-                       "(MFU / scaling-model compute share) / width; gpu/tpu/asic = median over the calibrated "
-                       "families of that kind (used by families without runs); pooled = median over families"),
+                       "(MFU / scaling-model compute share) / width / (MAMF / peak), at most 1; gpu/tpu/asic = median "
+                       "over the calibrated families of that kind (used by families without runs, times their own "
+                       "MAMF: MI300X's 51%); pooled = median over families"),
     "inference_matmul_ceiling": ("fraction of the dense peak of the compute precision",
                                  "grid search on the family's inference runs (prefill and compute-bound decode); "
                                  "pooled = median of families that constrain it"),
@@ -298,6 +416,10 @@ PARAM_DOCS = {
                                   f"grid search at the fixed point, only for a family whose fit runs hold one model "
                                   f"and framework at >= {GAMMA_MIN_SCALES} chip counts beyond one fast domain; none "
                                   f"(0) for every other family"),
+    "generic_train_scale": ("factor on the transformer-fitted training efficiency",
+                            "median over the generic (non-transformer) fit runs of observed / predicted generic MFU"),
+    "generic_inference_scale": ("factor on the transformer-fitted inference efficiency",
+                                "median over the generic (non-transformer) fit runs of observed / predicted samples/s"),
     "decode_memory_efficiency": ("fraction of HBM bandwidth", "grid search on the family's inference runs; pooled = "
                                  "median of families that constrain it"),
     "tp_collective_latency_s": ("s per all-reduce", "grid search on the family's tensor-parallel inference runs; "
@@ -307,8 +429,9 @@ PARAM_DOCS = {
 
 def _doc(name: str) -> tuple[str, str]:
     if name.startswith("band_p"):
-        return ("observed / predicted", f"{'10th' if 'p10' in name else '90th'} percentile over every used run of the "
-                f"metric (family with >= {BAND_MIN_RUNS} runs, else pooled; 'uncalibrated' = predictions from pooled "
+        return ("observed / predicted", f"{'lower' if 'p10' in name else 'upper'} end of the Student-t 80% prediction "
+                f"interval of {CV_FOLDS}-fold cross-validated log(observed/predicted) over the fit runs of the metric "
+                f"(family with >= {BAND_MIN_RUNS} fit runs, else pooled; 'uncalibrated' = predictions from pooled "
                 f"parameters)")
     return PARAM_DOCS[name]
 
@@ -322,7 +445,7 @@ def parameters_frame(params: dict, prov: dict, as_of: str | None = None) -> pd.D
         runs = prov.get((name, scope), [])
         rows.append({"parameter": name, "scope": scope, "value": float(f"{v:.6g}"), "unit": unit, "n_runs": len(runs),
                      "runs": ";".join(runs), "method": method,
-                     "source": "fitted by workbook/calibrate.py on data/reference_runs.csv (split = fit; bands: all used runs)",
+                     "source": "fitted by workbook/calibrate/fit.py on data/reference_runs.csv (split = fit; bands: cross-validated residuals of the fit runs)",
                      "as_of": as_of})
     return pd.DataFrame(rows, columns=list(catalog.SCHEMAS["efficiency"]))
 
@@ -377,4 +500,11 @@ def run(args) -> int:
         for c in ("median_abs_error", "median_abs_error_holdout"):
             s[c] = s[c].map(lambda v: "-" if pd.isna(v) else f"{v:.1%}")
         print(s.to_string(index=False))
+        if "in_band" in table:
+            print()
+            print("P10-P90 band coverage of the held-out runs (a P10-P90 band should cover about 80%):")
+            c = coverage_summary(table)
+            c["band_coverage_holdout"] = c["band_coverage_holdout"].map(lambda v: "-" if pd.isna(v) else f"{v:.0%}")
+            c["median_band_width"] = c["median_band_width"].map(lambda v: "-" if pd.isna(v) else f"{v:.2f}x")
+            print(c.to_string(index=False))
     return 0

@@ -39,9 +39,10 @@ import numpy as np
 import pandas as pd
 
 from .. import catalog, paths
+from . import generic
 from ..errors import InputError
 from ..model import serving
-from ..model.efficiency import Efficiency, default
+from ..model.efficiency import Efficiency, band, default
 from ..model.estimate import training_config
 from ..model.profile import Profile, model_profile, profile_from_architecture, train_flops_per_token
 from ..scenario import Architecture, Parallelism, Workload
@@ -81,6 +82,8 @@ def run_profile(row) -> Profile:
     model = row.get("model")
     if isinstance(model, str) and model:
         return model_profile(model)
+    if generic.is_generic_shape(row.get("architecture")):
+        return generic.profile(row)
     arch = row.get("architecture")
     if not isinstance(arch, str) or not arch:
         raise InputError(f"reference_runs.csv: run {row.get('run')!r}: expected a model id or an architecture")
@@ -119,6 +122,8 @@ def convert(row, acc: pd.Series | None = None) -> float:
         return v / float(row["chips"])
     if basis == "mfu_palm":
         return v / 100.0
+    if generic.is_generic(row):
+        return generic.convert(row)
     p = run_profile(row)
     acc = catalog.accelerator(row["accelerator"]) if acc is None else acc
     peak = float(catalog.peak_flops_per_s(acc, row["precision"]))
@@ -244,6 +249,8 @@ def predict_run(row, acc: dict | None = None, mem_eff=None, latency_s=None, ceil
     replica (or, for saturated runs, the largest batch that fits memory with vLLM's default 10%
     headroom, capped by the engine's ``max_batch``), divided per chip."""
     eff = default(eff)
+    if generic.is_generic(row):
+        return generic.predict(row, eff)
     if row["kind"] == "training":
         return training_prediction(row, eff)["mfu"]
     p = run_profile(row)
@@ -276,7 +283,7 @@ def predict_run(row, acc: dict | None = None, mem_eff=None, latency_s=None, ceil
 # --- the calibration table ---------------------------------------------------------------------------
 
 KIND_OF_METRIC = {"mfu": "training", "output_tokens_per_s_per_chip": "inference throughput",
-                  "tpot_ms": "inference TPOT", "ttft_ms": "inference TTFT"}
+                  "tpot_ms": "inference TPOT", "ttft_ms": "inference TTFT", **generic.METRICS}
 
 
 def _table_cache_key() -> str:
@@ -327,7 +334,28 @@ def _calibration_table(runs: pd.DataFrame) -> pd.DataFrame:
     out["predicted"] = pred
     out["error"] = pred / out["value"] - 1.0
     out["kind"] = out["metric"].map(KIND_OF_METRIC)
+    eff = default(None)
+    lo_hi = [band(eff, m, f) for m, f in zip(out["metric"], out["family"])]
+    out["low"] = pred * np.array([b[0] for b in lo_hi])
+    out["high"] = pred * np.array([b[1] for b in lo_hi])
+    out["in_band"] = (out["value"] >= out["low"]) & (out["value"] <= out["high"])
     return out
+
+
+def coverage_summary(table: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per kind, the share of held-out published values inside the estimate's P10-P90 band
+    (``low`` <= value <= ``high``, the band ``efficiency.band`` gives the run's family): a P10-P90
+    band should cover about 80% of runs the fit never saw. Columns ``kind``, ``n_holdout``,
+    ``band_coverage_holdout``, ``median_band_width`` (high / low over the held-out runs)."""
+    t = calibration_table() if table is None else table
+    h = t[t["split"] == "holdout"]
+    rows = [{"kind": "(all)", "n_holdout": len(h), "band_coverage_holdout": float(h["in_band"].mean()) if len(h) else np.nan,
+             "median_band_width": float((h["high"] / h["low"]).median()) if len(h) else np.nan}]
+    for kind in KIND_OF_METRIC.values():
+        g = h[h["kind"] == kind]
+        rows.append({"kind": kind, "n_holdout": len(g), "band_coverage_holdout": float(g["in_band"].mean()) if len(g) else np.nan,
+                     "median_band_width": float((g["high"] / g["low"]).median()) if len(g) else np.nan})
+    return pd.DataFrame(rows)
 
 
 def error_summary(table: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -361,3 +389,14 @@ def summary_markdown(summary: pd.DataFrame | None = None) -> str:
     return "\n".join(lines)
 
 
+
+
+def coverage_markdown(coverage: pd.DataFrame | None = None) -> str:
+    """The held-out band coverage per kind as GitHub markdown (for the README)."""
+    c = coverage_summary() if coverage is None else coverage
+    lines = ["| kind | held-out runs | inside the P10-P90 band | median band width (P90/P10) |", "|---|---:|---:|---:|"]
+    for _, r in c.iterrows():
+        cov = "-" if pd.isna(r["band_coverage_holdout"]) else f"{r['band_coverage_holdout']:.0%}"
+        wid = "-" if pd.isna(r["median_band_width"]) else f"{r['median_band_width']:.2f}x"
+        lines.append(f"| {r['kind']} | {r['n_holdout']} | {cov} | {wid} |")
+    return "\n".join(lines)

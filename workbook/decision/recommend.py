@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import catalog, cost
+from .. import terms
 from ..terms import usd
 from ..errors import InputError
 from ..scenario import Scenario
@@ -199,8 +200,10 @@ def recommendation_warnings(s: Scenario, perf_df: pd.DataFrame, win, today: _dt.
                    f"{valid.isoformat()}, {age / 365.25:.1f} years ago; check the provider's current price.")
     row = perf_df[perf_df["accelerator"] == win["accelerator"]]
     if s.workload.generic is not None:
-        out.append("Optimistic, uncalibrated estimate: a generic (non-transformer) model borrows the transformer-fitted "
-                   "efficiency, which no published run of such a model checks; read time and cost as lower bounds.")
+        out.append(f"Optimistic, uncalibrated estimate ({terms.GENERIC_ESTIMATE_LABEL}): a generic (non-transformer) "
+                   "model runs at the transformer-fitted efficiency scaled by one factor fitted on a few published "
+                   "ResNet-50 runs on GPUs; no other architecture or chip kind is checked, so read time and cost as "
+                   "lower bounds.")
     elif "calibrated" in row and len(row) and row["calibrated"].iloc[0] is not None and not bool(row["calibrated"].iloc[0]):
         out.append(f"Uncalibrated estimate: no published run on {win['accelerator']}'s chip family set its efficiency; "
                    "the wider uncalibrated band applies.")

@@ -35,12 +35,14 @@ import pandas as pd
 
 from .. import catalog
 from ..errors import InputError
+from . import mamf
 from .profile import Profile, bytes_per_value
 
 WORKS = ("train", "prefill", "decode")
 # the parameter whose own value makes a family "calibrated" for each banded metric
 CALIBRATED_BY = {"mfu": "matmul_ceiling", "output_tokens_per_s_per_chip": "decode_memory_efficiency",
-                 "tpot_ms": "decode_memory_efficiency", "ttft_ms": "matmul_ceiling"}
+                 "tpot_ms": "decode_memory_efficiency", "ttft_ms": "matmul_ceiling",
+                 "generic_mfu": "generic_train_scale", "generic_samples_per_s_per_chip": "generic_inference_scale"}
 
 
 @dataclass(frozen=True)
@@ -185,8 +187,10 @@ def network_loss(eff: Efficiency, acc) -> float:
 
 def _ceiling(eff: Efficiency, acc, work: str) -> float:
     """The matmul ceiling of ``work`` for the accelerator's family: training uses the family's
-    ``matmul_ceiling`` (a family without runs: the median of its kind, GPU, TPU or ASIC, else
-    pooled); inference the ``inference_matmul_ceiling``."""
+    ``matmul_ceiling`` (a family without enough runs: the median of its kind, GPU, TPU or ASIC, else
+    pooled), a fraction of the chip's measured matmul ceiling (``mamf.fraction``: MAMF / peak; 1
+    where none is measured) that ``compute_efficiency`` multiplies in; inference the
+    ``inference_matmul_ceiling`` (a fraction of peak)."""
     fam, kind = scope_of(eff, acc), str(acc["kind"])
     if work == "train":
         return eff.get("matmul_ceiling", fam, default_scope=kind if eff.has("matmul_ceiling", kind) else "pooled")
@@ -200,7 +204,10 @@ def compute_efficiency(eff: Efficiency, acc, precision: str, work: str, profile:
 
     ``work``: ``"train"`` (the matmuls of a training step: forward, backward), ``"prefill"`` or
     ``"decode"`` (forward passes in an inference engine). Efficiency = ceiling (``_ceiling``;
-    ``ceiling`` overrides it) · width_factor(h, width_scale) · moe_factor (training only). Tensor
+    ``ceiling`` overrides it) · BF16 MAMF/peak (training only, ``mamf.fraction``: the ceiling is fitted
+    as a fraction of the measured maximum achievable matmul rate, so a chip whose software reaches
+    less of its peak, MI300X's 51% against H100's 80%, is not credited with another chip's
+    efficiency) · width_factor(h, width_scale) · moe_factor (training only). Tensor
     parallelism does not change it (with sequence parallelism both the matmuls and the element-wise
     work are split tp ways), and chip count does not enter: communication, bubbles and recomputation
     are ``model.training``'s. ``tokens`` (rows of each matmul per chip: micro-batch × sequence, or
@@ -216,7 +223,11 @@ def compute_efficiency(eff: Efficiency, acc, precision: str, work: str, profile:
         return out if out.ndim else float(out)
     pk = peak(acc, precision)
     e = np.asarray(_ceiling(eff, acc, work) if ceiling is None else ceiling, dtype=float)
-    if not profile.generic:
+    if work == "train" and ceiling is None:
+        e = e * mamf.fraction(acc, mamf.REFERENCE_PRECISION)
+    if profile.generic:  # published ResNet-50 runs scale the transformer-fitted efficiency (calibrate.generic)
+        e = e * eff.table.get(("generic_train_scale" if work == "train" else "generic_inference_scale", "pooled"), 1.0)
+    else:
         e = e * width_factor(profile.hidden, width_scale(eff, acc, precision))
         if work == "train":
             e = e * moe_factor(profile, acc, eff.get("moe_bytes_per_flop", str(acc["platform"])), pk * e)

@@ -442,7 +442,10 @@ def checkpoint_bytes(p: Profile, w) -> float:
 
 
 def _with_bands(out: dict, lo: float, hi: float) -> None:
-    """observed = predicted · ratio: throughput scales with the ratio, times with its inverse."""
+    """observed = predicted · ratio: throughput scales with the ratio, times with its inverse. The
+    upper ratio is capped where it would put MFU above 1: no run exceeds the chip's dense peak."""
+    if out["mfu"] > 0 and out["mfu"] * hi > 1.0:
+        hi = max(1.0 / out["mfu"], 1.0)
     for k, scale in (("tokens_per_s", 1), ("mfu", 1), ("step_time_s", -1), ("training_days", -1), ("chip_hours", -1)):
         a, b = (out[k] * lo ** scale, out[k] * hi ** scale)
         out[k + "_low"], out[k + "_high"] = min(a, b), max(a, b)
@@ -523,9 +526,10 @@ def estimate_training_on(s: Scenario, acc: dict, pinned: int | None, par: Parall
     flops_token = p.train_flops_per_sample if p.generic else _train_flops_per_token(p, w)
     out.update(tokens_per_s=tps, mfu=flops_token * tps / (n * pk), training_days=days, chip_hours=days * 24.0 * n,
                calibrated=(not p.generic) and eff.is_calibrated("matmul_ceiling", scope_of(eff, acc)))
-    # A generic (non-transformer) model borrows the transformer-fitted ceiling: no published run of
-    # such a model is in the calibration, so it always gets the wider uncalibrated band.
-    _with_bands(out, *band(eff, "mfu", "generic" if p.generic else scope_of(eff, acc)))
+    # A generic (non-transformer) model: the transformer-fitted ceiling times the factor fitted on the
+    # published ResNet-50 runs, with their band (else the uncalibrated transformer band)
+    lo_hi = band(eff, "generic_mfu", "pooled") if p.generic else (math.nan, math.nan)
+    _with_bands(out, *(lo_hi if not math.isnan(lo_hi[0]) else band(eff, "mfu", "generic" if p.generic else scope_of(eff, acc))))
     dl = s.constraints.deadline_days
     out["meets_deadline"] = bool(days <= dl) if dl is not None else None
     if dl is not None and days > dl:

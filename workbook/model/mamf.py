@@ -1,0 +1,82 @@
+"""Measured matmul ceilings (MAMF, "maximum achievable matmul FLOPS"): the best rate a chip's own
+software reaches on one large, well-shaped matrix multiplication, as a fraction of its dense
+datasheet peak (``data/mamf.csv``; Stas Bekman's ml-engineering table, measured with its
+``mamf-finder.py``).
+
+No training step can run its matmuls faster than this, so ``model.efficiency`` expresses the
+fitted training ceiling of a GPU family as a fraction of MAMF where one is measured
+(``fraction``), and a family with few or no published runs (MI300X, B200) borrows the other
+families' fraction of MAMF times its *own* measured MAMF, not their fraction of peak. A chip
+without a measurement (TPUs, Trainium, older GPUs) gets 1: its ceiling stays a fraction of peak.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import pandas as pd
+
+from .. import catalog, paths
+from ..errors import InputError
+
+FILE = "mamf"
+SCHEMA = {"accelerator": catalog.Col("str", True), "precision": catalog.Col("str", True, choices=("bf16", "fp16", "fp8", "int8")),
+          "mamf_flops_per_s": catalog.Col("float", True, 1e11, 1e17), "source": catalog.Col("str", True),
+          "as_of": catalog.Col("date", True), "notes": catalog.Col()}
+# precisions that run on the same tensor-core path as a measured one (catalog.peak_flops_per_s)
+SAME_PATH = {"fp16": "bf16", "int4": "bf16"}
+# The training ceiling is scaled by the BF16 measurement at every precision: a family's BF16 MAMF
+# says how close its software gets to peak; FP8's own lower fraction (H100 71% against 80% in BF16)
+# is already the width term's Amdahl penalty in model.efficiency (element-wise work at twice the
+# ridge point), and applying both would count it twice. The FP8 rows document the measurement.
+REFERENCE_PRECISION = "bf16"
+
+
+@functools.lru_cache(maxsize=None)
+def table() -> pd.DataFrame:
+    """``data/mamf.csv`` validated (ids resolved through the accelerator catalog), read once."""
+    path = paths.DATA_DIR / f"{FILE}.csv"
+    rel = paths.rel(path)
+    if not path.exists():
+        raise InputError(f"{rel}: file not found")
+    df = catalog.validate_frame(catalog.read_table(path, rel), SCHEMA, rel)
+    known = catalog.resolve_map("accelerators")
+    for i, a in enumerate(df["accelerator"]):
+        if a not in known:
+            raise InputError(f"{rel}: row {i + 2}: accelerator: unknown id {a!r}{catalog._suggest(a, set(known))}")
+    df["accelerator"] = [catalog.resolve("accelerators", a) for a in df["accelerator"]]
+    recs = catalog.accelerator_records()
+    df["family"] = [recs[a]["family"] for a in df["accelerator"]]
+    df["kind"] = [recs[a]["kind"] for a in df["accelerator"]]
+    df["fraction"] = [v / catalog.peak_flops_per_s(recs[a], p, required=True)
+                      for a, p, v in zip(df["accelerator"], df["precision"], df["mamf_flops_per_s"])]
+    if (df["fraction"] > 1.0).any():
+        i = int(df.index[df["fraction"] > 1.0][0])
+        raise InputError(f"{rel}: row {i + 2}: mamf_flops_per_s: above the dense peak of the accelerator")
+    return df
+
+
+def fraction(acc, precision: str) -> float:
+    """MAMF / dense peak of ``precision`` on the accelerator ``acc``: its own measurement, else the
+    median of its family's at that precision (H200 BF16 = H100's: the same compute), else the
+    family's measurements at other precisions (the best evidence of how close its software gets to
+    peak; MI300X FP8 takes its BF16 51%), else the median BF16 measurement of its kind (an unmeasured
+    GPU, L4 or V100, is taken to reach what the measured GPUs reach), else 1 (no chip of the kind
+    measured: TPUs, Trainium). fp16 and int4 weights use the bf16 measurement."""
+    return _fraction(str(acc.get("accelerator")), str(acc.get("family")), str(acc.get("kind")), SAME_PATH.get(precision, precision))
+
+
+@functools.lru_cache(maxsize=None)
+def _fraction(accelerator: str, family: str, kind: str, prec: str) -> float:
+    t = table()
+    own = t[(t["accelerator"] == accelerator) & (t["precision"] == prec)]
+    if len(own):
+        return float(own["fraction"].iloc[0])
+    fam = t[t["family"] == family]
+    same = fam[fam["precision"] == prec]
+    if len(same):
+        return float(same["fraction"].median())
+    if len(fam):
+        return float(fam["fraction"].median())
+    same_kind = t[(t["kind"] == kind) & (t["precision"] == "bf16")]
+    return float(same_kind["fraction"].median()) if len(same_kind) else 1.0
