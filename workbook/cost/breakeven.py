@@ -48,9 +48,11 @@ def _breakeven_entry(s: Scenario, r: pd.Series, od_price: float) -> dict:
             price, od_price, r["term_months"], p.horizon_months)))
     elif model == "purchase":
         cpi = r["chips_per_instance"]
+        hosting_h = r.get("hosting_usd_per_instance_hour", 0.0)
+        hosting_h = 0.0 if pd.isna(hosting_h) else float(hosting_h)
         out["months_to_beat_on_demand"] = float(breakeven_months_purchase(
-            r["usd_per_instance_hour"] * r["term_months"] * HOURS_PER_MONTH, od_price * cpi,
-            r["energy_usd_per_instance_hour"], p.utilization))
+            (r["usd_per_instance_hour"] - hosting_h) * r["term_months"] * HOURS_PER_MONTH, od_price * cpi,
+            r["energy_usd_per_instance_hour"], p.utilization, hosting_h * HOURS_PER_MONTH))
         out["utilization_to_beat_on_demand"] = float(_or_never(breakeven_utilization_commit(
             price + r["energy_usd_per_instance_hour"] / cpi, od_price, r["term_months"], p.horizon_months)))
     elif model == "spot":
