@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbook import catalog, cost
+from workbook import catalog, cost, decision
 from workbook.errors import InputError
 from workbook.scenario import parse_scenario
 
@@ -171,3 +171,17 @@ def test_unknown_user_location_is_one_line_naming_the_field():
         parse_scenario({**LIVE, "workload": {**LIVE["workload"], "user_locations": ["XYZ"]}})
     with pytest.raises(InputError, match="user_locations"):
         parse_scenario({**TRAIN, "workload": {**TRAIN["workload"], "user_locations": ["LON"]}})
+
+
+def test_the_bill_shown_to_people_carries_hosting_and_the_round_trip():
+    """The offers table (the report's bill, notebook 04) and its summary show hosting_usd, porting_usd and
+    user_rtt_ms next to the cost."""
+    _, p = _buy_or_rent({})
+    s = parse_scenario({**TRAIN, "pricing": {**TRAIN["pricing"], "models": ["on_demand", "purchase"]}})
+    summary = decision.offers_summary(s, decision.offers_table(s, p))
+    buy = summary[summary["pricing_model"] == "purchase"].iloc[0]
+    assert buy["hosting_usd"] == pytest.approx(8 * 48 * DGX_H100_KW * 184.06)
+    rec, p2 = _served(["LON"])
+    s2 = parse_scenario({**LIVE, "workload": {**LIVE["workload"], "user_locations": ["LON"]}})
+    served = decision.offers_summary(s2, decision.offers_table(s2, p2)).set_index("offering")
+    assert served.loc["us", "user_rtt_ms"] == 76 and served.loc["eu", "ttft_ms_at_slo_percentile"] == pytest.approx(463)
