@@ -305,7 +305,8 @@ def key_figures(figures: dict | None) -> list[tuple[str, str]]:
     if "usd_per_month" in f:
         out.append((money(f["usd_per_month"]), "a month"))
     if "hosting_usd" in f:
-        out.append((money(f["hosting_usd"]), "of it hosting the bought systems (colocation, network, support, capital)"))
+        out.append((money(f["hosting_usd"]), "hosting the bought systems (colocation, network, support, capital), "
+                    + ("included in the run's cost" if "training_days" in f else "over the horizon, included")))
     out += _latency_figures(f)
     if "hosted_api_usd_per_million_output_tokens" in f:
         out.append((money(f["hosted_api_usd_per_million_output_tokens"]),
