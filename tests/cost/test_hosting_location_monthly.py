@@ -185,3 +185,21 @@ def test_the_bill_shown_to_people_carries_hosting_and_the_round_trip():
     s2 = parse_scenario({**LIVE, "workload": {**LIVE["workload"], "user_locations": ["LON"]}})
     served = decision.offers_summary(s2, decision.offers_table(s2, p2)).set_index("offering")
     assert served.loc["us", "user_rtt_ms"] == 76 and served.loc["eu", "ttft_ms_at_slo_percentile"] == pytest.approx(463)
+
+
+def test_break_even_curve_of_a_purchase_pays_hosting_every_month_and_monthly_servers_their_minimum():
+    """Per chip of a DGX H100: $329,736 / 8 up front, then $1,877.41 / 8 of colocation a month and power
+    at 90% utilization; a monthly server with a 3-month minimum costs 3 months in month 1."""
+    _, p = _buy_or_rent({})
+    s = parse_scenario({**TRAIN, "pricing": {**TRAIN["pricing"], "models": ["on_demand", "purchase"]}})
+    c = cost.breakeven_curves(s, p, accelerator="H100-SXM5-80GB")
+    buy = c[c["pricing_model"] == "purchase"].set_index("month")["cumulative_usd_per_chip"]
+    power = 730 * 0.9 * DGX_H100_KW * 1.3 * 0.12 / 8
+    assert buy[0] == 0 and buy[1] == pytest.approx(DGX_H100_USD / 8 + DGX_H100_KW * 184.06 / 8 + power)
+    assert buy[13] - buy[12] == pytest.approx(DGX_H100_KW * 184.06 / 8 + power)
+    s3 = parse_scenario({**TRAIN, "pricing": {**TRAIN["pricing"], "models": ["on_demand", "monthly"],
+                                             "monthly_min_term_months": 3}})
+    pm = price(s3, train_perf(days=60.0), offerings=_monthly_offers())
+    m = cost.breakeven_curves(s3, pm, accelerator="H100-SXM5-80GB")
+    m = m[m["pricing_model"] == "monthly"].set_index("month")["cumulative_usd_per_chip"]
+    assert (m[1], m[3], m[4]) == pytest.approx((3 * 20000 / 8, 3 * 20000 / 8, 4 * 20000 / 8))
