@@ -212,7 +212,7 @@ def _option_costs(priced: pd.DataFrame, accelerator: str) -> dict:
             continue
         best = grp.loc[grp[key].idxmin()]
         entry = {"offering": best.get("offering"), "provider": best.get("provider")}
-        for k in ("usd_per_chip_hour_effective", "spare_instances", "as_of"):
+        for k in ("usd_per_chip_hour_effective", "spare_instances", "as_of", "porting_usd", "hosting_usd", "user_rtt_ms"):
             if k in best.index:
                 entry[k] = jsonable(best[k])
         for k in COST_KEYS:

@@ -221,9 +221,13 @@ SCHEMAS: dict[str, dict[str, Col]] = {
         "location": Col(),
         "country": Col(),  # ISO 3166-1 alpha-2; blank = not published
         "eu_member": Col("bool", False),
+        "latency_metro": Col(),  # a metro code of latency.csv; blank = none measured near the region
         **_SRC,
         "notes": Col(),
     },
+    # Round trips between metros (data/README.md section latency): workload.user_locations, cost.location.
+    "latency": {"from_metro": Col("str", True), "to_metro": Col("str", True), "from_name": Col(), "to_name": Col(),
+                "rtt_ms": Col("float", True, 0, 1e4), **_SRC, "notes": Col()},
     # Interconnect options per accelerator (fast domain, torus slice shapes, latencies): workbook.comm.
     "topology": {
         "accelerator": Col("str", True),
@@ -528,19 +532,26 @@ def lead_times() -> pd.DataFrame:
     return load("lead_times")
 
 
+def _optional(name: str) -> pd.DataFrame:
+    """``data/<name>.csv``, or an empty frame of its columns when the file is absent."""
+    if not (paths.DATA_DIR / f"{name}.csv").exists():
+        return pd.DataFrame(columns=list(SCHEMAS[name]))
+    return load(name)
+
+
 def effort() -> pd.DataFrame:
-    """``data/effort.csv``: engineer-weeks to port a framework to a platform (an empty frame when
-    the file is absent)."""
-    if not (paths.DATA_DIR / "effort.csv").exists():
-        return pd.DataFrame(columns=list(SCHEMAS["effort"]))
-    return load("effort")
+    """``data/effort.csv``: engineer-weeks to port a framework to a platform (empty when absent)."""
+    return _optional("effort")
 
 
 def regions() -> pd.DataFrame:
-    """``data/regions.csv``: country of each provider region (an empty frame when the file is absent)."""
-    if not (paths.DATA_DIR / "regions.csv").exists():
-        return pd.DataFrame(columns=list(SCHEMAS["regions"]))
-    return load("regions")
+    """``data/regions.csv``: country and latency metro of each provider region (empty when absent)."""
+    return _optional("regions")
+
+
+def latency() -> pd.DataFrame:
+    """``data/latency.csv``: measured round trips between metros (empty when absent)."""
+    return _optional("latency")
 
 
 def hardware() -> pd.DataFrame:

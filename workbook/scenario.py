@@ -138,6 +138,7 @@ class Workload(_Strict):
     hours_per_day: Annotated[float, Field(gt=0, le=24)] = 24
     batch_window_hours: Annotated[float, Field(gt=0, le=24)] | None = None
     stack_changes_per_year: Annotated[float, Field(ge=0, le=365, description=terms.FIELD_HELP["stack_changes_per_year"])] = 0
+    user_locations: Annotated[list[Annotated[str, Field(pattern=r"^[A-Z]{3}$")]], Field(min_length=1, max_length=MAX_LIST, description=terms.FIELD_HELP["user_locations"])] | None = None
 
     @model_validator(mode="after")
     def _check(self):
@@ -145,7 +146,7 @@ class Workload(_Strict):
         if len(given) != 1:
             raise ValueError(f"give one of model, architecture, generic or hf_config, got {', '.join(given) or 'none'}")
         inference_keys = ["input_tokens", "output_tokens", "concurrency", "requests_per_s", "ttft_slo_ms",
-                          "tpot_slo_ms", "batch_window_hours"]
+                          "tpot_slo_ms", "batch_window_hours", "user_locations"]
         training_keys = ["tokens", "samples", "global_batch_tokens", "lora_rank"]
         if self.task == "inference":
             bad = [k for k in training_keys if getattr(self, k) is not None]
@@ -297,6 +298,11 @@ class Pricing(_Strict):
         "hosted_api_usd_per_million_input_tokens"])] | None = None
     hosted_api_usd_per_million_output_tokens: Annotated[float, Field(ge=0, le=1e4, description=terms.FIELD_HELP[
         "hosted_api_usd_per_million_output_tokens"])] | None = None
+    colocation_usd_per_kw_month: Annotated[float, Field(ge=0, le=1e5, description=terms.FIELD_HELP["colocation_usd_per_kw_month"])] = 184.06
+    network_usd_per_system_month: Annotated[float, Field(ge=0, le=1e7, description=terms.FIELD_HELP["network_usd_per_system_month"])] | None = None
+    support_fraction_per_year: Annotated[float, Field(ge=0, le=1, description=terms.FIELD_HELP["support_fraction_per_year"])] | None = None
+    cost_of_capital: Annotated[float, Field(ge=0, le=1, description=terms.FIELD_HELP["cost_of_capital"])] = 0.0
+    monthly_min_term_months: Annotated[float, Field(ge=1, le=120, description=terms.FIELD_HELP["monthly_min_term_months"])] = 1.0
 
     @property
     def restart_h(self) -> float:
@@ -450,6 +456,11 @@ def _check_ids(s: Scenario, file: str) -> list[str]:
             else:
                 out.append(f"{file}: candidates.clouds.{i}: unknown provider {c!r}{catalog._suggest(c, known)}")
         s.candidates.clouds = fixed
+    if w.user_locations:
+        lat = catalog.latency()
+        known = sorted(set(lat["from_metro"]) | set(lat["to_metro"]))
+        out += [f"{file}: workload.user_locations.{i}: unknown location {u!r} (expected a metro code of "
+                f"data/latency.csv: {', '.join(known)})" for i, u in enumerate(w.user_locations) if u not in known]
     return out
 
 

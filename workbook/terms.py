@@ -215,6 +215,29 @@ FIELD_HELP = {
         "Hosts one operations engineer runs: the bill adds ceil(hosts / this) x engineer_usd_per_week for every "
         "week the capacity is used (workbook.cost.rates.ops_staff_usd_per_month). No published staffing ratio "
         "was found: default none (operations staff are not in the bill)"),
+    "user_locations": (
+        "Serving: where the users are, as IATA metropolitan-area codes of data/latency.csv (WAS, DFW, YTO, SAO, "
+        "LON, FRA, MAD, TYO, OSA, SYD). Each offer's region is mapped to its latency metro (data/regions.csv) "
+        "and the worst round trip to these locations (user_rtt_ms) is added to TTFT and its tails before the "
+        "SLO check (workbook.cost.location). Default none: no network time added"),
+    "colocation_usd_per_kw_month": (
+        "Bought hardware: colocation space and power capacity per kW of the system's maximum power per month "
+        "(electricity is metered on top, power x PUE x electricity_usd_per_kwh). Default 184.06 = CBRE's average "
+        "monthly asking rate for a 250-500 kW requirement across primary North American data center markets, "
+        "H2 2024 (CBRE 'North America Data Center Trends H2 2024', 2025-02-26)"),
+    "network_usd_per_system_month": (
+        "Bought hardware: network (switches, cables, transit) per system per month. No published figure was "
+        "found: default none (not priced, said in the price basis)"),
+    "support_fraction_per_year": (
+        "Bought hardware: the support contract as a share of the list price per year. NVIDIA publishes its "
+        "Enterprise Support levels but no price: default none (not priced, said in the price basis)"),
+    "cost_of_capital": (
+        "Bought hardware: annual cost of the capital tied up in it; the purchase is repaid as a level monthly "
+        "payment over depreciation_years (capital recovery factor, workbook.cost.hosting) and the interest "
+        "enters hosting_usd. Default 0: set your firm's rate (a planning input, not a market fact)"),
+    "monthly_min_term_months": (
+        "Monthly dedicated servers: the minimum term paid; a training run pays whole months of its wall time, "
+        "at least this many, and a service at least this many months of its horizon. Default 1 (the billing month)"),
 }
 
 

@@ -147,8 +147,10 @@ def test_an_accelerator_without_a_price_is_reported_not_priced():
 
 
 def test_purchase_uses_the_sourced_system_price_and_power():
-    """DGX H100: $329,736 over 4 years of 730 h months, plus 10.2 kW x PUE 1.3 x $0.12 per busy hour."""
-    s = parse_scenario({**TRAIN, "pricing": {**TRAIN["pricing"], "models": ["purchase"]}})
+    """DGX H100: $329,736 over 4 years of 730 h months, plus 10.2 kW x PUE 1.3 x $0.12 per busy hour
+    (hosting switched off here: colocation at $0; ``test_hosting_...`` below prices it)."""
+    s = parse_scenario({**TRAIN, "pricing": {**TRAIN["pricing"], "models": ["purchase"],
+                                            "colocation_usd_per_kw_month": 0.0}})
     p = price(s, train_perf(), offerings=offers(offering("o1")))
     r = p[p["pricing_model"] == "purchase"].iloc[0]
     capex = 329736 / (4 * 12 * 730)
@@ -157,7 +159,8 @@ def test_purchase_uses_the_sourced_system_price_and_power():
     # a system bought for a 10-day run costs its whole 4-year life (35,040 h) plus 240 h of power
     assert r["cost_usd"] == pytest.approx(8 * (329736 + 240 * energy))
     assert r["contract_usd"] == pytest.approx(8 * 329736)
-    assert "hosting not priced" in r["price_basis"]
+    assert "network not priced" in r["price_basis"] and "support not priced" in r["price_basis"]
+    assert r["hosting_usd"] == pytest.approx(0.0)
 
 
 def test_superseded_rows_keep_their_spot_price_but_not_their_on_demand():

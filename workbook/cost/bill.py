@@ -1,4 +1,4 @@
-"""What a choice costs: prices per offering, the whole bill of every option, break-even tables.
+"""What a choice costs: the whole bill of every option (prices per offering: ``workbook.cost.pricebook``).
 
 Every option is one accelerator x offering (a row of ``data/offerings.csv``, or a system of
 ``data/hardware.csv`` to buy) x pricing model. Prices come from the catalogs; the scenario's
@@ -37,6 +37,10 @@ How each way to pay is billed (the model, stated once):
   cost per accelerator (``porting_usd``, an input: ``decision.framework_fit`` prices it from
   ``data/effort.csv`` engineer-weeks x ``engineer_usd_per_week``, with the recurring share of
   stack changes); serving spreads the porting cost over ``horizon_months``.
+- Bought hardware adds hosting to its price (``hosting_usd``: colocation per kW, network, support,
+  cost of capital; ``workbook.cost.hosting``). A monthly server pays whole months, at least
+  ``pricing.monthly_min_term_months``. Serving with ``workload.user_locations`` adds the round trip
+  from the offer's region to the users to TTFT before the SLO check (``workbook.cost.location``).
 
 The formulas are in ``workbook.cost.rates``, with their sources.
 """
@@ -51,99 +55,11 @@ from .. import catalog
 from ..errors import InputError
 from ..scenario import Scenario
 from ..terms import DAYS_PER_MONTH, HOURS_PER_DAY, HOURS_PER_MONTH, KIND, PRICING_MODEL_IDS, TERM_MONTHS
-from .rates import energy_usd_per_hour, ops_staff_usd_per_month, reserved_factor, spare_instances, spot_spares_factor
+from .location import add_user_rtt
+from .pricebook import offer_prices, requested_models
+from .rates import ops_staff_usd_per_month, reserved_factor, spare_instances, spot_spares_factor
 from .reliability import (STORAGE_TIERS, checkpoint_write_s, lead_time, optimal_checkpoint_interval_s, p_meets_deadline,
                           wall_per_useful)
-
-
-# --- prices per offering -------------------------------------------------------------------------
-
-def requested_models(s: Scenario) -> list[str]:
-    """The pricing models the scenario asks for (``pricing.models`` within ``candidates.pricing_models``)."""
-    models = list(s.pricing.models)
-    if s.candidates.pricing_models:
-        models = [m for m in models if m in s.candidates.pricing_models]
-    return models
-
-
-_OFFER_KEEP = ["offering", "provider", "provider_kind", "region", "instance", "accelerator", "chips_per_instance",
-               "as_of", "price_as_of", "inter_node_bytes_per_s", "fabric", "source", "notes"]
-
-
-def _list_price(s: Scenario, off: pd.DataFrame, model: str, superseded: pd.Series) -> tuple[pd.Series, pd.Series]:
-    """(price per instance-hour, where it came from) of one rented pricing model for every offering."""
-    p = s.pricing
-    od = off["on_demand_usd_per_hour"].where(~superseded)
-    if model == "on_demand":
-        return od * (1 - p.negotiated_discount), pd.Series("published on-demand", index=off.index)
-    if model == "spot":
-        return off["spot_usd_per_hour"], pd.Series("published spot (market price)", index=off.index)
-    if model in ("commit_1y", "commit_3y"):
-        published = off[f"{model}_usd_per_hour"]
-        disc = p.commit_1y_discount if model == "commit_1y" else p.commit_3y_discount
-        derived = (od * (1 - disc)).where(off["provider_kind"] == "hyperscaler")
-        basis = np.where(published.notna(), f"published {model.replace('_', ' ')}",
-                         f"on-demand x (1 - {disc:g}) (commit_{model[-2:]}_discount)")
-        return published.fillna(derived) * (1 - p.negotiated_discount), pd.Series(basis, index=off.index)
-    # monthly
-    return (off["monthly_usd"] / HOURS_PER_MONTH * (1 - p.negotiated_discount),
-            pd.Series("published monthly / 730 h", index=off.index))
-
-
-def _purchase_prices(s: Scenario, hw: pd.DataFrame) -> pd.DataFrame:
-    """Systems to buy: capital cost per hour of the depreciation life plus hosting, and energy."""
-    p = s.pricing
-    term = p.depreciation_years * 12.0
-    b = pd.DataFrame({
-        "offering": hw["system"], "provider": "bought", "provider_kind": "owned", "region": "own site",
-        "instance": hw["system"], "accelerator": hw["accelerator"],
-        "chips_per_instance": hw["chips_per_system"], "as_of": hw["as_of"], "source": hw["source"],
-        "notes": hw["notes"], "pricing_model": "purchase", "term_months": term,
-        "on_demand_usd_per_hour": np.nan,
-        "usd_per_instance_hour": hw["purchase_usd"] / (term * HOURS_PER_MONTH)
-        + hw["hosting_usd_per_month"].fillna(0.0) / HOURS_PER_MONTH,
-        "energy_usd_per_instance_hour": energy_usd_per_hour(hw["system_power_w"], p.pue, p.electricity_usd_per_kwh),
-        "price_basis": np.where(hw["hosting_usd_per_month"].isna(),
-                                f"purchase / {p.depreciation_years:g} y + power x PUE x electricity; hosting not priced",
-                                f"purchase / {p.depreciation_years:g} y + hosting + power x PUE x electricity"),
-    })
-    b["sticker_usd_per_instance_hour"] = b["usd_per_instance_hour"]
-    return b[b["usd_per_instance_hour"].notna() & b["energy_usd_per_instance_hour"].notna()]
-
-
-def offer_prices(s: Scenario, offerings: pd.DataFrame | None = None, systems: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One row per offering x requested pricing model with a price: ``usd_per_instance_hour``
-    (after negotiated discount; for purchases the capital cost per hour of the depreciation life
-    plus hosting), ``energy_usd_per_instance_hour`` (purchases), ``term_months`` and ``price_basis``
-    (where the number came from)."""
-    off = catalog.offerings() if offerings is None else offerings
-    if s.candidates.clouds:
-        off = off[off["provider"].isin(s.candidates.clouds)]
-    superseded = catalog.is_superseded(off)
-    rows = []
-    models = requested_models(s)
-    for model in models:
-        if model == "purchase":
-            continue
-        base = off[[c for c in _OFFER_KEEP if c in off]].copy()
-        base["pricing_model"] = model
-        base["term_months"] = TERM_MONTHS.get(model, 0.0)
-        base["energy_usd_per_instance_hour"] = 0.0
-        base["on_demand_usd_per_hour"] = off["on_demand_usd_per_hour"].where(~superseded)
-        price, basis = _list_price(s, off, model, superseded)
-        base["usd_per_instance_hour"] = price
-        base["sticker_usd_per_instance_hour"] = (off["spot_usd_per_hour"] if model == "spot" else price)
-        base["price_basis"] = basis
-        rows.append(base[price.notna()])
-    if "purchase" in models:
-        hw = catalog.hardware() if systems is None else systems
-        if len(hw):
-            rows.append(_purchase_prices(s, hw))
-    if not rows:
-        return pd.DataFrame(columns=_OFFER_KEEP + ["pricing_model", "usd_per_instance_hour"])
-    out = pd.concat(rows, ignore_index=True)
-    out["chips_per_instance"] = out["chips_per_instance"].astype(float)
-    return out
 
 
 # --- the whole bill ------------------------------------------------------------------------------
@@ -154,7 +70,7 @@ _PERF_KEEP_TRAIN = ["chips", "fits", "reason", "peak_flops_per_s", "perf_trainin
 _PERF_KEEP_INFER = ["chips", "fits", "reason", "peak_flops_per_s", "ttft_ms", "tpot_ms", "output_tokens_per_s",
                     "output_tokens_per_s_low", "output_tokens_per_s_high", "max_batch", "meets_slo", "replicas", "tp",
                     "replicas_low", "replicas_high", "chips_low", "chips_high", "ttft_ms_low", "ttft_ms_high",
-                    "tpot_ms_low", "tpot_ms_high"]
+                    "tpot_ms_low", "tpot_ms_high", "ttft_ms_p50", "ttft_ms_p99", "ttft_ms_at_slo_percentile"]
 _NOT_NUMERIC = ("accelerator", "family", "reason", "fits", "meets_slo", "meets_deadline", "calibrated", "offering",
                 "network_basis", "start_days_source")
 
@@ -241,6 +157,7 @@ def _join_prices(s: Scenario, perf: pd.DataFrame, offerings, systems) -> pd.Data
                 row = {"accelerator": acc, "pricing_model": model, "offering": None, "provider": None,
                        "price_basis": "not priced", "usd_per_instance_hour": np.nan,
                        "term_months": TERM_MONTHS.get(model, 0.0), "energy_usd_per_instance_hour": 0.0,
+                       "min_term_months": TERM_MONTHS.get(model, 0.0), "hosting_usd_per_instance_hour": 0.0,
                        "chips_per_instance": np.nan}
                 prow = perf.loc[perf["accelerator"] == acc].iloc[0]
                 row.update({k: prow[k] for k in keep if k != "offering"})
@@ -353,6 +270,7 @@ def _failure_recipe(s: Scenario, df: pd.DataFrame) -> None:
     df["restart_s"] = p.restart_min * 60.0
     df["fixed_interval_s"] = np.nan if p.checkpoint_interval_min is None else p.checkpoint_interval_min * 60.0
     df["term_h"] = df["term_months"].astype(float) * HOURS_PER_MONTH
+    df["min_term_h"] = df["min_term_months"].astype(float).fillna(0.0) * HOURS_PER_MONTH
     df["backfill_fraction"] = p.commitment_backfill_fraction
 
 
@@ -384,6 +302,7 @@ def _costs(s: Scenario, df: pd.DataFrame) -> None:
                    for m in (ones, df["hours_multiplier_low"].to_numpy(float),
                              df["hours_multiplier_high"].to_numpy(float)))
     df["paid_per_used_hour"] = res["factor"]
+    _hosting_total(s, df, res["factor"])
     if training:
         for k in ("goodput", "interruptions_per_hour", "checkpoint_interval_s", "contract_usd"):
             df[k] = res[k]
@@ -403,6 +322,19 @@ def _costs(s: Scenario, df: pd.DataFrame) -> None:
     for c in (["usd_per_million_tokens", "usd_per_month", "usd_total"] if training else ["cost_usd", "training_days"]):
         for sfx in ("", "_low", "_high"):
             df[c + sfx] = np.nan
+
+
+def _hosting_total(s: Scenario, df: pd.DataFrame, factor) -> None:
+    """``hosting_usd``, in place: the hosting of bought systems (colocation, network, support, cost of
+    capital: ``hosting_usd_per_instance_hour``) over the hours paid, for the run (training) or over
+    ``horizon_months`` (serving); 0 for rented options."""
+    h = df["hosting_usd_per_instance_hour"].astype(float).fillna(0.0) if "hosting_usd_per_instance_hour" in df else 0.0
+    if s.is_training:
+        paid_h = np.asarray(factor, dtype=float) * df["base_days"].astype(float).to_numpy() * HOURS_PER_DAY
+        df["hosting_usd"] = df["instances"].astype(float) * paid_h * h
+    else:
+        df["hosting_usd"] = (df["used_instance_hours"].astype(float) * np.asarray(factor, dtype=float) * h
+                             * s.pricing.horizon_months)
 
 
 def price_options(s: Scenario, perf_df: pd.DataFrame, porting_usd=None, offerings: pd.DataFrame | None = None,
@@ -434,6 +366,7 @@ def price_options(s: Scenario, perf_df: pd.DataFrame, porting_usd=None, offering
     df["instances"], df["shape_reason"] = _instances(df, training)
     df["kind"] = df["pricing_model"].map(KIND)
     df["porting_usd"] = _porting(porting_usd, df["accelerator"])
+    add_user_rtt(s, df)
     _recipe(s, df)
     _costs(s, df)
     if training:
@@ -511,7 +444,10 @@ def bill(rec: pd.DataFrame | dict, training: bool, hours_multiplier, price_mult,
             spot_f = _spot_factor(col, rows, sp, np.asarray(interruptions_per_hour, dtype=float), shape, rec)
             factor[sp] = spot_f
         if len(rs):
-            factor[rs] = reserved_factor(rows(utilization, rs), col("duty_fraction")[rs], col("term_months")[rs],
+            term = col("term_months")[rs]
+            if "min_term_months" in rec:  # a monthly server's minimum term is paid even when longer than its use
+                term = np.maximum(term, np.nan_to_num(col("min_term_months")[rs]))
+            factor[rs] = reserved_factor(rows(utilization, rs), col("duty_fraction")[rs], term,
                                          col("horizon_eff_months")[rs])
         paid = factor * col("usd_per_instance_hour")
         if np.ndim(price_mult) or price_mult != 1.0:
@@ -560,7 +496,8 @@ def _bill_training(rec, hours_multiplier, price_mult, reclaims_per_host_hour, sp
             price[sp] *= spot_price_mult
         reserved = kind == "reserved"
         term_h = col("term_h")
-        contract_h = np.where(reserved, np.ceil(np.maximum(wall_h, 1e-9) / term_h) * term_h, np.nan)
+        contract_h = np.where(reserved, np.maximum(np.ceil(np.maximum(wall_h, 1e-9) / term_h) * term_h,
+                                                   col("min_term_h") if "min_term_h" in rec else 0.0), np.nan)
         paid_h = np.where(reserved, wall_h + (1.0 - col("backfill_fraction")) * (contract_h - wall_h), wall_h)
         n = col("instances")
         cost = n * (paid_h * price + wall_h * col("energy_usd_per_instance_hour"))

@@ -48,9 +48,11 @@ def _breakeven_entry(s: Scenario, r: pd.Series, od_price: float) -> dict:
             price, od_price, r["term_months"], p.horizon_months)))
     elif model == "purchase":
         cpi = r["chips_per_instance"]
+        hosting_h = r.get("hosting_usd_per_instance_hour", 0.0)
+        hosting_h = 0.0 if pd.isna(hosting_h) else float(hosting_h)
         out["months_to_beat_on_demand"] = float(breakeven_months_purchase(
-            r["usd_per_instance_hour"] * r["term_months"] * HOURS_PER_MONTH, od_price * cpi,
-            r["energy_usd_per_instance_hour"], p.utilization))
+            (r["usd_per_instance_hour"] - hosting_h) * r["term_months"] * HOURS_PER_MONTH, od_price * cpi,
+            r["energy_usd_per_instance_hour"], p.utilization, hosting_h * HOURS_PER_MONTH))
         out["utilization_to_beat_on_demand"] = float(_or_never(breakeven_utilization_commit(
             price + r["energy_usd_per_instance_hour"] / cpi, od_price, r["term_months"], p.horizon_months)))
     elif model == "spot":
@@ -113,12 +115,16 @@ def _cumulative(s: Scenario, r: pd.Series, months: np.ndarray) -> np.ndarray:
         f = float(r["paid_per_used_hour"]) if pd.notna(r.get("paid_per_used_hour", np.nan)) else 1.0
         with np.errstate(invalid="ignore"):  # a spot job that never finishes (f = inf) costs inf after month 0
             return np.where(months > 0, months * HOURS_PER_MONTH * u * price * f, 0.0)
-    if model == "purchase":
-        capex = price * r["term_months"] * HOURS_PER_MONTH
-        return np.where(months > 0, capex, 0.0) + months * HOURS_PER_MONTH * u * r["energy_per_chip_hour"]
+    if model == "purchase":  # the capital up front; hosting every month the systems are kept; power when used
+        host = float(r.get("hosting_per_chip_hour", 0.0) or 0.0)
+        capex = (price - host) * r["term_months"] * HOURS_PER_MONTH
+        return (np.where(months > 0, capex, 0.0) + months * HOURS_PER_MONTH * host
+                + months * HOURS_PER_MONTH * u * r["energy_per_chip_hour"])
     term = r["term_months"]
-    # a new term starts when the previous one ends
-    y = np.ceil(np.maximum(months, 1e-9) / term) * term * HOURS_PER_MONTH * price
+    least = r.get("min_term_months", term)
+    least = term if pd.isna(least) else least
+    # a new term starts when the previous one ends; a monthly server is paid at least its minimum term
+    y = np.maximum(np.ceil(np.maximum(months, 1e-9) / term) * term, least) * HOURS_PER_MONTH * price
     return np.where(months > 0, y, 0.0)
 
 
@@ -134,6 +140,8 @@ def breakeven_curves(s: Scenario, priced: pd.DataFrame, accelerator: str | None 
     g = ok[ok["accelerator"] == accelerator].copy()
     g["usd_per_chip_hour"] = g["usd_per_instance_hour"] / g["chips_per_instance"]
     g["energy_per_chip_hour"] = g["energy_usd_per_instance_hour"] / g["chips_per_instance"]
+    g["hosting_per_chip_hour"] = (g["hosting_usd_per_instance_hour"].fillna(0.0) / g["chips_per_instance"]
+                                  if "hosting_usd_per_instance_hour" in g else 0.0)
     best = g.sort_values("usd_per_chip_hour").groupby("pricing_model", sort=False).head(1)
     horizon = max_months or int(max(48, math.ceil(s.pricing.horizon_months) + 12))
     months = np.arange(0, horizon + 1, dtype=float)

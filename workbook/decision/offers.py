@@ -19,7 +19,8 @@ OFFER_KEYS = ["rank", "offering", "provider", "region", "accelerator", "instance
               "usd_per_million_tokens_low", "usd_per_million_tokens_high", "p_meets_deadline", "cost_usd",
               "cost_usd_low", "cost_usd_high", "cost_p50_monte_carlo", "usd_per_chip_hour", "price_as_of",
               "interruptions_per_hour", "goodput", "checkpoint_write_s", "checkpoint_interval_min", "start_days",
-              "start_days_source", "contract_usd", "porting_usd", "ops_usd_per_month", "score", "tie", "excluded_reason"]
+              "start_days_source", "contract_usd", "porting_usd", "ops_usd_per_month", "hosting_usd", "user_rtt_ms",
+              "ttft_ms_at_slo_percentile", "score", "tie", "excluded_reason"]
 
 
 def offers_table(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = None,
@@ -59,11 +60,12 @@ def offers_table(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = No
 SUMMARY_COLUMNS = {
     "training": ["rank", "offering", "provider", "accelerator", "pricing_model", "chips", "instances", "hosts",
                  "inter_node_bytes_per_s", "training_days", "p_meets_deadline", "start_days", "goodput",
-                 "checkpoint_interval_min", "cost_usd", "cost_p50_monte_carlo", "contract_usd", "tie",
-                 "excluded_reason"],
-    "serving": ["rank", "offering", "provider", "accelerator", "pricing_model", "chips", "instances",
+                 "checkpoint_interval_min", "cost_usd", "cost_p50_monte_carlo", "contract_usd", "porting_usd",
+                 "hosting_usd", "tie", "excluded_reason"],
+    "serving": ["rank", "offering", "provider", "region", "accelerator", "pricing_model", "chips", "instances",
                 "usd_per_million_tokens", "usd_per_million_tokens_low", "usd_per_million_tokens_high",
-                "cost_p50_monte_carlo", "usd_per_chip_hour", "price_as_of", "tie", "excluded_reason"],
+                "cost_p50_monte_carlo", "usd_per_chip_hour", "ttft_ms_at_slo_percentile", "user_rtt_ms",
+                "porting_usd", "hosting_usd", "price_as_of", "tie", "excluded_reason"],
 }
 
 

@@ -239,6 +239,9 @@ def _reason_time(s: Scenario, win) -> str:
                     f"({'; '.join(note)})")
     elif pd.notna(win.get("ttft_ms")):
         bits.append(f"TTFT {win['ttft_ms']:.0f} ms" + (f" (target {w.ttft_slo_ms:g})" if w.ttft_slo_ms else ""))
+    if pd.notna(win.get("user_rtt_ms")):
+        bits[-1:] = [b + f", incl. {win['user_rtt_ms']:.0f} ms round trip to {', '.join(w.user_locations)}"
+                     for b in bits[-1:]]
     if pd.notna(win.get("tpot_ms")):
         bits.append(f"{win['tpot_ms']:.0f} ms per output token" + (f" (target {w.tpot_slo_ms:g})" if w.tpot_slo_ms else ""))
     fleet = f"{win['chips']:,.0f} chip{'s' if win['chips'] != 1 else ''}"
@@ -269,9 +272,12 @@ def _reason_term(s: Scenario, win) -> list[str]:
     """What the way to pay adds: idle hours of a term, spare spot instances or lost spot hours."""
     p = s.pricing
     if s.is_training and win["kind"] == "reserved" and pd.notna(win.get("contract_usd", np.nan)):
+        host = win.get("hosting_usd", 0.0)
+        host = (f" Hosting the bought systems (colocation, network, support, cost of capital) is {usd(host)} of "
+                f"the bill ({win['price_basis']})." if pd.notna(host) and host > 0 else "")
         return [f"The {win['term_months']:g}-month term is paid in full: the contract is {usd(win['contract_usd'])}, "
                 f"of which {p.commitment_backfill_fraction:.0%} of the hours after the run are filled by other work "
-                "(pricing.commitment_backfill_fraction)."]
+                "(pricing.commitment_backfill_fraction)." + host]
     if win["kind"] == "reserved":
         term = win["term_months"]
         return [f"{pricing_label(win['pricing_model']).capitalize()} is paid for {term:g} months whether used "
@@ -323,6 +329,9 @@ def _figures(s: Scenario, win, metric: str) -> dict:
     else:
         figures["usd_per_month"] = float(win["usd_per_month"])
         figures.update(_latency_figures(s, win))
+    for k in ("hosting_usd", "user_rtt_ms"):  # the bill's hosting and the users' round trip, where they count
+        if pd.notna(win.get(k)) and (k == "user_rtt_ms" or win[k] > 0):
+            figures[k] = float(win[k])
     if "p_cheapest" in win and pd.notna(win.get("p_cheapest")):
         figures["p_cheapest"] = float(win["p_cheapest"])
     figures[f"{metric}_p50"] = float(win["cost_value"])

@@ -196,6 +196,19 @@ class _Ledger:
             self.found[self._pos[lbl]].append(Exclusion(code, str(texts[lbl])))
 
 
+def _user_rtt_bits(w, r) -> list[str]:
+    """The part of a latency exclusion that the users' round trip explains (``cost.location``)."""
+    if not w.user_locations or w.ttft_slo_ms is None or "user_rtt_ms" not in r:
+        return []
+    if pd.isna(r["user_rtt_ms"]):
+        return [str(r.get("user_rtt_basis") or "round trip to the users not known")]
+    tail = r.get("ttft_ms_at_slo_percentile")
+    if w.requests_per_s is not None and pd.notna(tail) and tail > w.ttft_slo_ms:
+        return [f"TTFT at P{w.ttft_slo_percentile:g} {tail:.0f} ms incl. {r['user_rtt_ms']:.0f} ms round trip to "
+                f"{', '.join(w.user_locations)} > {w.ttft_slo_ms:g} ms"]
+    return []
+
+
 def _fit_rules(s: Scenario, priced: pd.DataFrame, ex: _Ledger) -> None:
     """Memory (or a precision the chip has no published peak for) and latency targets."""
     if "fits" in priced:
@@ -213,7 +226,7 @@ def _fit_rules(s: Scenario, priced: pd.DataFrame, ex: _Ledger) -> None:
         w = s.workload
         parts = []
         for _, r in priced.iterrows():
-            bits = []
+            bits = _user_rtt_bits(w, r)
             if w.ttft_slo_ms is not None and pd.notna(r.get("ttft_ms")) and r["ttft_ms"] > w.ttft_slo_ms:
                 bits.append(f"TTFT {r['ttft_ms']:.0f} ms > {w.ttft_slo_ms:g} ms")
             if w.tpot_slo_ms is not None and pd.notna(r.get("tpot_ms")) and r["tpot_ms"] > w.tpot_slo_ms:

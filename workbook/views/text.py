@@ -304,6 +304,9 @@ def key_figures(figures: dict | None) -> list[tuple[str, str]]:
                                        f"{money(f.get(key + '_high'))})"))
     if "usd_per_month" in f:
         out.append((money(f["usd_per_month"]), "a month"))
+    if "hosting_usd" in f:
+        out.append((money(f["hosting_usd"]), "hosting the bought systems (colocation, network, support, capital), "
+                    + ("included in the run's cost" if "training_days" in f else "over the horizon, included")))
     out += _latency_figures(f)
     if "hosted_api_usd_per_million_output_tokens" in f:
         out.append((money(f["hosted_api_usd_per_million_output_tokens"]),
@@ -346,6 +349,8 @@ def _latency_figures(f: dict) -> list[tuple[str, str]]:
                                                                  f"under load{_target(f, 'ttft_slo_ms')}"))
     elif "ttft_ms" in f:
         out.append((f"{f['ttft_ms']:,.0f} ms", "to first token" + _target(f, "ttft_slo_ms")))
+    if "user_rtt_ms" in f:
+        out.append((f"{f['user_rtt_ms']:,.0f} ms", "round trip to the users, included in the time to first token"))
     if "tpot_ms" in f:
         out.append((f"{f['tpot_ms']:.1f} ms", "per output token" + _target(f, "tpot_slo_ms")))
     return out

@@ -43,7 +43,8 @@ def pricing_models(priced: pd.DataFrame) -> alt.Chart:
 def offers(offers_frame: pd.DataFrame, top: int = 25) -> alt.Chart:
     """The ``top`` ranked offers (``decision.offers_table``: one per offering and way to pay) by
     their point-estimate cost, with the performance band as an error bar; offers tied with the
-    first are marked; the tooltip carries time, deadline odds, goodput, start days and contract."""
+    first are marked; the tooltip carries time, deadline odds, goodput, start days, contract, porting,
+    hosting and the users' round trip."""
     metric, title = _metric(offers_frame)
     d = offers_frame[offers_frame["rank"].notna() & offers_frame[metric].notna()].sort_values("rank").head(top).copy()
     if d.empty:
@@ -52,7 +53,8 @@ def offers(offers_frame: pd.DataFrame, top: int = 25) -> alt.Chart:
     d["offer"] = d["rank"].astype(int).astype(str) + ". " + d["offering"] + " · " + d["way to pay"]
     d["tied"] = d["tie"].fillna(False).map({True: "tied with the first", False: "-"})
     extra = [alt.Tooltip(f"{c}:Q", format=",.3~g") for c in ("training_days", "p_meets_deadline", "goodput",
-                                                             "start_days", "contract_usd") if c in d and d[c].notna().any()]
+                                                             "start_days", "contract_usd", "porting_usd", "hosting_usd",
+                                                             "user_rtt_ms") if c in d and d[c].notna().any()]
     base = alt.Chart(d).encode(
         y=alt.Y("offer:N", title=None, sort=alt.EncodingSortField("rank", op="min")),
         tooltip=["offering", "provider", "way to pay", "chips", "instances", "tied",

@@ -1,0 +1,134 @@
+"""Prices per offering: one row per offering (a row of ``data/offerings.csv``, or a system of
+``data/hardware.csv`` to buy) x requested pricing model, with where each number came from
+(``price_basis``). ``workbook.cost.bill`` joins these prices to the performance rows.
+
+- Rented models take the published price after ``negotiated_discount`` (spot: the market price);
+  a commitment without a published price is on-demand x (1 - ``commit_*_discount``) on hyperscaler
+  rows; a monthly server is ``monthly_usd`` / 730 h, billed in whole months with a minimum term of
+  ``pricing.monthly_min_term_months`` (``min_term_months``).
+- A purchase is the list price spread over ``pricing.depreciation_years`` (``capital_usd_per_instance_hour``)
+  plus hosting (``hosting_usd_per_instance_hour``: colocation, network, support and the cost of
+  capital, ``workbook.cost.hosting``), with electricity as its own line.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import catalog
+from ..scenario import Scenario
+from ..terms import HOURS_PER_MONTH, TERM_MONTHS
+from .hosting import hosting_usd_per_hour
+from .rates import energy_usd_per_hour
+
+
+def requested_models(s: Scenario) -> list[str]:
+    """The pricing models the scenario asks for (``pricing.models`` within ``candidates.pricing_models``)."""
+    models = list(s.pricing.models)
+    if s.candidates.pricing_models:
+        models = [m for m in models if m in s.candidates.pricing_models]
+    return models
+
+
+_OFFER_KEEP = ["offering", "provider", "provider_kind", "region", "instance", "accelerator", "chips_per_instance",
+               "as_of", "price_as_of", "inter_node_bytes_per_s", "fabric", "source", "notes"]
+
+
+def _list_price(s: Scenario, off: pd.DataFrame, model: str, superseded: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """(price per instance-hour, where it came from) of one rented pricing model for every offering."""
+    p = s.pricing
+    od = off["on_demand_usd_per_hour"].where(~superseded)
+    if model == "on_demand":
+        return od * (1 - p.negotiated_discount), pd.Series("published on-demand", index=off.index)
+    if model == "spot":
+        return off["spot_usd_per_hour"], pd.Series("published spot (market price)", index=off.index)
+    if model in ("commit_1y", "commit_3y"):
+        published = off[f"{model}_usd_per_hour"]
+        disc = p.commit_1y_discount if model == "commit_1y" else p.commit_3y_discount
+        derived = (od * (1 - disc)).where(off["provider_kind"] == "hyperscaler")
+        basis = np.where(published.notna(), f"published {model.replace('_', ' ')}",
+                         f"on-demand x (1 - {disc:g}) (commit_{model[-2:]}_discount)")
+        return published.fillna(derived) * (1 - p.negotiated_discount), pd.Series(basis, index=off.index)
+    # monthly: whole months, at least the minimum term
+    basis = (f"published monthly / 730 h, whole months, minimum {p.monthly_min_term_months:g} month(s) "
+             "(pricing.monthly_min_term_months)")
+    return off["monthly_usd"] / HOURS_PER_MONTH * (1 - p.negotiated_discount), pd.Series(basis, index=off.index)
+
+
+def _hosting_basis(s: Scenario, hw: pd.DataFrame) -> pd.Series:
+    """Which hosting lines a purchase's price holds, in words."""
+    p = s.pricing
+    parts = [f"colocation {hw_kw} kW x ${p.colocation_usd_per_kw_month:g}/kW-month" for hw_kw in
+             (hw["system_power_w"] / 1000.0).map(lambda x: f"{x:g}")]
+    extra = []
+    extra.append(f"network ${p.network_usd_per_system_month:g}/month" if p.network_usd_per_system_month is not None
+                 else "network not priced")
+    extra.append(f"support {p.support_fraction_per_year:.1%} of list a year" if p.support_fraction_per_year is not None
+                 else "support not priced")
+    extra.append(f"cost of capital {p.cost_of_capital:.1%}" if p.cost_of_capital > 0 else "cost of capital 0")
+    own = np.where(hw["hosting_usd_per_month"].notna(), " + the system's hosting_usd_per_month", "")
+    return pd.Series([f"purchase / {p.depreciation_years:g} y + power x PUE x electricity + hosting: {c}, "
+                      + ", ".join(extra) + o for c, o in zip(parts, own)], index=hw.index)
+
+
+def _purchase_prices(s: Scenario, hw: pd.DataFrame) -> pd.DataFrame:
+    """Systems to buy: capital cost per hour of the depreciation life plus hosting, and energy."""
+    p = s.pricing
+    term = p.depreciation_years * 12.0
+    capital_h, hosting_h = hosting_usd_per_hour(
+        hw["purchase_usd"], hw["system_power_w"], hw["hosting_usd_per_month"], term,
+        usd_per_kw_month=p.colocation_usd_per_kw_month, network_usd_per_month=p.network_usd_per_system_month,
+        support_fraction_per_year=p.support_fraction_per_year, cost_of_capital=p.cost_of_capital)
+    b = pd.DataFrame({
+        "offering": hw["system"], "provider": "bought", "provider_kind": "owned", "region": "own site",
+        "instance": hw["system"], "accelerator": hw["accelerator"],
+        "chips_per_instance": hw["chips_per_system"], "as_of": hw["as_of"], "source": hw["source"],
+        "notes": hw["notes"], "pricing_model": "purchase", "term_months": term, "min_term_months": term,
+        "on_demand_usd_per_hour": np.nan,
+        "capital_usd_per_instance_hour": capital_h, "hosting_usd_per_instance_hour": hosting_h,
+        "usd_per_instance_hour": capital_h + hosting_h,
+        "energy_usd_per_instance_hour": energy_usd_per_hour(hw["system_power_w"], p.pue, p.electricity_usd_per_kwh),
+        "price_basis": _hosting_basis(s, hw),
+    })
+    b["sticker_usd_per_instance_hour"] = b["usd_per_instance_hour"]
+    return b[b["usd_per_instance_hour"].notna() & b["energy_usd_per_instance_hour"].notna()]
+
+
+def offer_prices(s: Scenario, offerings: pd.DataFrame | None = None, systems: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per offering x requested pricing model with a price: ``usd_per_instance_hour``
+    (after negotiated discount; for purchases the capital cost per hour of the depreciation life
+    plus hosting, ``capital_usd_per_instance_hour`` + ``hosting_usd_per_instance_hour``),
+    ``energy_usd_per_instance_hour`` (purchases), ``term_months`` (the billing term), ``min_term_months``
+    (the least that is paid) and ``price_basis`` (where the number came from)."""
+    off = catalog.offerings() if offerings is None else offerings
+    if s.candidates.clouds:
+        off = off[off["provider"].isin(s.candidates.clouds)]
+    superseded = catalog.is_superseded(off)
+    rows = []
+    models = requested_models(s)
+    for model in models:
+        if model == "purchase":
+            continue
+        base = off[[c for c in _OFFER_KEEP if c in off]].copy()
+        base["pricing_model"] = model
+        base["term_months"] = TERM_MONTHS.get(model, 0.0)
+        base["min_term_months"] = (s.pricing.monthly_min_term_months if model == "monthly"
+                                   else TERM_MONTHS.get(model, 0.0))
+        base["energy_usd_per_instance_hour"] = 0.0
+        base["hosting_usd_per_instance_hour"] = 0.0
+        base["on_demand_usd_per_hour"] = off["on_demand_usd_per_hour"].where(~superseded)
+        price, basis = _list_price(s, off, model, superseded)
+        base["usd_per_instance_hour"] = price
+        base["capital_usd_per_instance_hour"] = np.nan
+        base["sticker_usd_per_instance_hour"] = (off["spot_usd_per_hour"] if model == "spot" else price)
+        base["price_basis"] = basis
+        rows.append(base[price.notna()])
+    if "purchase" in models:
+        hw = catalog.hardware() if systems is None else systems
+        if len(hw):
+            rows.append(_purchase_prices(s, hw))
+    if not rows:
+        return pd.DataFrame(columns=_OFFER_KEEP + ["pricing_model", "usd_per_instance_hour"])
+    out = pd.concat(rows, ignore_index=True)
+    out["chips_per_instance"] = out["chips_per_instance"].astype(float)
+    return out
