@@ -161,7 +161,7 @@ def to_runs(measured: pd.DataFrame) -> pd.DataFrame:
             base["value"] = published.convert(pd.Series(base))
             rows.append(base)
             continue
-        kv = m.get("kv_precision") or ("bf16" if m["precision"] in ("int4", "int8") else m["precision"])
+        kv = m.get("kv_precision") or ("bf16" if m["precision"] in terms.WEIGHT_ONLY_PRECISIONS else m["precision"])
         base.update(tp=m["tp"] or m["chips"], weight_precision=m["precision"], kv_precision=kv,
                     input_tokens=m["input_tokens"], output_tokens=m["output_tokens"], batch=m["concurrency"],
                     batching="continuous")
