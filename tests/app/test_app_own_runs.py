@@ -91,3 +91,18 @@ def test_save_measurements_validates_like_the_scenario_key(tmp_path):
     assert not (tmp_path / "x.csv").exists()
     with pytest.raises(InputError, match="expected a measurements CSV under"):
         widgets.save_measurements(_upload("big.csv", b"#" * (widgets.MAX_UPLOAD_BYTES + 1)), tmp_path)
+
+
+def test_the_notebook_explorer_shows_the_decision_with_and_without_the_upload(capsys):
+    """notebooks/05_decision: ``wb.widgets.own_runs_explorer`` takes the same file as the app (outside
+    a kernel its Output widget lets the display through to stdout)."""
+    from workbook import analyse, load_scenario
+
+    s = load_scenario(SCENARIO)
+    box = widgets.own_runs_explorer(s, analyse(s, n_draws=300))
+    upload = box.children[1]
+    upload.value = _upload("bad.csv", b"accelerator\nH100\n")
+    assert "bad.csv: missing column 'chips'" in capsys.readouterr().out
+    upload.value = _upload("runs.csv", H200_RUNS.read_bytes())
+    shown = capsys.readouterr().out
+    assert "published runs only" in shown and "H200-SXM-141GB mfu" in shown and "median_abs_error_after" in shown
