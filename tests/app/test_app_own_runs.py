@@ -60,6 +60,16 @@ def test_the_decision_tab_shows_the_decision_with_and_without_the_runs(loaded):
     assert a.upload.value == ()      # cleared: the same file can be uploaded again after an edit
 
 
+def test_the_downloaded_scenario_names_the_uploaded_file_not_the_temporary_copy(loaded):
+    import base64
+
+    a, _ = loaded
+    yaml_b64 = re.search(r'wb-download-yaml"[^>]*href="data:application/x-yaml;charset=utf-8;base64,([^"]+)"',
+                         a.downloads.value).group(1)
+    text = base64.b64decode(yaml_b64).decode()
+    assert "measurements: h200_runs.csv" in text and "wb-app-runs" not in text
+
+
 def test_a_bad_upload_is_one_line_naming_the_uploaded_file(loaded):
     a, _ = loaded
     bad = H200_RUNS.read_bytes().replace(b"H200-SXM-141GB,8,", b"H200-SXM-141GB,-8,")

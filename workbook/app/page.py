@@ -298,7 +298,8 @@ class Page:
                        [f"{type(e).__name__}: {e}"])
         self.scenario = s
         self.analysis = analysis
-        self.downloads.value = panels.downloads(s, analysis)
+        named = s.model_copy(update={"measurements": self.runs_name}) if self.runs_path else s  # not the temp path
+        self.downloads.value = panels.downloads(named, analysis)
         if problem:
             self.rec.value = panels.message(*problem)
         else:
