@@ -463,13 +463,14 @@ def peak_flops_per_s(acc, precision: str, required: bool = False):
 
     ``acc`` is one accelerator (a catalog row as Series or dict: returns a float, NaN when
     unpublished) or the whole catalog DataFrame (returns a Series). int4 weights compute in the bf16
-    path (weight-only quantisation). The two 16-bit formats stand in for each other where a chip
+    path (weight-only quantisation), as do nf4 weights (QLoRA). The two 16-bit formats stand in for each other where a chip
     publishes only one: every chip with both has the same tensor-core rate for them, and Volta
     (V100) and Turing (T4), which have no bf16, run a bf16 model in fp16 (mixed precision with loss
     scaling for training: Micikevicius et al. 2018, "Mixed Precision Training"). ``required``: a
     blank peak of one accelerator is an InputError naming the column, not NaN."""
     col = {"fp32": "peak_fp32_flops_per_s", "bf16": "peak_bf16_flops_per_s", "fp16": "peak_fp16_flops_per_s",
-           "fp8": "peak_fp8_flops_per_s", "int8": "peak_int8_flops_per_s", "int4": "peak_bf16_flops_per_s"}[precision]
+           "fp8": "peak_fp8_flops_per_s", "int8": "peak_int8_flops_per_s", "int4": "peak_bf16_flops_per_s",
+           "nf4": "peak_bf16_flops_per_s"}[precision]
     other = {"peak_bf16_flops_per_s": "peak_fp16_flops_per_s", "peak_fp16_flops_per_s": "peak_bf16_flops_per_s"}.get(col)
     if isinstance(acc, pd.DataFrame):
         val = acc[col].astype(float)

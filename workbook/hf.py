@@ -25,7 +25,7 @@ DESCRIPTION = ("A Hugging Face config.json (or a folder holding one), relative t
                "offline instead of model/architecture/generic (workbook.hf: Llama, Mistral, Mixtral, Qwen2/3 and "
                "their MoE, Gemma, DeepSeek-V2/V3 with MLA, GPT-NeoX, MPT)")
 LORA_RANK = ("Fine-tuning with LoRA adapters of this rank on every linear layer of the blocks (QLoRA §4): "
-             "the base stays frozen at `precision` (int4 = NF4, int8) and only the adapters train "
+             "the base stays frozen at `precision` (nf4 = QLoRA's NF4 with double quantisation, int4, int8) and only the adapters train "
              "(workbook.model.profile.adapter_params)")
 MAX_CONFIG_BYTES = 1_000_000
 DENSE = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2")

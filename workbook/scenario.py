@@ -166,7 +166,7 @@ class Workload(_Strict):
 
     @property
     def kv_precision(self) -> str:
-        return self.kv_cache_precision or ("bf16" if self.precision in ("int4", "int8") else self.precision)
+        return self.kv_cache_precision or ("bf16" if self.precision in terms.WEIGHT_ONLY_PRECISIONS else self.precision)
 
 
 def _unique_list(v):

@@ -62,7 +62,11 @@ def pricing_short(model: str) -> str:
 # --- the workload ----------------------------------------------------------------------------------
 
 TASKS = ("training", "fine-tuning", "inference")
-PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
+PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4")
+# weights stored quantised and dequantised for the matmuls (weight-only); KV cache default bf16.
+# nf4: QLoRA's 4-bit NormalFloat with double quantisation (Dettmers et al. 2023 §3); int4: 4-bit
+# integers (AWQ/GPTQ for serving; blockwise 4-bit without double quantisation for a frozen base)
+WEIGHT_ONLY_PRECISIONS = ("int8", "int4", "nf4")
 FRAMEWORKS = ("pytorch", "jax", "tensorflow")
 RECOMPUTE = ("none", "selective", "full")
 OPTIMIZERS = ("adam", "sgd", "adafactor")
@@ -71,9 +75,10 @@ PLATFORM_LABEL = {"cuda": "CUDA", "rocm": "ROCm", "tpu": "TPU (XLA)", "neuron": 
 
 
 def compute_precision(precision: str) -> str:
-    """The precision the matmuls run at: int4 weights are dequantised to bf16 (weight-only
-    quantisation, e.g. AWQ/GPTQ kernels); every other precision computes as stored."""
-    return "bf16" if precision == "int4" else precision
+    """The precision the matmuls run at: int4 and nf4 weights are dequantised to bf16 (weight-only
+    quantisation: AWQ/GPTQ kernels; bitsandbytes' NF4 with ``bnb_4bit_compute_dtype=bfloat16`` in
+    QLoRA); every other precision computes as stored."""
+    return "bf16" if precision in ("int4", "nf4") else precision  # int8 multiplies in int8
 
 
 # --- the estimate's columns ------------------------------------------------------------------------

@@ -117,6 +117,14 @@ def candidate_box(page, accelerator: str):
     return page.locator(".wb-candidate", has=page.locator(f"text='{accelerator}'")).locator("input")
 
 
+def upload(page, path) -> None:
+    """Choose ``path`` in the own-runs upload control (ipywidgets' FileUpload keeps its file input out
+    of the page: the click opens a file chooser)."""
+    with page.expect_file_chooser() as chooser:
+        page.locator("button.wb-upload").click()
+    chooser.value.set_files(str(path))
+
+
 def show_tab(page, name: str) -> None:
     page.locator(".wb-tabs .lm-TabBar-tab", has_text=name).click()
 
@@ -360,6 +368,37 @@ def test_switching_scenario_redraws_the_page(app, tmp_path):
         page.screenshot(path=str(tmp_path / f"tab-{name.lower()}.png"))
         assert "Traceback" not in pane.inner_text()
     assert "Training tokens" in page.inner_text(".wb-pane-workload")
+    assert_offline_and_clean(guard)
+
+
+@browser_test
+def test_uploading_own_runs_changes_the_decision_and_a_bad_file_is_a_sentence(app, tmp_path):
+    """Issue 16, item 5: the team's runs uploaded in the page (a measurements CSV) re-calibrate the
+    chip they measured; H200 runs at MFU 0.30 move llama-8b-finetune's recommendation off H200, and the
+    Decision tab shows both decisions. A bad file is one line naming it; the page keeps working."""
+    page, guard = app
+    from workbook import load_scenario
+
+    runs = Path(__file__).resolve().parents[1] / "fixtures" / "measurements_h200.csv"
+    act(page, lambda: page.select_option(".wb-scenario select", label=load_scenario("llama-8b-finetune").title))
+    assert recommendation(page)["accelerator"] == "H200-SXM-141GB"
+    act(page, lambda: upload(page, runs))
+    rec = recommendation(page)
+    page.screenshot(path=str(tmp_path / "own-runs.png"))
+    assert rec["accelerator"] and rec["accelerator"] != "H200-SXM-141GB", rec["text"]
+    assert "measurements" in page.inner_text(".wb-status")
+    assert "2 of 2 runs near this workload" in page.inner_text(".wb-runs-note")
+    decision = page.inner_text(".wb-pane-decision")
+    assert "With and without the team's runs" in decision and "published runs only" in decision
+    bad = tmp_path / "bad.csv"
+    bad.write_text(runs.read_text().replace("H200-SXM-141GB,8,", "H200-SXM-141GB,-8,"))
+    act(page, lambda: upload(page, bad))
+    note = page.inner_text(".wb-runs-note")
+    assert "bad.csv: row 2: chips: expected a positive integer, got '-8'" in note
+    assert page.locator(".wb-runs-note li").count() == 1 and "Traceback" not in page.inner_text("body")
+    assert recommendation(page)["accelerator"] == rec["accelerator"]     # the runs loaded before stay
+    act(page, lambda: page.locator("button.wb-forget-runs").click())
+    assert recommendation(page)["accelerator"] == "H200-SXM-141GB"
     assert_offline_and_clean(guard)
 
 

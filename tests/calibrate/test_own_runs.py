@@ -167,3 +167,67 @@ def test_missing_measurements_file_is_an_input_error(tmp_path):
                                      "measurements: nowhere.csv\n")
     with pytest.raises(InputError, match="s.yaml: measurements: no such file"):
         wb.load_scenario(tmp_path / "s.yaml")
+
+
+# --- LoRA runs (column lora_rank) ----------------------------------------------------------------
+
+def _lora_tokens_per_s(mfu, chips, rank=16, precision="bf16", model="llama-3.1-8b", seq=8192, acc="H100-SXM5-80GB"):
+    """tokens/s of a LoRA run at ``mfu`` counted with LoRA's FLOPs, 4N + 6 per adapter weight + attention."""
+    from workbook.model.profile import fine_tune_flops_per_token
+    from workbook.scenario import Workload
+    w = Workload(task="fine-tuning", model=model, precision=precision, lora_rank=rank, seq_len=seq, tokens=1e9)
+    peak = catalog.peak_flops_per_s(catalog.accelerator_record(acc), "bf16")
+    return mfu * chips * peak / float(fine_tune_flops_per_token(model_profile(model), w))
+
+
+def _lora_csv(mfu=0.30, precision="bf16"):
+    rows = [f"lora-{c},training,H100-SXM5-80GB,{c},llama-3.1-8b,{precision},8192,1048576,"
+            f"{_lora_tokens_per_s(mfu, c, precision=precision):.0f},,,,,,,16" for c in (8, 16, 32)]
+    return COLUMNS.strip() + ",lora_rank\n" + "\n".join(rows) + "\n"
+
+
+def _lora_scenario(tmp_path, csv_text, lora=True, precision="bf16"):
+    s = _scenario(tmp_path, csv_text, name="lora" if lora else "full")
+    if not lora:
+        return s
+    return wb.scenario.with_overrides(s, **{"workload.lora_rank": 16, "workload.precision": precision})
+
+
+def test_lora_runs_convert_with_the_fine_tuning_flops(tmp_path):
+    (tmp_path / "r.csv").write_text(_lora_csv(0.30))
+    runs = own.to_runs(own.read_measurements(tmp_path / "r.csv"))
+    assert runs["value"].tolist() == pytest.approx([0.30] * 3, abs=1e-4)
+    assert runs["lora_rank"].tolist() == [16, 16, 16]
+
+
+def test_lora_runs_move_only_lora_workloads(tmp_path):
+    text = _lora_csv(0.30)
+    lora = analyse(_lora_scenario(tmp_path, text), n_draws=300)
+    assert set(lora.adjustments["accelerator"]) == {"H100-SXM5-80GB"}
+    assert lora.perf.set_index("accelerator").loc["H100-SXM5-80GB", "mfu"] == pytest.approx(0.30, rel=0.15)
+    full = analyse(_lora_scenario(tmp_path, text, lora=False), n_draws=300)
+    assert full.adjustments.empty and not full.own_runs["used"].any()   # a full fine-tune ignores LoRA runs
+
+
+def test_full_weight_runs_do_not_move_a_lora_workload(tmp_path):
+    a = analyse(_lora_scenario(tmp_path, None), n_draws=300)   # the sample: full-weight H100 runs
+    assert a.adjustments.empty and not a.own_runs["used"].any()
+
+
+def test_qlora_runs_are_predicted_with_an_nf4_base(tmp_path):
+    (tmp_path / "r.csv").write_text(_lora_csv(0.30, precision="nf4"))
+    runs = own.to_runs(own.read_measurements(tmp_path / "r.csv"))
+    assert set(runs["precision"]) == {"bf16"} and set(runs["weight_precision"]) == {"nf4"}
+    w = own.published.run_workload(runs.iloc[0])
+    assert (w.task, w.lora_rank, w.precision) == ("fine-tuning", 16, "nf4")
+    use = own.near(runs, "training", "bf16", model_profile("llama-3.1-8b").params_active, lora=True)
+    assert use.all()
+
+
+def test_lora_rank_on_a_serving_run_is_one_line(tmp_path):
+    (tmp_path / "r.csv").write_text("accelerator,chips,model,precision,input_tokens,output_tokens,concurrency,"
+                                    "output_tokens_per_s,lora_rank\nH100,1,llama-3.1-8b,bf16,128,128,8,900,16\n")
+    with pytest.raises(InputError) as e:
+        own.read_measurements(tmp_path / "r.csv")
+    assert e.value.problems == [f"{own.paths.rel(tmp_path / 'r.csv')}: row 2: lora_rank: only a training (fine-tuning) "
+                                "run has LoRA adapters, this is a serving run"]

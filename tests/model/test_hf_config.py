@@ -41,6 +41,16 @@ def test_qwen_configs_give_the_published_parameter_count(fixture, published):
     assert _profile(_fixture(fixture)).params_total == pytest.approx(published, rel=0.01)
 
 
+def test_qwen3_moe_config_gives_the_published_total_and_active_parameters():
+    # Qwen3-30B-A3B model card: "Number of Parameters: 30.5B in total and 3.3B activated", "Number of
+    # Parameters (Non-Embedding): 29.9B"; the config is the real one (fixtures/hf/README.md)
+    p = _profile(_fixture("qwen3-30b-a3b.json"))
+    assert p.is_moe and p.experts == 128 and p.experts_per_token == 8
+    assert p.params_total == pytest.approx(30.5e9, rel=0.01)
+    assert p.params_active == pytest.approx(3.3e9, rel=0.02)
+    assert p.params_total - 2 * p.params_embedding == pytest.approx(29.9e9, rel=0.01)   # untied head
+
+
 def test_deepseek_v3_config_reads_mla_and_leading_dense_layers():
     fields = hf.architecture_fields(_fixture("deepseek-v3.json"))
     assert fields["kv_lora_rank"] == 512 and fields["q_lora_rank"] == 1536 and fields["head_dim"] == 128
@@ -49,7 +59,7 @@ def test_deepseek_v3_config_reads_mla_and_leading_dense_layers():
 
 
 # Built from transformers' configuration keys, with shapes from the models' own publications (no
-# whole public config.json copy found): Qwen3-235B-A22B (Qwen3 technical report, Table 2: 94 layers,
+# whole public config.json copy found; a real Qwen3-MoE config is fixtures/hf/qwen3-30b-a3b.json): Qwen3-235B-A22B (Qwen3 technical report, Table 2: 94 layers,
 # 64/4 heads, 128 experts, 8 active; hidden 4096, expert width 1536, vocab 151,936), Gemma 7B
 # (Gemma report Table 1: d_model 3072, 28 layers, 16 heads of 256, FFN 49152 = 2 x 24576, vocab
 # 256,128 in the report, 256,000 in the release), MPT-7B (MosaicML: d_model 4096, 32 layers, 32

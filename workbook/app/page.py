@@ -8,6 +8,7 @@ mistakes (InputError) appear as sentences in the page, never tracebacks.
 """
 from __future__ import annotations
 
+import tempfile
 import time
 
 import ipywidgets as W
@@ -17,7 +18,7 @@ from ..analysis import analyse
 from ..errors import InputError
 from ..scenario import Scenario, load_scenario, scenario_names, with_overrides
 from ..terms import PRICING_MODEL_IDS, pricing_short
-from ..views import text
+from ..views import text, widgets
 from . import panels
 
 WEIGHTS = ("cost", "time", "ecosystem", "portability", "supply_risk")
@@ -104,6 +105,8 @@ class Page:
             w.observe(self._on_control, "value")
         self.tabs.observe(self._on_tab, "selected_index")
         self.reset.on_click(lambda _b: self._load_scenario())
+        self.upload.observe(self._on_upload, "value")
+        self.forget.on_click(lambda _b: self._forget_runs())
         self._load_scenario()
 
     def _build_controls(self) -> W.VBox:
@@ -130,15 +133,54 @@ class Page:
         self.checks: dict[str, W.Checkbox] = {}
         self.reset = W.Button(description="Reset to the scenario's values", layout=W.Layout(width="300px"))
         self.reset.add_class("wb-reset")
+        own = self._build_own_runs()
         controls = W.VBox([
             W.HTML("<h4>Pricing</h4>"), self.utilization, self.pricing_model,
             W.HTML("<h4>Load</h4>"), self.load,
             W.HTML("<h4>What matters (weights)</h4>"), *self.weights.values(),
             W.HTML("<h4>Candidates</h4>"), self.candidates,
-            self.reset,
+            *own, self.reset,
         ], layout=W.Layout(width="330px", min_width="330px"))
         controls.add_class("wb-controls")
         return controls
+
+    def _build_own_runs(self) -> list:
+        """Upload the team's runs (a measurements CSV, README "Your own measurements"); the page
+        keeps the file in a temporary folder of its own for as long as the kernel lives."""
+        self.runs_folder = tempfile.TemporaryDirectory(prefix="wb-app-runs-")
+        self.runs_path = None       # the uploaded CSV, validated (scenario key ``measurements``)
+        self.runs_name = None
+        self.upload = W.FileUpload(accept=".csv", multiple=False, description="Load own runs (CSV)",
+                                   layout=W.Layout(width="300px"))
+        self.upload.add_class("wb-upload")
+        self.forget = W.Button(description="Forget own runs", disabled=True, layout=W.Layout(width="300px"))
+        self.forget.add_class("wb-forget-runs")
+        self.runs_note = W.HTML()
+        self.runs_note.add_class("wb-runs-note")
+        return [W.HTML("<h4>The team's own runs</h4>"), self.upload, self.runs_note, self.forget]
+
+    def _on_upload(self, change) -> None:
+        if not change["new"]:
+            return
+        try:
+            path, name, _runs = widgets.save_measurements(change["new"], self.runs_folder.name)
+        except InputError as e:
+            kept = f" (the page keeps {self.runs_name})" if self.runs_path else ""
+            self.runs_note.value = panels.message(f"These runs cannot be used{kept}:", e.problems)
+            self._set_status("Not updated: the uploaded runs cannot be used (see the message on the left).", "error")
+            return
+        finally:
+            self.upload.value = ()      # the same file may be uploaded again after an edit
+        self.runs_path, self.runs_name = path, name
+        self.forget.disabled = False
+        self._recompute()
+
+    def _forget_runs(self, recompute: bool = True) -> None:
+        self.runs_path = self.runs_name = None
+        self.forget.disabled = True
+        self.runs_note.value = ""
+        if recompute:
+            self._recompute()
 
     # --- scenario -> controls ---------------------------------------------------------------------
     def _load_scenario(self) -> None:
@@ -154,6 +196,7 @@ class Page:
             self._show_error(f"The scenario {name} cannot be used:", e.problems)
             return
         self.base = s
+        self._forget_runs(recompute=False)
         self.about.value = f'<p class="wb-sub">{text.esc(s.description or "")}</p>'
         self.quiet = True
         try:
@@ -212,6 +255,8 @@ class Page:
         chosen = [a for a, c in self.checks.items() if c.value]
         if len(chosen) != len(self.checks):
             out["candidates.accelerators"] = chosen
+        if self.runs_path is not None:
+            out["measurements"] = self.runs_path
         return out
 
     def _on_scenario(self, change) -> None:
@@ -253,11 +298,14 @@ class Page:
                        [f"{type(e).__name__}: {e}"])
         self.scenario = s
         self.analysis = analysis
-        self.downloads.value = panels.downloads(s, analysis)
+        named = s.model_copy(update={"measurements": self.runs_name}) if self.runs_path else s  # not the temp path
+        self.downloads.value = panels.downloads(named, analysis)
         if problem:
             self.rec.value = panels.message(*problem)
         else:
             self.rec.value = panels.recommendation(analysis)
+        if self.runs_path is not None:
+            self.runs_note.value = panels.runs_note(self.runs_name, analysis)
         self.stale = set(range(len(panels.TABS)))
         self._render_tab(self.tabs.selected_index or 0)
         took = f" (computed in {time.perf_counter() - t0:.2f} s)"

@@ -133,6 +133,43 @@ def ranking(rec, top: int = 12) -> str:
     return text.table_html(df, list(RANKING_LABELS), labels=RANKING_LABELS, highlight_first=True) + note
 
 
+def runs_note(name: str, a: Analysis | None) -> str:
+    """Under the upload control: how many of the team's runs are near the workload, and which chips
+    they re-calibrate (``Analysis.own_runs``, ``used``)."""
+    if a is None or a.own_runs is None:
+        return message(f"{name} is loaded; the analysis did not run on it.", [], "note")
+    runs = a.own_runs
+    n, used = runs["run"].nunique(), runs[runs["used"].astype(bool)]
+    if used.empty:
+        return message(f"{name}: none of its {n} runs is near this workload (same chip, kind and precision, a model "
+                       "within 4x): the estimates keep the published calibration.", [], "note")
+    chips = ", ".join(sorted(set(used["accelerator"])))
+    return (f'<p class="wb-sub wb-runs-used">{text.esc(name)}: {used["run"].nunique()} of {n} runs near this '
+            f"workload re-calibrate {text.esc(chips)}. The Decision tab shows the decision with and without them.</p>")
+
+
+ADJUSTMENT_LABELS = {"accelerator": "Accelerator", "parameter": "Parameter", "before": "Published", "after": "Own runs",
+                     "runs": "Runs", "median_abs_error_before": "Error before", "median_abs_error_after": "Error after"}
+
+
+def own_runs(s: Scenario, a: Analysis) -> str:
+    """The decision with the published calibration only and with the team's runs
+    (``analysis.with_and_without_measurements``), and the efficiency the runs changed."""
+    both = pipeline.with_and_without_measurements(s, a)
+    metric = a.recommendation.metric if a.recommendation is not None else None
+    if metric in both:   # the recommendation's money figure (cost_usd or usd_per_million_tokens)
+        both[metric] = both[metric].map(text.money)
+    out = ("<h4 class='wb-own-runs'>With and without the team's runs</h4>"
+           + text.table_html(both.drop(columns=["accelerator"], errors="ignore"),
+                             labels={c: c.replace("_", " ") for c in both.columns}))
+    if a.adjustments is not None and len(a.adjustments):
+        adj = a.adjustments.copy()
+        for c in ("median_abs_error_before", "median_abs_error_after"):
+            adj[c] = adj[c].map(lambda v: f"{v:.0%}")
+        out += text.table_html(adj, list(ADJUSTMENT_LABELS), labels=ADJUSTMENT_LABELS)
+    return out
+
+
 def decision(s: Scenario, a: Analysis | None, memo: dict) -> str:
     if a is None:
         return ""
@@ -148,6 +185,8 @@ def decision(s: Scenario, a: Analysis | None, memo: dict) -> str:
             excluded["pricing_model"] = excluded["pricing_model"].map(pricing_short)
         out.append("<h4>Ruled out by a hard constraint</h4>"
                    + text.table_html(excluded, list(EXCLUDED_LABELS), labels=EXCLUDED_LABELS))
+    if s.measurements:
+        out.insert(0, own_runs(s, a))
     return "".join(out)
 
 

@@ -8,9 +8,10 @@ Each row becomes one reference run per figure it gives (``to_runs``), in the def
 same ``calibration_table`` compares them with the model.
 
 The adjustment (``adjust``) gives the team's runs precedence over the published ones near them:
-- near = same accelerator, same kind (training or serving), same compute precision, and a model
-  within a factor ``NEAR_PARAMS_RATIO`` of the scenario's active parameters; other runs are listed,
-  never used;
+- near = same accelerator, same kind (training or serving), same compute precision, a model
+  within a factor ``NEAR_PARAMS_RATIO`` of the scenario's active parameters, and LoRA runs
+  (``lora_rank`` given: predicted as LoRA fine-tunes of a base stored at their ``precision``) only
+  for a LoRA workload; other runs are listed, never used;
 - the chip gets a scope of its own in the ``Efficiency`` (``Efficiency.replace`` of every value of its
   family copied under the chip's id, so that no other chip of the family moves), and its fitted
   parameter is scaled by the median ratio of the near runs, at a fixed point (the multi-chip model
@@ -44,7 +45,7 @@ TRAINING = ("seq_len", "global_batch_tokens", "tokens_per_s")
 SERVING = ("input_tokens", "output_tokens", "concurrency", "output_tokens_per_s", "tpot_ms", "ttft_ms")
 REQUIRED = ("accelerator", "chips", "model", "precision")
 LAYOUT = ("tp", "pp", "dp", "ep", "cp", "zero", "micro_batch", "recompute")
-OPTIONAL = ("run", "kind", "kv_precision", "source", "as_of", "notes") + LAYOUT
+OPTIONAL = ("run", "kind", "kv_precision", "lora_rank", "source", "as_of", "notes") + LAYOUT
 COLUMNS = REQUIRED + TRAINING + SERVING + OPTIONAL
 NEAR_PARAMS_RATIO = 4.0
 TOLERANCE = 0.01
@@ -109,7 +110,8 @@ def _row(r: pd.Series, where: str, folder: Path, i: int) -> dict:
     if out["precision"] not in terms.PRECISIONS:
         raise InputError(f"{where}: precision: expected one of {', '.join(terms.PRECISIONS)}, got {out['precision']!r}")
     out["chips"] = _number(out["chips"], f"{where}: chips", integer=True)
-    for c in ("seq_len", "input_tokens", "output_tokens", "concurrency", "tp", "pp", "dp", "ep", "cp", "micro_batch"):
+    for c in ("seq_len", "input_tokens", "output_tokens", "concurrency", "tp", "pp", "dp", "ep", "cp", "micro_batch",
+              "lora_rank"):
         out[c] = _number(out[c], f"{where}: {c}", integer=True)
     for c in ("global_batch_tokens", "tokens_per_s", "output_tokens_per_s", "tpot_ms", "ttft_ms"):
         out[c] = _number(out[c], f"{where}: {c}")
@@ -120,6 +122,8 @@ def _row(r: pd.Series, where: str, folder: Path, i: int) -> dict:
     for c in ("chips",) + need:
         if out[c] is None:
             raise InputError(f"{where}: {c}: expected a positive number for {'a training' if kind == 'training' else 'a serving'} run")
+    if kind == "inference" and out["lora_rank"] is not None:
+        raise InputError(f"{where}: lora_rank: only a training (fine-tuning) run has LoRA adapters, this is a serving run")
     if kind == "inference" and not any(out[m] for m in SERVING_METRICS):
         raise InputError(f"{where}: output_tokens_per_s: a serving run needs output_tokens_per_s, tpot_ms or ttft_ms")
     out["kind"] = kind
@@ -156,12 +160,13 @@ def to_runs(measured: pd.DataFrame) -> pd.DataFrame:
                 "precision": terms.compute_precision(m["precision"]), "split": "own", "source": m.get("source")}
         if m["kind"] == "training":
             base.update(seq_len=m["seq_len"], global_batch_seqs=m["global_batch_tokens"] / m["seq_len"],
+                        lora_rank=m.get("lora_rank"), weight_precision=m["precision"],
                         parallelism=_layout(m), basis="tokens_per_s_per_chip", metric="mfu",
                         published_value=m["tokens_per_s"] / m["chips"], published_metric="tokens/s per chip")
             base["value"] = published.convert(pd.Series(base))
             rows.append(base)
             continue
-        kv = m.get("kv_precision") or ("bf16" if m["precision"] in ("int4", "int8") else m["precision"])
+        kv = m.get("kv_precision") or ("bf16" if m["precision"] in terms.WEIGHT_ONLY_PRECISIONS else m["precision"])
         base.update(tp=m["tp"] or m["chips"], weight_precision=m["precision"], kv_precision=kv,
                     input_tokens=m["input_tokens"], output_tokens=m["output_tokens"], batch=m["concurrency"],
                     batching="continuous")
@@ -190,13 +195,17 @@ def _active_params(row) -> float:
     return published.run_profile(row).params_active
 
 
-def near(runs: pd.DataFrame, kind: str, precision: str, params_active: float) -> np.ndarray:
+def near(runs: pd.DataFrame, kind: str, precision: str, params_active: float, lora: bool = False) -> np.ndarray:
     """Which of the team's runs are near a workload: same ``kind`` (training or inference), same
-    compute ``precision``, a model within ``NEAR_PARAMS_RATIO`` of its ``params_active`` (the
-    accelerator is matched per chip by ``adjust``)."""
+    compute ``precision``, a model within ``NEAR_PARAMS_RATIO`` of its ``params_active``, and LoRA
+    runs (``lora_rank``) for a LoRA workload (``lora``) only, full-weight runs for the others (a
+    frozen base does a third less work per token and, stored in 4 bits, dequantises it: its
+    efficiency is not a full fine-tune's). The accelerator is matched per chip by ``adjust``."""
     ratio = np.array([_active_params(r) for _, r in runs.iterrows()]) / float(params_active)
     close = np.abs(np.log(ratio)) <= math.log(NEAR_PARAMS_RATIO)
-    return (runs["kind"] == kind).to_numpy() & (runs["precision"] == precision).to_numpy() & close
+    ranks = runs["lora_rank"] if "lora_rank" in runs else pd.Series(None, index=runs.index, dtype=object)
+    is_lora = ranks.map(lambda r: r is not None and r == r).to_numpy(dtype=bool)
+    return (runs["kind"] == kind).to_numpy() & (runs["precision"] == precision).to_numpy() & close & (is_lora == lora)
 
 
 def chip_scope(eff: Efficiency, accelerator: str) -> Efficiency:
@@ -274,9 +283,10 @@ def adjust(eff: Efficiency, runs: pd.DataFrame, use: np.ndarray) -> tuple[Effici
 
 
 @functools.lru_cache(maxsize=32)
-def _scenario_adjustment(path: str, mtime: float, kind: str, precision: str, params_active: float, eff: Efficiency):
+def _scenario_adjustment(path: str, mtime: float, kind: str, precision: str, params_active: float, eff: Efficiency,
+                         lora: bool = False):
     runs = to_runs(read_measurements(path))
-    use = near(runs, kind, precision, params_active)
+    use = near(runs, kind, precision, params_active, lora)
     return (*adjust(eff, runs, use), runs.assign(used=use))
 
 
@@ -292,4 +302,4 @@ def scenario_efficiency(s: Scenario, profile, eff: Efficiency | None = None):
     mtime = path.stat().st_mtime if path.exists() else 0.0
     kind = "training" if s.is_training else "inference"
     return _scenario_adjustment(str(path), mtime, kind, terms.compute_precision(s.workload.precision),
-                                float(profile.params_active), eff)
+                                float(profile.params_active), eff, bool(s.workload.lora_rank))

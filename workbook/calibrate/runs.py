@@ -44,7 +44,8 @@ from ..errors import InputError
 from ..model import serving
 from ..model.efficiency import Efficiency, band, default
 from ..model.estimate import training_config
-from ..model.profile import Profile, model_profile, profile_from_architecture, train_flops_per_token
+from ..model.profile import (Profile, fine_tune_flops_per_token, model_profile, profile_from_architecture,
+                             train_flops_per_token)
 from ..scenario import Architecture, Parallelism, Workload
 
 RUNS_FILE = "reference_runs"
@@ -138,7 +139,16 @@ def convert(row, acc: pd.Series | None = None) -> float:
         tps = v * 1e12 / megatron_hw_flops_per_token(p, seq)
     else:
         raise InputError(f"reference_runs.csv: run {row['run']!r}: basis: unknown {basis!r}")
-    return float(train_flops_per_token(p, seq)) * tps / peak
+    return float(run_flops_per_token(row, p)) * tps / peak
+
+
+def run_flops_per_token(row, p: Profile) -> float:
+    """Model FLOPs per trained token of a run: 6N + attention (PaLM), or for a LoRA fine-tune (a team's
+    run with ``lora_rank``) 4N + 6 per adapter weight + attention (``profile.fine_tune_flops_per_token``),
+    the count of the estimate's MFU for the same workload."""
+    if _n(row.get("lora_rank")) is None:
+        return float(train_flops_per_token(p, float(row["seq_len"])))
+    return float(fine_tune_flops_per_token(p, run_workload(row)))
 
 
 @functools.lru_cache(maxsize=None)
@@ -215,13 +225,17 @@ def run_chips(row) -> int:
 
 def run_workload(row) -> Workload:
     """The training workload of a reference run: its model or inline shape, precision, sequence
-    length and global batch (``global_batch_seqs``; unpublished: one sequence per chip)."""
+    length and global batch (``global_batch_seqs``; unpublished: one sequence per chip). A team's
+    LoRA run (``lora_rank``) is a fine-tuning workload with its base stored at ``weight_precision``."""
     seqs = int(_n(row.get("global_batch_seqs"), run_chips(row)))
     seq = int(row["seq_len"])
     shape = {"model": row["model"]} if isinstance(row.get("model"), str) and row["model"] else {
         "architecture": parse_architecture(row["architecture"], f"reference_runs.csv: run {row.get('run')}: architecture")}
-    return Workload(task="training", precision=row["precision"], seq_len=seq, global_batch_tokens=float(seqs * seq),
-                    tokens=1e12, **shape)
+    lora = _n(row.get("lora_rank"))
+    if lora is not None:
+        shape.update(task="fine-tuning", lora_rank=int(lora), precision=_n(row.get("weight_precision"), row["precision"]))
+    return Workload(**{"task": "training", "precision": row["precision"], **shape}, seq_len=seq,
+                    global_batch_tokens=float(seqs * seq), tokens=1e12)
 
 
 def training_prediction(row, eff: Efficiency | None = None) -> dict:

@@ -20,7 +20,7 @@ from .. import catalog
 from ..cost.rates import porting_usd
 from ..terms import usd
 from ..scenario import Scenario
-from ..terms import FRAMEWORK_LABEL, PLATFORM_LABEL, pricing_label
+from ..terms import FRAMEWORK_LABEL, PLATFORM_LABEL, WEIGHT_ONLY_PRECISIONS, pricing_label
 
 SUPPORT_SCORE = {"native": 1.0, "supported": 2.0 / 3.0, "partial": 1.0 / 3.0, "none": 0.0}
 
@@ -49,7 +49,7 @@ def needed_capabilities(s: Scenario) -> list[str]:
         caps.append("vllm")
         if "fp8" in (w.precision, w.kv_precision):
             caps.append("fp8_inference")
-        if w.precision in ("int8", "int4"):
+        if w.precision in WEIGHT_ONLY_PRECISIONS:
             caps.append("int8_inference")
     else:
         caps.append("hf_transformers")

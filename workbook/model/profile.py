@@ -32,7 +32,7 @@ import pandas as pd
 from .. import catalog, hf
 from ..scenario import Architecture, Workload
 
-BYTES_PER_VALUE = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
+BYTES_PER_VALUE = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5, "nf4": 0.5}
 
 
 def bytes_per_value(precision: str) -> float:
@@ -237,11 +237,17 @@ def training_flops(p: Profile, tokens, seq_len):
 
 # --- fine-tuning: frozen weights and adapters ---------------------------------------------------
 
-# Quantisation constants stored with each frozen weight, bytes per parameter. int4 (NF4, blocks of 64
-# with double quantisation): 0.127 bits (QLoRA §3, "Double Quantization"). int8: LLM.int8() keeps one
-# fp32 absmax per row of ``hidden`` inputs (Dettmers et al. 2022 §3.2), 32/hidden bits, below 0.01 bits
-# at hidden >= 4096: counted as 0, like norms and biases.
-QUANT_CONSTANT_BYTES_PER_PARAM = {"int4": 0.127 / 8.0, "int8": 0.0}
+# Quantisation constants stored with each frozen weight, bytes per parameter (Dettmers et al. 2023,
+# "QLoRA", arXiv:2305.14314, §3 "Double Quantization"): blockwise 4-bit quantisation with one fp32
+# absmax per block of 64 weights costs 32/64 = 0.5 bits per weight (int4: bitsandbytes' 4-bit without
+# double quantisation); nf4 (QLoRA's NF4 with double quantisation: the absmax constants quantised to
+# 8 bits in blocks of 256) 8/64 + 32/(64·256) = 0.127 bits, 0.373 bits less ("approximately 3 GB for
+# a 65B model", §1). int8: LLM.int8() keeps one fp32 absmax per row of ``hidden`` inputs (Dettmers
+# et al. 2022 §3.2), 32/hidden bits, below 0.01 bits at hidden >= 4096: counted as 0, like norms and biases.
+QUANT_CONSTANT_BYTES_PER_PARAM = {"int4": 0.5 / 8.0, "nf4": 0.127 / 8.0, "int8": 0.0}
+# 4-bit frozen weights are dequantised to bf16 before each matmul (bitsandbytes ``dequantize_4bit``
+# in ``MatMul4Bit``, forward and backward); int8 multiplies in int8 (LLM.int8()) and is not counted
+DEQUANTISED_PRECISIONS = ("int4", "nf4")
 
 
 def adapter_params(p: Profile, rank, active: bool = False):
@@ -277,7 +283,7 @@ def trainable_params(p: Profile, w: Workload) -> float:
 
 
 def frozen_weight_bytes_per_param(p: Profile, precision: str) -> float:
-    """Bytes per frozen weight at the stored precision. int4/int8 (QLoRA's NF4, LLM.int8): the
+    """Bytes per frozen weight at the stored precision. nf4/int4/int8 (QLoRA's NF4, LLM.int8): the
     block weights take the quantised bytes plus ``QUANT_CONSTANT_BYTES_PER_PARAM``; the input
     embedding and the output head stay 16-bit (the QLoRA reference code quantises the blocks'
     ``nn.Linear`` layers with bitsandbytes only), so the mean over all weights is returned. Other
@@ -298,10 +304,27 @@ def training_weight_bytes_per_param(p: Profile, w: Workload) -> float:
     is frozen, f trainable. Full training (f = 1): 2 bytes, the mixed-precision weights of ZeRO §3.1."""
     train_b = 4.0 if w.precision == "fp32" else 2.0
     f = trainable_params(p, w) / p.params_total
-    frozen_share = 1.0 if getattr(w, "lora_rank", None) else 1.0 - w.trainable_fraction
-    if frozen_share <= 0.0:
+    frozen = frozen_share(w)
+    if frozen <= 0.0:
         return train_b
-    return frozen_share * frozen_weight_bytes_per_param(p, w.precision) + f * train_b
+    return frozen * frozen_weight_bytes_per_param(p, w.precision) + f * train_b
+
+
+def frozen_share(w: Workload) -> float:
+    """Share of the base model's weights that stay frozen: all of them with LoRA adapters
+    (``lora_rank``), else 1 - ``trainable_fraction`` (0 for full training)."""
+    return 1.0 if getattr(w, "lora_rank", None) else 1.0 - w.trainable_fraction
+
+
+def dequant_bytes_per_weight(precision: str) -> float:
+    """HBM bytes moved to dequantise one frozen weight to bf16 before its matmul (QLoRA §3: "we
+    dequantize the storage data type to the computation data type", once per forward and once per
+    backward pass): read the 4-bit value and its constants (``QUANT_CONSTANT_BYTES_PER_PARAM``),
+    write the 2-byte bf16 copy that the matmul then reads as any bf16 weight. nf4: 0.5 + 0.127/8 + 2
+    = 2.516 bytes. 0 for precisions multiplied as stored (``DEQUANTISED_PRECISIONS``)."""
+    if precision not in DEQUANTISED_PRECISIONS:
+        return 0.0
+    return bytes_per_value(precision) + QUANT_CONSTANT_BYTES_PER_PARAM[precision] + 2.0
 
 
 def optimizer_bytes_per_trainable_param(w: Workload) -> float:

@@ -355,7 +355,7 @@ def breakdown(df: pd.DataFrame) -> pd.DataFrame:
     """Tidy step components for a stacked bar: one row per (accelerator, chips or tp, component).
 
     Training rows (from ``scaling_curve``/``search``): compute, exposed communication, pipeline
-    bubble, recomputation, optimizer update, in seconds per step. Inference rows (chosen rows of
+    bubble, recomputation, optimizer update, synchronisation, dequantisation of a 4-bit base, in seconds per step. Inference rows (chosen rows of
     ``serving.tp_curve``): decode compute or memory time and TP communication per output token, in seconds."""
     if df is None or df.empty:
         return pd.DataFrame(columns=["accelerator", "x", "component", "seconds"])
@@ -368,7 +368,8 @@ def breakdown(df: pd.DataFrame) -> pd.DataFrame:
         d = df[df["fits"].astype(bool)].copy() if "fits" in df else df.copy()
         names = {"compute_s": "compute", "exposed_comm_s": "exposed communication", "bubble_s": "pipeline bubble",
                  "recompute_s": "recomputation", "optimizer_s": "optimizer update",
-                 "sync_s": "synchronisation across domains"}
+                 "sync_s": "synchronisation across domains", "dequant_s": "dequantisation (4-bit base)"}
+        names = {k: v for k, v in names.items() if k in d}
         d = d.rename(columns=names)
         comps, x = list(names.values()), ("chips" if "chips" in d else "tp")
     if "accelerator" not in d:

@@ -17,7 +17,8 @@ The step of the busiest pipeline stage (``step_time_s``) is the sum of
 - ``exposed_comm_s``: the part of each communication not hidden behind compute, per ``Overlap``;
 - ``bubble_s``: pipeline fill and drain, (pp-1)/v micro-batch times (1F1B with v interleaved stages,
   Narayanan et al. 2021 §2.2: bubble fraction (p-1)/(v·m) of the ideal time);
-- ``optimizer_s``: the memory-bound optimizer update of the chip's shard;
+- ``optimizer_s``: the memory-bound optimizer update of the chip's shard; ``dequant_s`` (QLoRA): the
+  frozen 4-bit weights dequantised to bf16 in every (re)computed forward and backward, memory-bound;
 - ``sync_s``: waiting for the slowest of the fast domains a step spans (stragglers and jitter at
   each synchronisation), γ·log2(chips / domain chips) of the rest of the step, γ per accelerator
   family from the calibration where the published runs demand one (``model.efficiency.network_loss``;
@@ -58,7 +59,7 @@ MAX_CP = 32
 ACTIVATION_BYTES = 2.0  # 16-bit activations exchanged by TP/CP/EP/PP (Korthikanti et al. 2022 assume 16-bit)
 
 RESULT_COLUMNS = ["tp", "pp", "dp", "ep", "cp", "vpp", "zero", "recompute", "micro_batch", "microbatches",
-                  "step_time_s", "compute_s", "exposed_comm_s", "bubble_s", "recompute_s", "optimizer_s", "sync_s",
+                  "step_time_s", "compute_s", "exposed_comm_s", "bubble_s", "recompute_s", "optimizer_s", "sync_s", "dequant_s",
                   "comm_s", "tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_comm_s", "dp_comm_s",
                   "memory_per_chip_bytes", "fits", "mfu", "tokens_per_s", "tokens_per_s_per_chip",
                   "efficiency", "global_batch_seqs"]
@@ -500,7 +501,10 @@ def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, gri
     opt_params = np.where(g["z"] >= 1, st["P_n"] / st["D_n"] + st["P_e"] / st["D_e"], st["P_n"] + st["P_e"]) * st["frac"]
     # read and write every state once (memory-bound)
     optimizer_s = 2.0 * (st["wb"] + st["gb"] + st["ob"]) * opt_params / float(acc["memory_bytes_per_s"])
-    step = compute_s + recompute_s + exposed + bubble + optimizer_s
+    dq_bytes = prof.dequant_bytes_per_weight(w.precision) * prof.frozen_share(w) * st["L_stage"] * (
+        st["dense_layer"] + st["expert_layer"] / g["ep"]) / g["tp"]  # the stage's frozen block weights on the chip
+    dequant_s = m * (2.0 + g["full"]) * dq_bytes / float(acc["memory_bytes_per_s"])
+    step = compute_s + recompute_s + exposed + bubble + optimizer_s + dequant_s
     sync_s = sync_loss * math.log2(max(chips / max(topo.domain_chips, 1), 1.0)) * step
     step = step + sync_s
     memory = memory_per_chip_bytes(p, w, g, st, c)
@@ -513,7 +517,7 @@ def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, gri
         "vpp": grid["vpp"], "zero": grid["zero"], "recompute": g["rc"].astype(str), "micro_batch": grid["micro_batch"],
         "microbatches": grid["microbatches"],
         "step_time_s": step, "compute_s": compute_s, "exposed_comm_s": exposed, "bubble_s": bubble,
-        "recompute_s": recompute_s, "optimizer_s": optimizer_s, "sync_s": sync_s,
+        "recompute_s": recompute_s, "optimizer_s": optimizer_s, "sync_s": sync_s, "dequant_s": dequant_s,
         "comm_s": m * (mp["tp_mb"] + mp["cp_mb"] + mp["ep_mb"] + mp["pp_mb"]) + dpc["dp_total"],
         "tp_comm_s": m * mp["tp_mb"], "cp_comm_s": m * mp["cp_mb"], "ep_comm_s": m * mp["ep_mb"],
         "pp_comm_s": m * mp["pp_mb"], "dp_comm_s": dpc["dp_total"], "memory_per_chip_bytes": memory,

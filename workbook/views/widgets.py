@@ -10,14 +10,18 @@ removes the cells tagged ``widgets`` before it executes a notebook.
 from __future__ import annotations
 
 import json
+import re
+import tempfile
+from pathlib import Path
 
 import ipywidgets as W
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from .. import catalog, cost
+from .. import catalog, cost, paths
 from ..model import comm, estimate, serving, tables, training
-from ..analysis import Analysis, analyse
+from ..analysis import Analysis, analyse, with_and_without_measurements
+from ..calibrate import own as own_runs
 from ..errors import InputError
 from ..model.profile import workload_profile
 from ..scenario import Parallelism, Scenario, with_overrides
@@ -318,3 +322,64 @@ def decision_explorer(s: Scenario, a: Analysis | None = None) -> W.VBox:
     sliders = {f"weights.{k}": W.FloatSlider(value=getattr(s.weights, k), description=k.replace("_", " "), **common)
                for k in WEIGHTS}
     return _explorer(s, a, sliders, _draw_decision, "<b>Weights</b> (relative; the score divides by their sum)")
+
+
+# --- the team's own runs (notebook 05 and the app) ------------------------------------------------
+
+MAX_UPLOAD_BYTES = 2_000_000   # a measurements CSV is a few rows; anything bigger is not one
+
+
+def save_measurements(upload_value, folder: str | Path) -> tuple[str, str, int]:
+    """The CSV of a ``FileUpload`` (its ``value``: a tuple of ``{name, content, ...}``) saved in
+    ``folder`` and validated as the scenario key ``measurements`` is (``calibrate.own.read_measurements``):
+    ``(path, uploaded name, number of runs)``. Raises InputError, one line per problem, naming the
+    uploaded file (not the saved copy)."""
+    if not upload_value:
+        raise InputError("no file uploaded (expected a measurements CSV)")
+    f = upload_value[0]
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", Path(str(f.get("name") or "runs.csv")).name) or "runs.csv"
+    content = bytes(f.get("content") or b"")
+    if len(content) > MAX_UPLOAD_BYTES:
+        raise InputError(f"{name}: {len(content):,} bytes, expected a measurements CSV under {MAX_UPLOAD_BYTES:,} bytes")
+    path = Path(folder) / name
+    path.write_bytes(content)
+    try:
+        runs = own_runs.read_measurements(path)
+    except InputError as e:
+        saved = {str(path), paths.rel(path)}
+        lines = [next((line.replace(p, name, 1) for p in saved if line.startswith(p)), line) for line in e.problems]
+        path.unlink()
+        raise InputError("", lines) from None
+    return str(path), name, len(runs)
+
+
+def _draw_own_runs(s2: Scenario, a2: Analysis) -> None:
+    display(with_and_without_measurements(s2, a2))
+    if a2.adjustments is not None:
+        display(a2.adjustments)
+
+
+def own_runs_explorer(s: Scenario, a: Analysis | None = None, folder: str | Path | None = None) -> W.VBox:
+    """Notebook 05: upload a CSV of the team's runs (README "Your own measurements") and see the
+    decision with and without them. ``folder``: where the upload is saved (default: a temporary one)."""
+    keep = tempfile.TemporaryDirectory(prefix="wb-runs-") if folder is None else None
+    folder = keep.name if keep is not None else folder
+    upload = W.FileUpload(accept=".csv", multiple=False, description="Own runs (CSV)")
+    upload.add_class("wb-upload")
+    out = W.Output()
+
+    def on_upload(change):
+        out.clear_output(wait=True)
+        with out:
+            try:
+                path = save_measurements(change["new"], folder)[0]
+                s2 = with_overrides(s, measurements=path)
+            except InputError as e:
+                print("\n".join(e.problems))
+                return
+            _draw_own_runs(s2, analyse(s2))
+
+    upload.observe(on_upload, "value")
+    box = W.VBox([W.HTML("<b>The team's runs</b> (a measurements CSV)"), upload, out])
+    box._workbook_folder = keep   # the temporary folder is removed with the widget
+    return box

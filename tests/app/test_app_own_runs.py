@@ -1,0 +1,118 @@
+"""The app's control for the team's own runs (issue 16, item 5): a CSV uploaded in the page is
+validated as the scenario key ``measurements`` is (``calibrate.own.read_measurements``), re-calibrates
+the chips it measured and shows the decision with and without it; a bad file is one line per problem
+naming the uploaded file, never a traceback. Widget-level tests here; the browser test drives the
+same control in chromium."""
+from __future__ import annotations
+
+import datetime
+import html
+import re
+from pathlib import Path
+
+import pytest
+
+from workbook.app import page
+from workbook.errors import InputError
+from workbook.views import widgets
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+H200_RUNS = FIXTURES / "measurements_h200.csv"     # H200 at MFU 0.30: the recommendation leaves H200
+SAMPLE = FIXTURES / "measurements_sample.csv"      # H100 at MFU 0.24-0.26 (README example)
+SCENARIO = "llama-8b-finetune"
+
+
+def _upload(name: str, data: bytes) -> tuple:
+    """What ipywidgets' FileUpload holds after a browser upload (ipywidgets 8 ``value``)."""
+    return ({"name": name, "type": "text/csv", "size": len(data), "content": memoryview(data),
+             "last_modified": datetime.datetime(2026, 12, 1)},)
+
+
+def _words(markup: str) -> str:
+    return re.sub(r"\s+", " ", html.unescape(re.sub("<[^>]+>", " ", markup))).strip()
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    """One page, on the fine-tuning scenario, before and after uploading the H200 runs."""
+    a = page.Page(SCENARIO)
+    before = a.analysis.recommendation.accelerator
+    a.upload.value = _upload("h200 runs.csv", H200_RUNS.read_bytes())
+    return a, before
+
+
+def test_uploading_own_runs_changes_the_recommendation(loaded):
+    a, before = loaded
+    assert before == "H200-SXM-141GB"
+    assert a.analysis.recommendation.accelerator != "H200-SXM-141GB"
+    assert "measurements" in a.status.value and 'data-state="ok"' in a.status.value
+    mfu = a.analysis.perf.set_index("accelerator").loc["H200-SXM-141GB", "mfu"]
+    assert mfu == pytest.approx(0.30, rel=0.15)   # issue 16: a few consistent runs pull it within ~15%
+
+
+def test_the_decision_tab_shows_the_decision_with_and_without_the_runs(loaded):
+    a, before = loaded
+    decision = _words(a.panes[0].value)
+    assert "With and without the team's runs" in decision
+    assert "published runs only" in decision and "with the team's runs" in decision
+    assert before in decision and a.analysis.recommendation.accelerator in decision
+    assert "2 of 2 runs near this workload re-calibrate H200-SXM-141GB" in _words(a.runs_note.value)
+    assert a.upload.value == ()      # cleared: the same file can be uploaded again after an edit
+
+
+def test_the_downloaded_scenario_names_the_uploaded_file_not_the_temporary_copy(loaded):
+    import base64
+
+    a, _ = loaded
+    yaml_b64 = re.search(r'wb-download-yaml"[^>]*href="data:application/x-yaml;charset=utf-8;base64,([^"]+)"',
+                         a.downloads.value).group(1)
+    text = base64.b64decode(yaml_b64).decode()
+    assert "measurements: h200_runs.csv" in text and "wb-app-runs" not in text
+
+
+def test_a_bad_upload_is_one_line_naming_the_uploaded_file(loaded):
+    a, _ = loaded
+    bad = H200_RUNS.read_bytes().replace(b"H200-SXM-141GB,8,", b"H200-SXM-141GB,-8,")
+    a.upload.value = _upload("bad.csv", bad)
+    note = _words(a.runs_note.value)
+    assert "bad.csv: row 2: chips: expected a positive integer, got '-8'" in note
+    assert a.runs_note.value.count("<li>") == 1
+    assert "Traceback" not in note and "/tmp" not in note and "wb-app-runs" not in note
+    assert "keeps h200_runs.csv" in note     # the runs loaded before stay in use
+    assert 'data-state="error"' in a.status.value
+
+
+def test_forgetting_the_runs_restores_the_published_calibration():
+    a = page.Page(SCENARIO)
+    a.upload.value = _upload("runs.csv", SAMPLE.read_bytes())
+    assert a.analysis.adjustments is not None and not a.forget.disabled
+    a.forget.click()
+    assert a.runs_path is None and a.analysis.adjustments is None
+    assert "measurements" not in a.status.value and a.runs_note.value == ""
+    assert a.analysis.recommendation.accelerator == "H200-SXM-141GB"
+
+
+def test_save_measurements_validates_like_the_scenario_key(tmp_path):
+    path, name, n = widgets.save_measurements(_upload("../../etc/runs.csv", SAMPLE.read_bytes()), tmp_path)
+    assert Path(path).parent == tmp_path and name == "runs.csv" and n == 4
+    with pytest.raises(InputError) as e:
+        widgets.save_measurements(_upload("x.csv", b"accelerator,chips\nH100,8\n"), tmp_path)
+    assert e.value.problems == ["x.csv: missing column 'model'", "x.csv: missing column 'precision'"]
+    assert not (tmp_path / "x.csv").exists()
+    with pytest.raises(InputError, match="expected a measurements CSV under"):
+        widgets.save_measurements(_upload("big.csv", b"#" * (widgets.MAX_UPLOAD_BYTES + 1)), tmp_path)
+
+
+def test_the_notebook_explorer_shows_the_decision_with_and_without_the_upload(capsys):
+    """notebooks/05_decision: ``wb.widgets.own_runs_explorer`` takes the same file as the app (outside
+    a kernel its Output widget lets the display through to stdout)."""
+    from workbook import analyse, load_scenario
+
+    s = load_scenario(SCENARIO)
+    box = widgets.own_runs_explorer(s, analyse(s, n_draws=300))
+    upload = box.children[1]
+    upload.value = _upload("bad.csv", b"accelerator\nH100\n")
+    assert "bad.csv: missing column 'chips'" in capsys.readouterr().out
+    upload.value = _upload("runs.csv", H200_RUNS.read_bytes())
+    shown = capsys.readouterr().out
+    assert "published runs only" in shown and "H200-SXM-141GB mfu" in shown and "median_abs_error_after" in shown
