@@ -19,7 +19,8 @@ OFFER_KEYS = ["rank", "offering", "provider", "region", "accelerator", "instance
               "usd_per_million_tokens_low", "usd_per_million_tokens_high", "p_meets_deadline", "cost_usd",
               "cost_usd_low", "cost_usd_high", "cost_p50_monte_carlo", "usd_per_chip_hour", "price_as_of",
               "interruptions_per_hour", "goodput", "checkpoint_write_s", "checkpoint_interval_min", "start_days",
-              "start_days_source", "contract_usd", "porting_usd", "ops_usd_per_month", "score", "tie", "excluded_reason"]
+              "start_days_source", "contract_usd", "porting_usd", "ops_usd_per_month", "energy_kwh", "co2_kg",
+              "energy_kwh_per_month", "co2_kg_per_month", "grid_gco2e_per_kwh", "score", "tie", "excluded_reason"]
 
 
 def offers_table(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = None,
@@ -59,11 +60,12 @@ def offers_table(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = No
 SUMMARY_COLUMNS = {
     "training": ["rank", "offering", "provider", "accelerator", "pricing_model", "chips", "instances", "hosts",
                  "inter_node_bytes_per_s", "training_days", "p_meets_deadline", "start_days", "goodput",
-                 "checkpoint_interval_min", "cost_usd", "cost_p50_monte_carlo", "contract_usd", "tie",
-                 "excluded_reason"],
+                 "checkpoint_interval_min", "cost_usd", "cost_p50_monte_carlo", "contract_usd", "energy_kwh",
+                 "co2_kg", "tie", "excluded_reason"],
     "serving": ["rank", "offering", "provider", "accelerator", "pricing_model", "chips", "instances",
                 "usd_per_million_tokens", "usd_per_million_tokens_low", "usd_per_million_tokens_high",
-                "cost_p50_monte_carlo", "usd_per_chip_hour", "price_as_of", "tie", "excluded_reason"],
+                "cost_p50_monte_carlo", "usd_per_chip_hour", "price_as_of", "co2_kg_per_month", "tie",
+                "excluded_reason"],
 }
 
 
