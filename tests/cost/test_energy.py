@@ -159,3 +159,21 @@ def test_estimate_json_options_carry_energy_and_co2():
     costs = analysis._option_costs(priced, "H100-SXM5-80GB")
     opt = analysis._option_energy(costs)
     assert opt["co2_kg"] == pytest.approx(costs["on_demand"]["co2_kg"]) and opt["energy_kwh"] > 0
+
+
+def test_the_card_and_the_cli_say_energy_and_co2_in_words():
+    from workbook.views import text
+    figs = dict((k, v) for v, k in text.key_figures({"energy_kwh": 759_094.6, "co2_kg": 147_530.0}))
+    assert figs["of electricity for the run (chips and host x PUE)"] == "759 MWh"
+    assert figs["for the run at the region's grid intensity"] == "148 t CO2e"
+    figs = dict((k, v) for v, k in text.key_figures({"energy_kwh_per_month": 5733.4, "energy_kwh": 2e5}))
+    assert figs["of electricity a month (chips and host x PUE)"] == "5,733 kWh"
+    assert figs["(no published grid intensity for the offer's region)"] == "unknown CO2e"
+
+
+def test_the_energy_table_puts_the_lowest_co2_first_and_unknown_last():
+    from workbook import decision
+    _, priced = _two_regions()
+    t = decision.energy_summary(scenario(), priced)
+    assert list(t["offering"]) == ["eu", "us", "lam"]
+    assert "energy_kwh_per_month" not in t  # training: the run

@@ -79,3 +79,22 @@ def offers_summary(s: Scenario, offers: pd.DataFrame | None, top: int | None = N
     out = offers[cols]
     return out.head(top).reset_index(drop=True) if top else out.reset_index(drop=True)
 
+
+
+ENERGY_COLUMNS = ["offering", "provider", "region", "accelerator", "pricing_model", "instances", "chip_power_w",
+                  "system_overhead", "pue", "grid_gco2e_per_kwh", "energy_kwh_per_instance_hour",
+                  "co2_kg_per_instance_hour", "energy_kwh", "co2_kg", "energy_kwh_per_month", "co2_kg_per_month",
+                  "carbon_usd", "energy_reason"]
+
+
+def energy_summary(s: Scenario, priced: pd.DataFrame) -> pd.DataFrame:
+    """Energy and CO2e of every offering that passes the hard constraints, on its cheapest way to pay
+    (``workbook.cost.energy``: chip power x system overhead x utilization x PUE, x the region's grid
+    intensity), lowest CO2e first (unknown last); training: the run, serving: a month and the horizon."""
+    metric = metric_of(s)
+    ok = priced[priced["offering"].notna() & priced["excluded_reason"].isna() & priced[metric].notna()]
+    if ok.empty or "energy_kwh" not in ok:
+        return pd.DataFrame(columns=ENERGY_COLUMNS)
+    best = ok.sort_values(metric, kind="stable").drop_duplicates("offering")
+    cols = [c for c in ENERGY_COLUMNS if c in best and (s.is_training is False or not c.endswith("_per_month"))]
+    return best.sort_values(["co2_kg", "energy_kwh"], na_position="last", kind="stable")[cols].reset_index(drop=True)
