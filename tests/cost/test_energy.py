@@ -177,3 +177,15 @@ def test_the_energy_table_puts_the_lowest_co2_first_and_unknown_last():
     t = decision.energy_summary(scenario(), priced)
     assert list(t["offering"]) == ["eu", "us", "lam"]
     assert "energy_kwh_per_month" not in t  # training: the run
+
+
+def test_a_bought_system_draws_its_own_rating_and_needs_your_site_grid():
+    """DGX H100 bought: 10.2 kW x utilization 0.9 x pricing.pue 1.3 per busy hour; CO2e only with
+    pricing.grid_gco2e_per_kwh (the site is yours)."""
+    s = parse_scenario({**TRAIN, "pricing": {**TRAIN["pricing"], "models": ["purchase"]}})
+    r = price(s, train_perf(), offerings=offers(offering("o1"))).query("pricing_model == 'purchase'").iloc[0]
+    assert r["energy_kwh_per_instance_hour"] == pytest.approx(10.2 * 0.9 * 1.3)
+    assert math.isnan(r["co2_kg"]) and "own site" in r["energy_reason"]
+    s = parse_scenario({**TRAIN, "pricing": {**TRAIN["pricing"], "models": ["purchase"], "grid_gco2e_per_kwh": 100}})
+    r = price(s, train_perf(), offerings=offers(offering("o1"))).query("pricing_model == 'purchase'").iloc[0]
+    assert r["co2_kg"] == pytest.approx(8 * 240 * 10.2 * 0.9 * 1.3 * 0.1)

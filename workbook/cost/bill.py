@@ -104,6 +104,7 @@ def _purchase_prices(s: Scenario, hw: pd.DataFrame) -> pd.DataFrame:
         "usd_per_instance_hour": hw["purchase_usd"] / (term * HOURS_PER_MONTH)
         + hw["hosting_usd_per_month"].fillna(0.0) / HOURS_PER_MONTH,
         "energy_usd_per_instance_hour": energy_usd_per_hour(hw["system_power_w"], p.pue, p.electricity_usd_per_kwh),
+        "system_power_w": hw["system_power_w"],
         "price_basis": np.where(hw["hosting_usd_per_month"].isna(),
                                 f"purchase / {p.depreciation_years:g} y + power x PUE x electricity; hosting not priced",
                                 f"purchase / {p.depreciation_years:g} y + hosting + power x PUE x electricity"),

@@ -127,7 +127,8 @@ def _lookup(keys: list[tuple], frame: pd.DataFrame, on: list[str], col: str) -> 
 def offer_energy(offers: pd.DataFrame, utilization, own_pue: float = 1.3,
                  own_grid_gco2e_per_kwh: float | None = None) -> pd.DataFrame:
     """Per row of ``offers`` (columns ``accelerator``, ``provider``, ``region``, ``chips_per_instance``;
-    optional ``provider_kind`` and ``offering``: ``owned`` rows are systems of data/hardware.csv), aligned
+    optional ``provider_kind``, ``offering`` and ``system_power_w``: ``owned`` rows are systems of
+    data/hardware.csv, drawing their own rated power), aligned
     with it: ``chip_power_w``, ``system_overhead``, ``pue``, ``grid_gco2e_per_kwh``,
     ``energy_kwh_per_instance_hour``, ``co2_kg_per_instance_hour`` and ``energy_reason`` (why a figure
     is blank, else None). ``utilization``: a number or one per row. Pure given the data files."""
@@ -144,9 +145,9 @@ def offer_energy(offers: pd.DataFrame, utilization, own_pue: float = 1.3,
     pue = o["provider"].map(table("pue").set_index("provider")["pue"]).astype(float)
     grid = _lookup(keys, table("grid_carbon"), ["provider", "region"], "grid_gco2e_per_kwh")
     if owned.any():
-        hw = catalog.hardware().set_index("system")["system_power_w"]
-        it_w = np.where(owned, o["offering"].map(hw).astype(float) * np.asarray(utilization, dtype=float)
-                        * np.ones(len(o)), it_w)
+        system_w = (o["system_power_w"].astype(float) if "system_power_w" in o else
+                    o["offering"].map(catalog.hardware().set_index("system")["system_power_w"]).astype(float))
+        it_w = np.where(owned, system_w * np.asarray(utilization, dtype=float) * np.ones(len(o)), it_w)
         pue = pue.mask(owned, own_pue)
         grid = grid.mask(owned, np.nan if own_grid_gco2e_per_kwh is None else own_grid_gco2e_per_kwh)
     kwh = energy_kwh_per_instance_hour(it_w, pue)
