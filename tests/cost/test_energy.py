@@ -189,3 +189,17 @@ def test_a_bought_system_draws_its_own_rating_and_needs_your_site_grid():
     s = parse_scenario({**TRAIN, "pricing": {**TRAIN["pricing"], "models": ["purchase"], "grid_gco2e_per_kwh": 100}})
     r = price(s, train_perf(), offerings=offers(offering("o1"))).query("pricing_model == 'purchase'").iloc[0]
     assert r["co2_kg"] == pytest.approx(8 * 240 * 10.2 * 0.9 * 1.3 * 0.1)
+
+
+def test_a_bad_cell_in_an_energy_table_names_file_row_and_column(tmp_path, monkeypatch):
+    from workbook import paths
+    (tmp_path / "pue.csv").write_text("provider,pue,basis,year,source,as_of,notes\nAWS,0.5,provider_fleet,2025,x,"
+                                      "2026-12-01,\n")
+    monkeypatch.setattr(paths, "DATA_DIR", tmp_path)
+    energy.table.cache_clear()
+    try:
+        with pytest.raises(InputError, match=r"pue.csv: row 2: .*pue"):
+            energy.table("pue")
+    finally:
+        monkeypatch.undo()
+        energy.table.cache_clear()

@@ -124,12 +124,12 @@ def _lookup(keys: list[tuple], frame: pd.DataFrame, on: list[str], col: str) -> 
     return pd.Series([idx.get(k, np.nan) if k in idx.index else np.nan for k in keys], dtype=float)
 
 
-def offer_energy(offers: pd.DataFrame, utilization, own_pue: float = 1.3,
+def offer_energy(offers: pd.DataFrame, utilization, own_pue: float | None = None,
                  own_grid_gco2e_per_kwh: float | None = None) -> pd.DataFrame:
     """Per row of ``offers`` (columns ``accelerator``, ``provider``, ``region``, ``chips_per_instance``;
     optional ``provider_kind``, ``offering`` and ``system_power_w``: ``owned`` rows are systems of
-    data/hardware.csv, drawing their own rated power), aligned
-    with it: ``chip_power_w``, ``system_overhead``, ``pue``, ``grid_gco2e_per_kwh``,
+    data/hardware.csv drawing their own rated power at ``own_pue`` and ``own_grid_gco2e_per_kwh``),
+    aligned with it: ``chip_power_w``, ``system_overhead``, ``pue``, ``grid_gco2e_per_kwh``,
     ``energy_kwh_per_instance_hour``, ``co2_kg_per_instance_hour`` and ``energy_reason`` (why a figure
     is blank, else None). ``utilization``: a number or one per row. Pure given the data files."""
     o = offers.reset_index(drop=True)
@@ -148,7 +148,7 @@ def offer_energy(offers: pd.DataFrame, utilization, own_pue: float = 1.3,
         system_w = (o["system_power_w"].astype(float) if "system_power_w" in o else
                     o["offering"].map(catalog.hardware().set_index("system")["system_power_w"]).astype(float))
         it_w = np.where(owned, system_w * np.asarray(utilization, dtype=float) * np.ones(len(o)), it_w)
-        pue = pue.mask(owned, own_pue)
+        pue = pue.mask(owned, np.nan if own_pue is None else own_pue)
         grid = grid.mask(owned, np.nan if own_grid_gco2e_per_kwh is None else own_grid_gco2e_per_kwh)
     kwh = energy_kwh_per_instance_hour(it_w, pue)
     out = pd.DataFrame({"chip_power_w": chip_w, "system_overhead": np.where(owned, np.nan, overhead), "pue": pue,
