@@ -119,9 +119,11 @@ def carbon_usd(co2_kilograms, usd_per_tonne):
 
 # --- per offering ----------------------------------------------------------------------------------------
 
-def _lookup(keys: list[tuple], frame: pd.DataFrame, on: list[str], col: str) -> pd.Series:
-    idx = frame.set_index(on)[col]
-    return pd.Series([idx.get(k, np.nan) if k in idx.index else np.nan for k in keys], dtype=float)
+def _lookup(provider: pd.Series, region: pd.Series, col: str) -> pd.Series:
+    """``grid_carbon`` column ``col`` for each (provider, region), NaN where the table has no row."""
+    g = table("grid_carbon")
+    key = g["provider"] + "\x1f" + g["region"]
+    return (provider.fillna("") + "\x1f" + region.fillna("unspecified")).map(pd.Series(g[col].to_numpy(), index=key))
 
 
 def offer_energy(offers: pd.DataFrame, utilization, own_pue: float | None = None,
@@ -141,9 +143,8 @@ def offer_energy(offers: pd.DataFrame, utilization, own_pue: float | None = None
     chips = o["chips_per_instance"].astype(float)
     it_w = it_power_w(chips, chip_w, overhead, utilization)
     owned = (o["provider_kind"] == "owned") if "provider_kind" in o else pd.Series(False, index=o.index)
-    keys = list(zip(o["provider"].fillna(""), o["region"].fillna("unspecified")))
     pue = o["provider"].map(table("pue").set_index("provider")["pue"]).astype(float)
-    grid = _lookup(keys, table("grid_carbon"), ["provider", "region"], "grid_gco2e_per_kwh")
+    grid = _lookup(o["provider"], o["region"], "grid_gco2e_per_kwh").astype(float)
     if owned.any():
         system_w = (o["system_power_w"].astype(float) if "system_power_w" in o else
                     o["offering"].map(catalog.hardware().set_index("system")["system_power_w"]).astype(float))
@@ -154,26 +155,24 @@ def offer_energy(offers: pd.DataFrame, utilization, own_pue: float | None = None
     out = pd.DataFrame({"chip_power_w": chip_w, "system_overhead": np.where(owned, np.nan, overhead), "pue": pue,
                         "grid_gco2e_per_kwh": grid, "energy_kwh_per_instance_hour": kwh,
                         "co2_kg_per_instance_hour": co2_kg(kwh, grid)})
-    out["energy_reason"] = _reasons(o, out, owned)
+    out["energy_reason"] = _reasons(o, out, owned.reset_index(drop=True))
     return out
 
 
-def _reasons(o: pd.DataFrame, e: pd.DataFrame, owned: pd.Series) -> list:
-    """Why an offer's energy or CO2e is blank (None where both are known)."""
-    out = []
-    for i in range(len(o)):
-        if pd.isna(o["provider"].iloc[i]):
-            out.append("energy: not priced (no offering)")
-        elif pd.isna(e["energy_kwh_per_instance_hour"].iloc[i]):
-            out.append(f"energy: no published chip power for {o['accelerator'].iloc[i]} (accelerators.csv tdp_w)"
-                       if pd.isna(e["chip_power_w"].iloc[i]) and not owned.iloc[i]
-                       else f"energy: no PUE for provider {o['provider'].iloc[i]} (data/pue.csv)")
-        elif pd.isna(e["grid_gco2e_per_kwh"].iloc[i]):
-            out.append("co2: own site: set pricing.grid_gco2e_per_kwh" if owned.iloc[i] else
-                       f"co2: no grid intensity for {o['provider'].iloc[i]} region "
-                       f"{o['region'].fillna('unspecified').iloc[i]} (data/grid_carbon.csv)")
-        else:
-            out.append(None)
+def _reasons(o: pd.DataFrame, e: pd.DataFrame, owned: pd.Series) -> pd.Series:
+    """Why an offer's energy or CO2e is blank (None where both are known), vectorised."""
+    acc, prov = o["accelerator"].astype(str), o["provider"].astype(str)
+    region = o["region"].fillna("unspecified").astype(str)
+    no_kwh, no_grid = e["energy_kwh_per_instance_hour"].isna(), e["grid_gco2e_per_kwh"].isna()
+    conditions = [o["provider"].isna(), no_kwh & e["chip_power_w"].isna() & ~owned, no_kwh, no_grid & owned, no_grid]
+    texts = ["energy: not priced (no offering)",
+             "energy: no published chip power for " + acc + " (accelerators.csv tdp_w)",
+             "energy: no PUE for provider " + prov + " (data/pue.csv)",
+             "co2: own site: set pricing.grid_gco2e_per_kwh",
+             "co2: no grid intensity for " + prov + " region " + region + " (data/grid_carbon.csv)"]
+    out = pd.Series(None, index=o.index, dtype=object)
+    for cond, txt in zip(reversed(conditions), reversed(texts)):  # the first condition that holds wins
+        out = out.mask(cond.to_numpy(), txt)
     return out
 
 
