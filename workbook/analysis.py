@@ -28,6 +28,7 @@ from . import terms
 from .terms import usd
 
 COST_KEYS = ("cost_usd", "usd_per_million_tokens", "usd_per_month")
+ENERGY_KEYS = ("energy_kwh", "co2_kg", "energy_kwh_per_month", "co2_kg_per_month")  # workbook.cost.energy
 MC_DRAWS = 10000
 
 
@@ -219,8 +220,20 @@ def _option_costs(priced: pd.DataFrame, accelerator: str) -> dict:
             for suffix in ("", "_low", "_high"):
                 if k + suffix in best.index:
                     entry[k + suffix] = jsonable(best[k + suffix])
+        entry.update({k: jsonable(best[k]) for k in ENERGY_KEYS if k in best.index})
         out[pm] = entry
     return out
+
+
+def _option_energy(costs: dict) -> dict:
+    """``energy_kwh`` and ``co2_kg`` of an accelerator's option: those of its cheapest passing offer
+    (the first way to pay in ``costs`` with the lowest cost; training: the run, serving: over the
+    horizon), None where it has none or its region has no grid intensity."""
+    key = next((k for k in ("cost_usd", "usd_per_million_tokens") if any(e.get(k) is not None for e in costs.values())), None)
+    if key is None:
+        return {"energy_kwh": None, "co2_kg": None}
+    best = min((e for e in costs.values() if e.get(key) is not None), key=lambda e: e[key])
+    return {"energy_kwh": best.get("energy_kwh"), "co2_kg": best.get("co2_kg")}
 
 
 def summary_json(a: Analysis) -> dict:
@@ -229,6 +242,7 @@ def summary_json(a: Analysis) -> dict:
     options = records(a.perf)
     for opt in options:
         opt["costs"] = _option_costs(a.priced, opt["accelerator"])
+        opt.update(_option_energy(opt["costs"]))
     rec = a.recommendation
     return jsonable({
         "scenario": s.name,

@@ -224,6 +224,10 @@ class Constraints(_Strict):
         "the '4-8 weeks for H100 quota' of public vendor articles), else 0 ('none published'); "
         "workbook.cost.reliability.lead_time"))] | None = None
     data_residency: Annotated[list[Annotated[str, Field(pattern=r"^(EU|[A-Z]{2})$")]], Field(min_length=1, max_length=MAX_LIST, description=terms.FIELD_HELP["data_residency"])] | None = None
+    max_co2_kg: Annotated[float, Field(gt=0, le=1e15, description=(
+        "Cap on the CO2e of the work (kg; training: the run; serving: over pricing.horizon_months): an offer "
+        "above it, or whose region has no grid intensity in data/grid_carbon.csv, is ruled out with code "
+        "'carbon' (workbook.cost.energy)"))] | None = None
 
 
 class Pricing(_Strict):
@@ -274,6 +278,13 @@ class Pricing(_Strict):
     horizon_months: Annotated[float, Field(gt=0, le=120)] = 12
     electricity_usd_per_kwh: Annotated[float, Field(ge=0, le=10)] = 0.12
     pue: Annotated[float, Field(ge=1, le=3)] = 1.3
+    carbon_usd_per_tonne: Annotated[float, Field(ge=0, le=1e5, description=(
+        "A carbon price (USD per tonne CO2e) added to the bill per instance-hour from each offer's energy and "
+        "its region's grid intensity (workbook.cost.energy), so the ranking, budget and Monte Carlo include "
+        "it; offers without a grid intensity are then ruled out (code 'carbon'). Default 0: off"))] = 0.0
+    grid_gco2e_per_kwh: Annotated[float, Field(ge=0, le=2000, description=(
+        "Purchased hardware: the grid intensity of your own site (gCO2e/kWh) for its co2_kg; no default "
+        "(the site is unknown: co2_kg blank)"))] | None = None
     depreciation_years: Annotated[float, Field(gt=0, le=50)] = 4
     storage_tb: NonNeg = 0
     egress_tb_per_month: NonNeg = 0

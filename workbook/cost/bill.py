@@ -55,6 +55,7 @@ from .. import catalog
 from ..errors import InputError
 from ..scenario import Scenario
 from ..terms import DAYS_PER_MONTH, HOURS_PER_DAY, HOURS_PER_MONTH, KIND, PRICING_MODEL_IDS, TERM_MONTHS
+from . import energy
 from .location import add_user_rtt
 from .pricebook import offer_prices, requested_models
 from .rates import ops_staff_usd_per_month, reserved_factor, spare_instances, spot_spares_factor
@@ -357,7 +358,8 @@ def price_options(s: Scenario, perf_df: pd.DataFrame, porting_usd=None, offering
     ``training_days`` (wall-clock, interruptions included; ``perf_training_days`` is the model's
     uninterrupted figure), each with ``_low``/``_high`` from the performance band; inference:
     ``usd_per_month``, ``usd_per_million_tokens`` (output tokens, at the scenario's load),
-    ``usd_total`` over the horizon, with bands; ``metric`` (the ranking figure's column). The other
+    ``usd_total`` over the horizon, with bands; ``metric`` (the ranking figure's column); ``energy_kwh``,
+    ``co2_kg`` and their per-instance-hour inputs (``workbook.cost.energy``). The other
     columns are the recipe the Monte Carlo re-evaluates (internal to ``cost``)."""
     training = s.is_training
     perf = _perf_table(s, perf_df)
@@ -368,7 +370,9 @@ def price_options(s: Scenario, perf_df: pd.DataFrame, porting_usd=None, offering
     df["porting_usd"] = _porting(porting_usd, df["accelerator"])
     add_user_rtt(s, df)
     _recipe(s, df)
+    energy.add_per_instance_hour(s, df)  # kWh and kg CO2e per instance-hour; a carbon price into the bill
     _costs(s, df)
+    energy.add_totals(s, df)  # energy_kwh, co2_kg of the work (workbook.cost.energy)
     if training:
         _deadline_odds(s, df)
     df["option"] = (df["accelerator"].astype(str) + " | " + df["offering"].fillna("-").astype(str) + " | "

@@ -88,6 +88,7 @@ def _purchase_prices(s: Scenario, hw: pd.DataFrame) -> pd.DataFrame:
         "capital_usd_per_instance_hour": capital_h, "hosting_usd_per_instance_hour": hosting_h,
         "usd_per_instance_hour": capital_h + hosting_h,
         "energy_usd_per_instance_hour": energy_usd_per_hour(hw["system_power_w"], p.pue, p.electricity_usd_per_kwh),
+        "system_power_w": hw["system_power_w"],
         "price_basis": _hosting_basis(s, hw),
     })
     b["sticker_usd_per_instance_hour"] = b["usd_per_instance_hour"]

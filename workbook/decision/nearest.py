@@ -18,7 +18,7 @@ from ..scenario import Scenario
 from ..terms import usd
 from .rank import describe, metric_of
 
-MOVABLE = ("chips", "deadline", "budget", "latency")
+MOVABLE = ("chips", "deadline", "budget", "latency", "carbon")
 
 
 def _needed(s: Scenario, r: pd.Series) -> dict[str, tuple[float | None, float]] | None:
@@ -37,6 +37,10 @@ def _needed(s: Scenario, r: pd.Series) -> dict[str, tuple[float | None, float]] 
         if pd.isna(total):
             return None
         out["constraints.budget_usd"] = (c.budget_usd, float(total))
+    if "carbon" in codes:
+        if c.max_co2_kg is None or pd.isna(r.get("co2_kg")):
+            return None
+        out["constraints.max_co2_kg"] = (c.max_co2_kg, float(math.ceil(r["co2_kg"])))
     if "latency" in codes:
         for key, col, slo in (("workload.ttft_slo_ms", "ttft_ms", w.ttft_slo_ms),
                               ("workload.tpot_slo_ms", "tpot_ms", w.tpot_slo_ms)):

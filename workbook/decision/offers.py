@@ -20,7 +20,8 @@ OFFER_KEYS = ["rank", "offering", "provider", "region", "accelerator", "instance
               "cost_usd_low", "cost_usd_high", "cost_p50_monte_carlo", "usd_per_chip_hour", "price_as_of",
               "interruptions_per_hour", "goodput", "checkpoint_write_s", "checkpoint_interval_min", "start_days",
               "start_days_source", "contract_usd", "porting_usd", "ops_usd_per_month", "hosting_usd", "user_rtt_ms",
-              "ttft_ms_at_slo_percentile", "score", "tie", "excluded_reason"]
+              "ttft_ms_at_slo_percentile", "energy_kwh", "co2_kg", "energy_kwh_per_month", "co2_kg_per_month",
+              "grid_gco2e_per_kwh", "score", "tie", "excluded_reason"]
 
 
 def offers_table(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = None,
@@ -61,11 +62,11 @@ SUMMARY_COLUMNS = {
     "training": ["rank", "offering", "provider", "accelerator", "pricing_model", "chips", "instances", "hosts",
                  "inter_node_bytes_per_s", "training_days", "p_meets_deadline", "start_days", "goodput",
                  "checkpoint_interval_min", "cost_usd", "cost_p50_monte_carlo", "contract_usd", "porting_usd",
-                 "hosting_usd", "tie", "excluded_reason"],
+                 "hosting_usd", "energy_kwh", "co2_kg", "tie", "excluded_reason"],
     "serving": ["rank", "offering", "provider", "region", "accelerator", "pricing_model", "chips", "instances",
                 "usd_per_million_tokens", "usd_per_million_tokens_low", "usd_per_million_tokens_high",
                 "cost_p50_monte_carlo", "usd_per_chip_hour", "ttft_ms_at_slo_percentile", "user_rtt_ms",
-                "porting_usd", "hosting_usd", "price_as_of", "tie", "excluded_reason"],
+                "porting_usd", "hosting_usd", "price_as_of", "co2_kg_per_month", "tie", "excluded_reason"],
 }
 
 
@@ -79,3 +80,22 @@ def offers_summary(s: Scenario, offers: pd.DataFrame | None, top: int | None = N
     out = offers[cols]
     return out.head(top).reset_index(drop=True) if top else out.reset_index(drop=True)
 
+
+
+ENERGY_COLUMNS = ["offering", "provider", "region", "accelerator", "pricing_model", "instances", "chip_power_w",
+                  "system_overhead", "pue", "grid_gco2e_per_kwh", "energy_kwh_per_instance_hour",
+                  "co2_kg_per_instance_hour", "energy_kwh", "co2_kg", "energy_kwh_per_month", "co2_kg_per_month",
+                  "carbon_usd", "energy_reason"]
+
+
+def energy_summary(s: Scenario, priced: pd.DataFrame) -> pd.DataFrame:
+    """Energy and CO2e of every offering that passes the hard constraints, on its cheapest way to pay
+    (``workbook.cost.energy``: chip power x system overhead x utilization x PUE, x the region's grid
+    intensity), lowest CO2e first (unknown last); training: the run, serving: a month and the horizon."""
+    metric = metric_of(s)
+    ok = priced[priced["offering"].notna() & priced["excluded_reason"].isna() & priced[metric].notna()]
+    if ok.empty or "energy_kwh" not in ok:
+        return pd.DataFrame(columns=ENERGY_COLUMNS)
+    best = ok.sort_values(metric, kind="stable").drop_duplicates("offering")
+    cols = [c for c in ENERGY_COLUMNS if c in best and (s.is_training is False or not c.endswith("_per_month"))]
+    return best.sort_values(["co2_kg", "energy_kwh"], na_position="last", kind="stable")[cols].reset_index(drop=True)

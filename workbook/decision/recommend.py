@@ -335,6 +335,9 @@ def _figures(s: Scenario, win, metric: str) -> dict:
     if "p_cheapest" in win and pd.notna(win.get("p_cheapest")):
         figures["p_cheapest"] = float(win["p_cheapest"])
     figures[f"{metric}_p50"] = float(win["cost_value"])
+    for k in ("energy_kwh", "co2_kg", "energy_kwh_per_month", "co2_kg_per_month"):  # workbook.cost.energy
+        if k in win and pd.notna(win.get(k)):
+            figures[k] = float(win[k])
     figures.update(_question_figures(s, win))
     return figures
 

@@ -26,7 +26,7 @@ SUPPORT_SCORE = {"native": 1.0, "supported": 2.0 / 3.0, "partial": 1.0 / 3.0, "n
 
 # the hard constraints, in the order their sentences are joined
 CONSTRAINTS = ("memory", "precision", "latency", "chips", "instance", "not_priced", "spot", "deadline", "budget",
-               "framework", "superseded", "region", "residency")
+               "framework", "superseded", "region", "residency", "carbon")
 # what a team can move (budget, deadline, chip limit) as against what the hardware cannot do
 PHYSICAL = ("memory", "precision", "latency", "instance", "not_priced", "spot")
 
@@ -303,6 +303,25 @@ def _location_rules(s: Scenario, priced: pd.DataFrame, ex: _Ledger) -> None:
            + ", ".join(want) + ")")
 
 
+def _carbon_rules(s: Scenario, priced: pd.DataFrame, ex: _Ledger) -> None:
+    """``constraints.max_co2_kg`` on ``co2_kg`` (workbook.cost.energy), and, with a cap or a carbon
+    price (``pricing.carbon_usd_per_tonne``), offers whose CO2e cannot be known (no grid intensity or
+    chip power: ``energy_reason``): they cannot be shown to be under the cap, nor priced."""
+    cap, price = s.constraints.max_co2_kg, s.pricing.carbon_usd_per_tonne
+    if "co2_kg" not in priced or (cap is None and price <= 0):
+        return
+    co2 = priced["co2_kg"].astype(float)
+    priced_row = priced["usd_per_instance_hour"].notna()
+    why = priced.get("energy_reason", pd.Series("no CO2e figure", index=priced.index)).fillna("no CO2e figure")
+    ex.add("carbon", co2.isna() & priced_row, "carbon: " + why.astype(str) + (
+        f", so it cannot be shown under constraints.max_co2_kg {cap:,.0f}" if cap is not None
+        else ", so pricing.carbon_usd_per_tonne cannot price it"))
+    if cap is not None:
+        what = "for the run" if s.is_training else f"over {s.pricing.horizon_months:g} months"
+        ex.add("carbon", co2 > cap, "carbon: " + co2.map(lambda v: f"{v:,.0f}") + f" kg CO2e {what} > "
+               f"constraints.max_co2_kg {cap:,.0f}")
+
+
 def exclusions(s: Scenario, priced: pd.DataFrame, fit: pd.DataFrame | None = None) -> pd.Series:
     """Per option (aligned with ``priced``), the list of ``Exclusion`` that rule it out (empty where
     it passes every hard constraint). ``fit``: the ``framework_fit`` table (computed when absent)."""
@@ -320,6 +339,7 @@ def exclusions(s: Scenario, priced: pd.DataFrame, fit: pd.DataFrame | None = Non
     _spot_rules(s, priced, ex)
     _limit_rules(s, priced, ex)
     _location_rules(s, priced, ex)
+    _carbon_rules(s, priced, ex)
     fit = framework_fit(s, priced["accelerator"].unique()) if fit is None else fit
     reason = priced["accelerator"].map(fit.set_index("accelerator")["framework_reason"])
     ex.add("framework", reason.notna(), reason)

@@ -18,8 +18,8 @@ from ..scenario import Scenario
 from ..terms import SECONDS_PER_DAY, usd
 
 __all__ = ["BLANK", "Explanation", "esc", "explain_layout", "header", "header_markdown", "model_label",
-           "key_figures", "markdown_html", "money", "number", "recommendation_html", "recommendation_markdown",
-           "recommendation_table", "recommendation_text", "register_table_formatter", "scaling_verdict", "table_html", "usd"]
+           "key_figures", "energy_text", "co2_text", "markdown_html", "money", "number", "recommendation_html",
+           "recommendation_markdown", "recommendation_table", "recommendation_text", "register_table_formatter", "scaling_verdict", "table_html", "usd"]
 
 BLANK = "–"   # what a missing figure looks like in a table or a card
 
@@ -329,10 +329,35 @@ def key_figures(figures: dict | None) -> list[tuple[str, str]]:
         used = "chip used" if f["chips"] == 1 else "chips used"
         out.append((f"{f['chips']:,.0f}", used + (f", {billed:,.0f} billed (whole instances and spares)"
                                                   if billed and billed > f["chips"] else "")))
+    out += _energy_figures(f)
     if "p_cheapest" in f:
         out.append((f"{f['p_cheapest']:.0%}", "chance it is the cheapest (Monte Carlo)"))
     if "score" in f:
         out.append((f"{f['score']:.2f}", "weighted score of 1"))
+    return out
+
+
+def energy_text(kwh) -> str:
+    """Energy for people: kWh below 10 MWh, else MWh or GWh."""
+    v = float(kwh)
+    return f"{v / 1e6:,.2f} GWh" if v >= 1e7 else f"{v / 1e3:,.0f} MWh" if v >= 1e4 else f"{v:,.0f} kWh"
+
+
+def co2_text(kg) -> str:
+    """CO2e for people: kg below 10 t, else tonnes."""
+    v = float(kg)
+    return f"{v / 1e3:,.0f} t CO2e" if v >= 1e4 else f"{v:,.0f} kg CO2e"
+
+
+def _energy_figures(f: dict) -> list[tuple[str, str]]:
+    """Energy and CO2e of the choice (workbook.cost.energy): the run, or a month of serving."""
+    key, what = ("energy_kwh_per_month", "a month") if "energy_kwh_per_month" in f else ("energy_kwh", "for the run")
+    if key not in f:
+        return []
+    out = [(energy_text(f[key]), f"of electricity {what} (chips and host x PUE)")]
+    co2 = f.get(key.replace("energy_kwh", "co2_kg"))
+    out.append((co2_text(co2), f"{what} at the region's grid intensity") if co2 is not None else
+               ("unknown CO2e", "(no published grid intensity for the offer's region)"))
     return out
 
 
