@@ -203,3 +203,18 @@ def test_excluded_and_commit_only_offers_are_not_planned(chat):
     f[0]["excluded_reason"] = "latency: too slow"
     with pytest.raises(ValueError, match="no feasible offer"):
         plan(12, [{"scenario": "chat-70b-realtime"}], [chat], [f])
+
+
+def test_energy_per_instance_hour_columns_win_and_unknown_stays_unknown(chat):
+    """cost.energy's per-instance-hour figures are used as they are; an offer with no chip power
+    (NaN) leaves the month's total unknown instead of counting it as 0 kWh."""
+    from workbook.plan import output
+    f = rows("o1", 1, od=10)
+    for r in f:
+        r["energy_kwh_per_instance_hour"], r["co2_kg_per_instance_hour"] = 3.0, float("nan")
+        r["energy_kwh"] = 1.0                                         # ignored: the direct figure wins
+    p = plan(1, [{"scenario": "chat-70b-realtime", "hourly_load": [1.0] * 24}], [chat], [f])
+    assert p.rows["energy_kwh"].tolist() == pytest.approx([730 * 3.0])
+    month = output.plan_json(p)["months"][0]
+    assert month["energy_kwh"] == pytest.approx(730 * 3.0)
+    assert month.get("co2_kg") is None

@@ -20,8 +20,8 @@ from .portfolio import PortfolioWorkload
 HOURS = int(HOURS_PER_MONTH)
 BURST_MODELS = ("on_demand", "spot")
 COMMIT_MODELS = ("commit_1y", "commit_3y")
-# per-offer energy and carbon, when the priced frame carries them (on the basis of
-# ``used_instance_hours``: one run for training, one month for serving); summed per month when present
+# per-offer energy and carbon: workbook.cost.energy's ``<col>_per_instance_hour`` columns of the priced
+# frame (else the totals over ``used_instance_hours``), summed per month by instance-hours used
 ENERGY_COLUMNS = ("energy_kwh", "co2_kg")
 OFFER_COLUMNS = ["offering", "accelerator", "provider", "region", "instances", "job_hours", "porting_usd",
                  *[f"{m}_usd_per_hour" for m in BURST_MODELS + COMMIT_MODELS]]
@@ -65,9 +65,10 @@ def offer_table(priced: pd.DataFrame, training: bool) -> pd.DataFrame:
     for m in BURST_MODELS + COMMIT_MODELS:
         out[f"{m}_usd_per_hour"] = wide[m] if m in wide else np.nan
     for col in ENERGY_COLUMNS:
-        if col in ok:
-            per = ok[col] / uih
-            out[f"{col}_per_instance_hour"] = per.groupby(ok["offering"]).first()
+        direct = f"{col}_per_instance_hour"  # workbook.cost.energy's per-instance-hour figure
+        if direct in ok or col in ok:
+            per = ok[direct] if direct in ok else ok[col] / uih
+            out[direct] = per.groupby(ok["offering"]).first()
     has_burst = out[[f"{m}_usd_per_hour" for m in BURST_MODELS]].notna().any(axis=1)
     return out[has_burst].reset_index()
 

@@ -20,7 +20,8 @@ def monthly(plan: Plan) -> pd.DataFrame:
     (committed count, or the burst's peak), ``instance_hours`` used, ``cost_usd``, and the energy
     columns when the offers carry them."""
     extra = [c for c in ENERGY_COLUMNS if c in plan.rows]
-    agg = {"instances": "sum", "instance_hours": "sum", "cost_usd": "sum", **{c: "sum" for c in extra}}
+    agg = {"instances": "sum", "instance_hours": "sum", "cost_usd": "sum",
+           **{c: (lambda x: x.sum(min_count=1)) for c in extra}}  # unknown (no chip power) stays unknown
     agg["workload"] = lambda s: ", ".join(sorted(set(", ".join(s).split(", "))))
     out = plan.rows.groupby(["month", *OFFER_KEYS], as_index=False).agg(agg)
     out["way to pay"] = out["pricing_model"].map(pricing_short)
@@ -35,9 +36,9 @@ def _months(plan: Plan) -> list[dict]:
         entry = {"month": month, "cost_usd": float(g["cost_usd"].sum()),
                  "instance_hours": float(g["instance_hours"].sum()),
                  "by_offer": records(g.drop(columns=["month", "way to pay"]).rename(columns={"workload": "workloads"}))}
-        for c in ENERGY_COLUMNS:
+        for c in ENERGY_COLUMNS:  # a month's total only when every offer used that month has one
             if c in g:
-                entry[c] = float(g[c].sum())
+                entry[c] = float(g[c].sum()) if g[c].notna().all() else None
         out.append(entry)
     return out
 
