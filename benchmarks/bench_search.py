@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from workbook import catalog  # noqa: E402
 from workbook.model import profile as prof  # noqa: E402
-from workbook.model import training as scaling  # noqa: E402
+from workbook.model import search as scaling  # noqa: E402
 from workbook.model.efficiency import Efficiency  # noqa: E402
 from workbook.scenario import Workload  # noqa: E402
 

@@ -1,10 +1,9 @@
-"""Multi-chip training: memory per chip and step time of parallel configurations, a
-vectorised search for the fastest one that fits.
+"""Multi-chip training: memory per chip and step time of parallel configurations, priced as one
+numpy grid (the search over the grid is ``model.search``).
 
 A configuration is TP x PP x DP x EP x CP x micro-batch x interleaving x recompute x ZeRO stage on
-``chips`` chips. ``search`` builds every configuration as rows of numpy arrays and prices them all
-at once (no Python loop per configuration), drops those that do not fit in memory, and sorts the
-rest by step time. Ranks are laid out Megatron-style, tensor-parallel innermost, then context,
+``chips`` chips. ``evaluate`` prices every configuration of a grid (``search.configurations``) as
+rows of numpy arrays at once (no Python loop per configuration). Ranks are laid out Megatron-style, tensor-parallel innermost, then context,
 expert, data and pipeline parallel outermost (``--order tp-cp-ep-dp-pp`` in Megatron-Core), so the
 communication model (``model.comm``) knows which groups stay inside a fast domain.
 
@@ -44,7 +43,7 @@ import pandas as pd
 
 from .. import catalog
 from ..errors import InputError
-from ..scenario import Constraints, Parallelism, Workload
+from ..scenario import Constraints, Workload
 from . import comm
 from . import profile as prof
 from .efficiency import Efficiency, compute_efficiency, default, network_loss
@@ -52,9 +51,6 @@ from .profile import Profile
 
 RECOMPUTE = ("none", "selective", "full")
 ZERO_STAGES = (0, 1, 2, 3)
-INTERLEAVE = (1, 2, 4)  # virtual pipeline stages per chip tried by the search
-MICRO_BATCHES = (1, 2, 4, 8, 16, 32, 64)  # micro-batch sizes (sequences) tried by the search
-MAX_CP = 32
 ACTIVATION_BYTES = 2.0  # 16-bit activations exchanged by TP/CP/EP/PP (Korthikanti et al. 2022 assume 16-bit)
 
 RESULT_COLUMNS = ["tp", "pp", "dp", "ep", "cp", "vpp", "zero", "recompute", "micro_batch", "microbatches",
@@ -187,149 +183,8 @@ def _global_batch_seqs(w: Workload) -> int:
     return max(1, int(round(w.global_batch_tokens / w.seq_len)))
 
 
-def _recompute_options(w: Workload, par: Parallelism | None) -> tuple:
-    if par is not None and par.recompute is not None:
-        return (par.recompute,)
-    if w.recompute != "auto":
-        return (w.recompute,)
-    return RECOMPUTE
-
-
 def _num(v, default=np.nan) -> float:
     return default if v is None or pd.isna(v) else float(v)
-
-
-def _pin_error(field: str, value, why: str):
-    raise InputError(f"cluster.parallelism.{field}: {value} is not possible here: {why}")
-
-
-# --- the grid -----------------------------------------------------------------------------------
-
-def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism | None = None, *,
-                   max_tp: int | None = None, max_pp: int | None = None, micro_batches=None, interleave=None,
-                   vpp: int | None = None, min_cp_tokens: int | None = None, recompute_choices=None) -> dict:
-    """Every candidate configuration for ``chips`` chips as numpy arrays of one length (the grid
-    the search prices). Structural rules: tp divides the attention heads (Megatron); cp divides
-    the sequence into 2·cp chunks (Megatron-Core load balancing); pp ≤ layers (stages may hold
-    unequal layer counts); ep divides the experts and the data-parallel size; each data-parallel
-    rank gets at least one sequence; interleaving needs m a multiple of pp (Megatron-LM).
-
-    Limits (``practical_limits`` gives the ones ``estimate`` and the calibration use): ``max_tp``,
-    ``max_pp``; ``micro_batches`` and ``interleave`` replace ``MICRO_BATCHES`` and ``INTERLEAVE``;
-    ``vpp`` pins the interleaving (a published layout); ``min_cp_tokens``: context parallelism only
-    when each rank keeps at least that many tokens of a sequence (a pinned ``cp`` is kept);
-    ``recompute_choices`` replaces ``RECOMPUTE`` when neither the workload nor the pins fix it."""
-    _check_transformer(p)
-    par = parallelism or Parallelism()
-    B = _global_batch_seqs(w)
-    s = w.seq_len
-    tp_opts = [t for t in _divisors(chips) if p.heads % t == 0 and (max_tp is None or t <= max_tp)]
-    cp_opts = [1] + [c for c in _divisors(chips) if 1 < c <= MAX_CP and c & (c - 1) == 0 and s % (2 * c) == 0]
-    if par.tp is not None:
-        if par.tp not in [t for t in _divisors(chips) if p.heads % t == 0]:
-            _pin_error("tp", par.tp, f"it must divide {chips} chips and the {p.heads} attention heads")
-        tp_opts = [par.tp]
-    if par.cp is not None:
-        if par.cp not in cp_opts:
-            _pin_error("cp", par.cp, f"it must be a power of two dividing {chips} chips with seq_len "
-                       f"{s} divisible by 2·cp")
-        cp_opts = [par.cp]
-    elif min_cp_tokens is not None:
-        cp_opts = [c for c in cp_opts if c == 1 or s / c >= min_cp_tokens]
-    rows = []
-    for tp in tp_opts:
-        for cp in cp_opts:
-            if chips % (tp * cp):
-                continue
-            rest = chips // (tp * cp)
-            for pp in _divisors(rest):
-                if pp > p.layers or (max_pp is not None and pp > max_pp and par.pp is None):
-                    continue
-                if par.pp is not None and pp != par.pp:
-                    continue
-                dp = rest // pp
-                if par.dp is not None and dp != par.dp:
-                    continue
-                if dp > B:
-                    continue
-                eps = [e for e in _divisors(dp) if p.experts % e == 0] if p.is_moe else [1]
-                if par.ep is not None:
-                    eps = [e for e in eps if e == par.ep]
-                for ep in eps:
-                    rows.append((tp, cp, pp, dp, ep))
-    empty = {k: np.zeros(0, dtype=int) for k in ("tp", "cp", "pp", "dp", "ep", "micro_batch", "vpp", "zero")} | {
-        "recompute": np.zeros(0, dtype=object), "microbatches": np.zeros(0, dtype=int)}
-    if not rows:
-        pins = {k: v for k, v in par.model_dump(exclude_none=True).items() if k in ("tp", "pp", "dp", "cp", "ep")}
-        if pins:
-            raise InputError(f"cluster.parallelism: {pins} cannot be laid out on {chips} chips "
-                             f"(tp·pp·dp·cp must equal the chip count, dp ≤ {B} sequences per batch"
-                             + (f", ep must divide dp and the {p.experts} experts" if p.is_moe else "") + ")")
-        return empty
-    base = np.array(rows, dtype=np.int64)
-    mb_grid = MICRO_BATCHES if micro_batches is None else tuple(micro_batches)
-    mbs = np.array([par.micro_batch] if par.micro_batch is not None else mb_grid, dtype=np.int64)
-    # base x micro-batch
-    g = np.repeat(base, len(mbs), axis=0)
-    mb = np.tile(mbs, len(base))
-    if par.micro_batch is None:  # no micro-batch larger than a data-parallel rank's share of the batch
-        keep = mb <= np.ceil(B / g[:, 3])
-        g, mb = g[keep], mb[keep]
-    m = np.ceil(B / (g[:, 3] * mb)).astype(np.int64)
-    # x interleaving
-    vs = np.array([vpp] if vpp is not None else (INTERLEAVE if interleave is None else tuple(interleave)), dtype=np.int64)
-    g = np.repeat(g, len(vs), axis=0)
-    mb = np.repeat(mb, len(vs))
-    m = np.repeat(m, len(vs))
-    v = np.tile(vs, len(g) // len(vs))
-    pp = g[:, 2]
-    layers_per_chunk = np.ceil(p.layers / (pp * v))
-    keep = (v == 1) | ((pp > 1) & (m % pp == 0) & (layers_per_chunk >= 1) & (pp * v <= p.layers))
-    g, mb, m, v = g[keep], mb[keep], m[keep], v[keep]
-    # x recompute x ZeRO
-    rc_opts = _recompute_options(w, par)
-    if recompute_choices is not None and len(rc_opts) > 1:
-        rc_opts = tuple(recompute_choices)
-    rcs = np.array(rc_opts, dtype=object)
-    zs = np.array([par.zero] if par.zero is not None else ZERO_STAGES, dtype=np.int64)
-    n_base = len(g)
-    reps = len(rcs) * len(zs)
-    g = np.repeat(g, reps, axis=0)
-    mb, m, v = np.repeat(mb, reps), np.repeat(m, reps), np.repeat(v, reps)
-    rc = np.tile(np.repeat(rcs, len(zs)), n_base)
-    z = np.tile(np.tile(zs, len(rcs)), n_base)
-    keep = (z == 0) | (g[:, 3] * g[:, 1] > 1) | (par.zero is not None)  # ZeRO needs data-parallel replicas
-    g, mb, m, v, rc, z = g[keep], mb[keep], m[keep], v[keep], rc[keep], z[keep]
-    return {"tp": g[:, 0], "cp": g[:, 1], "pp": g[:, 2], "dp": g[:, 3], "ep": g[:, 4], "micro_batch": mb,
-            "microbatches": m, "vpp": v, "recompute": rc, "zero": z}
-
-
-# Limits of the practical search (``practical_limits``): what ``model.estimate`` and the
-# calibration search, so that the calibrated efficiency and the estimates see the same layouts.
-PRACTICAL_MICRO_BATCHES = (1, 2, 4, 8)
-# Tensor parallelism on a TPU torus: up to 16 chips along ICI, the largest degree in the published
-# MaxText configurations (v5e/v5p 128B-1024B scripts: ici_tensor_parallelism=16).
-TORUS_MAX_TP = 16
-# Context parallelism only when every rank keeps >= 4,096 tokens of a sequence: Megatron-Core uses it
-# for long sequences (NeMo/Megatron-Bridge Llama 3.1 405B: CP2 at 8,192 tokens); shorter chunks make
-# the ring-attention blocks too small to hide the KV exchange (Liu et al. 2023 §3).
-PRACTICAL_MIN_CP_TOKENS = 4096
-
-
-def practical_limits(acc: pd.Series, topology: comm.Topology | None = None) -> dict:
-    """Keyword limits for ``configurations`` that keep the search to layouts people run (and fast
-    enough for ``estimate.compare`` over the whole catalog): tensor parallelism inside one node of a
-    switched or meshed fabric (``chips_per_node``: Megatron-LM keeps TP within an NVLink server,
-    Narayanan et al. 2021 §3.3) or up to ``TORUS_MAX_TP`` chips on a TPU torus; micro-batches of
-    1, 2, 4 or 8 sequences; context parallelism only for sequences of at least 2 x
-    ``PRACTICAL_MIN_CP_TOKENS`` tokens; recomputation none or full (with FlashAttention the attention
-    scores are never stored, so selective recomputation, which recomputes exactly them, saves no
-    memory in ``profile.activation_bytes_per_token_per_layer`` and only adds time; a workload or pin
-    that asks for it still gets it)."""
-    node = int(_num(acc.get("chips_per_node"), 1))
-    torus = (topology.fabric == "torus") if topology is not None else int(_num(acc.get("torus_dims"), 0)) >= 1
-    return {"max_tp": max(node, TORUS_MAX_TP) if torus else node, "micro_batches": PRACTICAL_MICRO_BATCHES,
-            "min_cp_tokens": PRACTICAL_MIN_CP_TOKENS, "recompute_choices": ("none", "full")}
 
 
 # --- pricing the grid ---------------------------------------------------------------------------
@@ -521,71 +376,3 @@ def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, gri
         "tokens_per_s_per_chip": tokens / step / chips, "efficiency": c["efficiency"],
         "global_batch_seqs": np.full(len(g["tp"]), B),
     }
-
-
-def search(profile: Profile, acc: pd.Series, chips: int, workload: Workload, parallelism: Parallelism | None = None,
-           efficiency: Efficiency | None = None, *, topology: comm.Topology | None = None, overlap: Overlap = DEFAULT_OVERLAP,
-           memory_headroom: float | None = None, sync_loss: float | None = None, **limits) -> pd.DataFrame:
-    """Every feasible configuration for ``chips`` chips, fastest first.
-
-    ``profile`` is a ``workbook.profile.Profile``; ``acc`` a row of ``catalog.accelerators()``;
-    ``workload`` a ``scenario.Workload`` (seq_len, global_batch_tokens, precision, recompute,
-    optimizer, trainable_fraction); ``parallelism`` pins dimensions (``cluster.parallelism``);
-    ``efficiency`` (an ``Efficiency``; default the fitted one) gives the fraction of dense peak the
-    matmuls reach (``efficiency.compute_efficiency``). ``topology`` replaces the
-    catalog's interconnect (``comm.topology(acc, chips, ...)``), ``overlap`` the overlap fractions,
-    ``memory_headroom`` the share of memory kept free (default: the scenario default
-    ``constraints.min_memory_headroom``); ``limits`` (``max_tp``, ``max_pp``, ``micro_batches``,
-    ``interleave``, ``vpp``, ``min_cp_tokens``) restrict the grid (``configurations``).
-
-    Columns: tp, pp, dp, ep, cp, vpp, zero, recompute, micro_batch, microbatches, step_time_s,
-    compute_s, exposed_comm_s, bubble_s, recompute_s, optimizer_s, sync_s, comm_s (all communication before
-    overlap) and its parts tp_comm_s, cp_comm_s, ep_comm_s, pp_comm_s, dp_comm_s,
-    memory_per_chip_bytes, fits (always True: configurations that do not fit are dropped), mfu
-    (PaLM model FLOPs), tokens_per_s, tokens_per_s_per_chip, efficiency, global_batch_seqs."""
-    grid = configurations(profile, chips, workload, parallelism, **limits)
-    if len(grid["tp"]) == 0:
-        return pd.DataFrame(columns=RESULT_COLUMNS)
-    df = evaluate(profile, acc, chips, workload, grid, efficiency, topology=topology, overlap=overlap,
-                  memory_headroom=memory_headroom, sync_loss=sync_loss)
-    df = df[df["fits"].to_numpy() & np.isfinite(df["step_time_s"].to_numpy())]
-    df = df.sort_values(["step_time_s", "memory_per_chip_bytes", "tp", "pp"], kind="stable").reset_index(drop=True)
-    return df[RESULT_COLUMNS]
-
-
-def _py(v):
-    return v.item() if hasattr(v, "item") else v
-
-
-def best_config(profile: Profile, acc: pd.Series, chips: int, workload: Workload, parallelism: Parallelism | None = None,
-                efficiency: Efficiency | None = None, *, topology: comm.Topology | None = None, overlap: Overlap = DEFAULT_OVERLAP,
-                memory_headroom: float | None = None, sync_loss: float | None = None, **limits) -> dict | None:
-    """The fastest feasible configuration (the first row ``search`` would return, without building
-    the table) as a dict of Python scalars with ``chips`` and ``accelerator`` added, or None when
-    nothing fits in memory."""
-    grid = configurations(profile, chips, workload, parallelism, **limits)
-    if len(grid["tp"]) == 0:
-        return None
-    r = _price(profile, acc, chips, workload, grid, efficiency, topology=topology, overlap=overlap,
-               memory_headroom=memory_headroom, sync_loss=sync_loss)
-    ok = np.flatnonzero(np.asarray(r["fits"]) & np.isfinite(r["step_time_s"]))
-    if len(ok) == 0:
-        return None
-    order = np.lexsort((r["pp"][ok], r["tp"][ok], r["memory_per_chip_bytes"][ok], r["step_time_s"][ok]))
-    i = ok[order[0]]
-    out = {k: _py(r[k][i]) for k in RESULT_COLUMNS}
-    out["recompute"] = str(out["recompute"])
-    out["fits"] = bool(out["fits"])
-    out.update(chips=int(chips), accelerator=_acc_name(acc))
-    return out
-
-
-def compute_share(profile: Profile, acc: pd.Series, chips: int, workload: Workload,
-                  parallelism: Parallelism | None = None, efficiency: Efficiency | None = None, **kwargs) -> float | None:
-    """``compute_s / step_time_s`` of the best configuration (None when nothing fits): the factor by
-    which the scaling model's MFU falls below the matmul efficiency it is given. An efficiency that
-    was fitted to published end-to-end MFU already contains the runs' communication and bubbles;
-    ``workbook.calibrate.fit_training`` fits it to observed MFU divided by this share (at a fixed
-    point, since the share depends on the efficiency) so that they are not counted twice."""
-    cfg = best_config(profile, acc, chips, workload, parallelism, efficiency, **kwargs)
-    return None if cfg is None else cfg["compute_s"] / cfg["step_time_s"]
