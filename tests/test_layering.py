@@ -20,7 +20,7 @@ LAYERS = {
     "cost.rates": 3, "cost.reliability": 3.5, "cost.bill": 4, "cost.breakeven": 5, "cost.uncertainty": 5,
     "decision.rules": 6, "decision.rank": 7, "decision.evidence": 7, "decision.nearest": 7.5,
     "decision.recommend": 8, "decision.offers": 8,
-    "calibrate.runs": 8, "calibrate.own": 8.5, "calibrate.fit": 9,
+    "calibrate.runs": 8, "calibrate.layouts": 8.2, "calibrate.own": 8.5, "calibrate.fit": 9,
     "analysis": 10, "diff": 10,
     "views.text": 11, "views.charts.base": 12, "views.charts.perf": 13, "views.charts.scaling": 13,
     "views.charts.cost": 13, "views.widgets": 14,

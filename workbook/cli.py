@@ -13,6 +13,7 @@ import pandas as pd
 
 from . import analysis, catalog, diff, prices
 from .calibrate import fit as calibrate
+from .calibrate import layouts
 from .errors import InputError
 from .report import batch as report
 from .scenario import load_scenario, resolve_path, scenario_names, scenario_schema
@@ -97,6 +98,7 @@ def _estimate_table(result: dict) -> str:
     lines = [f"{result['scenario']}: {result['title']}", ""]
     with pd.option_context("display.width", 200, "display.max_columns", None, "display.float_format", "{:,.3g}".format):
         lines.append(df.to_string(index=False, na_rep="-"))
+    lines += layouts.comparison_lines(result.get("published_layouts") or [])
     lines += ["", text.recommendation_text(result.get("recommendation") or {})]
     return "\n".join(lines)
 

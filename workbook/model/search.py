@@ -40,7 +40,8 @@ def _pin_error(field: str, value, why: str):
 
 def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism | None = None, *,
                    max_tp: int | None = None, max_pp: int | None = None, micro_batches=None, interleave=None,
-                   vpp: int | None = None, min_cp_tokens: int | None = None, recompute_choices=None) -> dict:
+                   vpp: int | None = None, min_cp_tokens: int | None = None, max_cp: int | None = None,
+                   recompute_choices=None) -> dict:
     """Every candidate configuration for ``chips`` chips as numpy arrays of one length (the grid
     the search prices). Structural rules: tp divides the attention heads (Megatron); cp divides
     the sequence into 2·cp chunks (Megatron-Core load balancing); pp ≤ layers (stages may hold
@@ -50,8 +51,8 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
     Limits (``practical_limits`` gives the ones ``estimate`` and the calibration use): ``max_tp``,
     ``max_pp``; ``micro_batches`` and ``interleave`` replace ``MICRO_BATCHES`` and ``INTERLEAVE``;
     ``vpp`` pins the interleaving (a published layout); ``min_cp_tokens``: context parallelism only
-    when each rank keeps at least that many tokens of a sequence (a pinned ``cp`` is kept);
-    ``recompute_choices`` replaces ``RECOMPUTE`` when neither the workload nor the pins fix it."""
+    when each rank keeps at least that many tokens of a sequence, ``max_cp``: at most that degree
+    (``published_max_cp``; a pinned ``cp`` is kept for both); ``recompute_choices`` replaces ``RECOMPUTE`` when neither the workload nor the pins fix it."""
     _check_transformer(p)
     par = parallelism or Parallelism()
     B = _global_batch_seqs(w)
@@ -67,8 +68,9 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
             _pin_error("cp", par.cp, f"it must be a power of two dividing {chips} chips with seq_len "
                        f"{s} divisible by 2·cp")
         cp_opts = [par.cp]
-    elif min_cp_tokens is not None:
-        cp_opts = [c for c in cp_opts if c == 1 or s / c >= min_cp_tokens]
+    else:
+        cp_opts = [c for c in cp_opts if c == 1 or ((min_cp_tokens is None or s / c >= min_cp_tokens)
+                                                     and (max_cp is None or c <= max_cp))]
     rows = []
     for tp in tp_opts:
         for cp in cp_opts:
@@ -147,22 +149,53 @@ TORUS_MAX_TP = 16
 # for long sequences (NeMo/Megatron-Bridge Llama 3.1 405B: CP2 at 8,192 tokens); shorter chunks make
 # the ring-attention blocks too small to hide the KV exchange (Liu et al. 2023 §3).
 PRACTICAL_MIN_CP_TOKENS = 4096
+# The realism prior on context parallelism: (sequence length, the largest CP a published tuned run
+# uses at that length or shorter, source). A search at seq_len may use at most the CP of the longest
+# listed length <= seq_len (1 below the first): CP grows with the context in published practice,
+# it is not a free lever at short context.
+PUBLISHED_CP = (
+    (8192, 2, "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md @00b7660: Llama 3.1 405B, TP8 PP8 CP2 "
+              "on 1,024 H100 and TP4 PP8 CP2 on 128 B200 at 8,192 tokens (Meta ran CP1 at 8,192: Dubey et al. "
+              "2024 'The Llama 3 Herd of Models' Table 4)"),
+    (131072, 16, "Dubey et al. 2024 Table 4: Llama 3 405B long-context stage, TP8 CP16 PP16 on 16,384 H100 at "
+                 "131,072 tokens; NVIDIA/NeMo docs/source/performance/performance_long_sequence.md @0aa2671: "
+                 "Llama 2 7B CP4 at 128K, CP8 at 256K, CP16 at 512K"),
+    (1048576, 32, "NVIDIA/NeMo docs/source/performance/performance_long_sequence.md @0aa2671: Llama 2 7B, TP8 "
+                  "CP32 on 1,024 H100 at 1M tokens"),
+)
 
 
-def practical_limits(acc: pd.Series, topology: comm.Topology | None = None) -> dict:
+def published_max_cp(seq_len: int) -> int:
+    """The largest context-parallel degree published tuned runs use at ``seq_len`` tokens or
+    shorter (``PUBLISHED_CP``): 1 below 8,192 tokens, 2 from 8,192 (Llama 3.1 405B on H100/B200),
+    16 from 131,072 (Llama 3 405B), 32 from 1M (NeMo's long-sequence table)."""
+    out = 1
+    for length, cp, _ in PUBLISHED_CP:
+        if seq_len >= length:
+            out = cp
+    return out
+
+
+def practical_limits(acc: pd.Series, topology: comm.Topology | None = None, seq_len: int | None = None) -> dict:
     """Keyword limits for ``configurations`` that keep the search to layouts people run (and fast
     enough for ``estimate.compare`` over the whole catalog): tensor parallelism inside one node of a
     switched or meshed fabric (``chips_per_node``: Megatron-LM keeps TP within an NVLink server,
     Narayanan et al. 2021 §3.3) or up to ``TORUS_MAX_TP`` chips on a TPU torus; micro-batches of
-    1, 2, 4 or 8 sequences; context parallelism only for sequences of at least 2 x
-    ``PRACTICAL_MIN_CP_TOKENS`` tokens; recomputation none or full (with FlashAttention the attention
+    1, 2, 4 or 8 sequences (the micro-batch sizes of the published Megatron-Bridge, NeMo and
+    llm-foundry layouts are 1-4); context parallelism only with at least ``PRACTICAL_MIN_CP_TOKENS``
+    tokens per rank and at most the degree published runs use at that context
+    (``published_max_cp``: the realism prior; the grid's own bound ``MAX_CP`` stays for pinned
+    layouts and direct searches); recomputation none or full (with FlashAttention the attention
     scores are never stored, so selective recomputation, which recomputes exactly them, saves no
     memory in ``profile.activation_bytes_per_token_per_layer`` and only adds time; a workload or pin
     that asks for it still gets it)."""
     node = int(_num(acc.get("chips_per_node"), 1))
     torus = (topology.fabric == "torus") if topology is not None else int(_num(acc.get("torus_dims"), 0)) >= 1
-    return {"max_tp": max(node, TORUS_MAX_TP) if torus else node, "micro_batches": PRACTICAL_MICRO_BATCHES,
-            "min_cp_tokens": PRACTICAL_MIN_CP_TOKENS, "recompute_choices": ("none", "full")}
+    out = {"max_tp": max(node, TORUS_MAX_TP) if torus else node, "micro_batches": PRACTICAL_MICRO_BATCHES,
+           "min_cp_tokens": PRACTICAL_MIN_CP_TOKENS, "recompute_choices": ("none", "full")}
+    if seq_len is not None:
+        out["max_cp"] = published_max_cp(int(seq_len))
+    return out
 
 
 def search(profile: Profile, acc: pd.Series, chips: int, workload: Workload, parallelism: Parallelism | None = None,

@@ -294,7 +294,7 @@ def scenario_curves(s, chip_counts=None, efficiency: Efficiency | None = None, a
                 counts = chip_counts or default_chip_counts(acc, top, profile=p, workload=s.workload)
                 frames.append(scaling_curve(p, acc, counts, s.workload, efficiency, parallelism=par,
                                             memory_headroom=s.constraints.min_memory_headroom,
-                                            **search.practical_limits(acc)))
+                                            **search.practical_limits(acc, seq_len=s.workload.seq_len)))
         except InputError as e:
             skipped.append(f"{a}: {e}")
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
@@ -328,13 +328,13 @@ def scenario_best(s, efficiency: Efficiency | None = None, chips: int | None = N
                 if df.empty:
                     continue
                 row = df.sort_values("output_tokens_per_s_per_chip", ascending=False).iloc[0]
-                cfg = {**{k: training._py(v) for k, v in row.to_dict().items()}, "task": "inference"}
+                cfg = {**{k: search._py(v) for k, v in row.to_dict().items()}, "task": "inference"}
                 score = cfg["output_tokens_per_s_per_chip"]
             else:
                 n = chips or (s.cluster.chips if s.cluster and s.cluster.chips else None) or s.constraints.max_chips or 1024
                 par = s.cluster.parallelism if s.cluster is not None else None
                 cfg = search.best_config(p, acc, n, w, par, efficiency, memory_headroom=headroom,
-                                           **search.practical_limits(acc))
+                                           **search.practical_limits(acc, seq_len=w.seq_len))
                 if cfg is None:
                     continue
                 cfg["task"] = w.task
