@@ -1,4 +1,4 @@
-"""Speed of the vectorised parallel-configuration search (workbook.model.training.search).
+"""Speed of the vectorised parallel-configuration search (workbook.model.search.search).
 
 Target (issue 4): every TP x PP x DP x CP x micro-batch x interleaving x recompute x ZeRO
 configuration of Llama 3.1 405B on 16,384 chips in under 2 s on one core. Prints the grid size,
