@@ -5,7 +5,7 @@ with a peak for the precision is estimated), prints the number of accelerators, 
 ``model.estimate.compare`` call for that scenario in this process (cold: every multi-chip layout search runs)
 and the median of repeated calls (warm: the searches come from ``estimate.training_config``'s cache, as
 when a widget redraws), plus how many layout searches the cold call ran. Training uses the same
-multi-chip search (``model.training`` over ``training.practical_limits``) as ``estimate``.
+multi-chip search (``model.search`` over ``search.practical_limits``) as ``estimate``.
 Target (issue 3): well under 100 ms of model time per scenario, so a widget feels instant: met by
 the warm calls (the exit status is 1 when one misses it). A cold training call runs a few layout
 searches per accelerator (about 5 ms each) and is reported, not held to the target.

@@ -1,4 +1,4 @@
-"""Speed of the vectorised parallel-configuration search (workbook.model.training.search).
+"""Speed of the vectorised parallel-configuration search (workbook.model.search.search).
 
 Target (issue 4): every TP x PP x DP x CP x micro-batch x interleaving x recompute x ZeRO
 configuration of Llama 3.1 405B on 16,384 chips in under 2 s on one core. Prints the grid size,
@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from workbook import catalog  # noqa: E402
 from workbook.model import profile as prof  # noqa: E402
-from workbook.model import training as scaling  # noqa: E402
+from workbook.model import search as scaling  # noqa: E402
 from workbook.model.efficiency import Efficiency  # noqa: E402
 from workbook.scenario import Workload  # noqa: E402
 

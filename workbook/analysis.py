@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from . import catalog, cost, decision, paths
-from .calibrate import own as own_runs
+from .calibrate import layouts, own as own_runs
 from .cost import reliability
 from .model import estimate, offers as model_offers
 from .model.efficiency import Efficiency
@@ -236,6 +236,26 @@ def _option_energy(costs: dict) -> dict:
     return {"energy_kwh": best.get("energy_kwh"), "co2_kg": best.get("co2_kg")}
 
 
+def published_layouts(a: Analysis) -> list[dict]:
+    """Training: each option's chosen layout next to the nearest published one
+    (``calibrate.layouts.layout_comparison``); [] for serving and generic models."""
+    s = a.scenario
+    if not s.is_training or a.perf.empty:
+        return []
+    p = workload_profile(s.workload)
+    if p.generic:
+        return []
+    out = []
+    for opt in records(a.perf):
+        if not opt.get("fits"):
+            continue
+        item = layouts.layout_comparison(opt, p.params_total, catalog.accelerator_record(opt["accelerator"]),
+                                         s.workload.seq_len, p.is_moe)
+        if item is not None:
+            out.append(item)
+    return out
+
+
 def summary_json(a: Analysis) -> dict:
     """The JSON object of ``estimate --json`` (and of the reports' ``summary.json``)."""
     s = a.scenario
@@ -254,6 +274,7 @@ def summary_json(a: Analysis) -> dict:
         "monte_carlo": records(a.mc),
         "offers": records(a.offers) if a.offers is not None else [],
         "own_runs": records(a.adjustments) if a.adjustments is not None else [],
+        "published_layouts": published_layouts(a),
         "generated_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "workbook_version": paths.VERSION,
         "catalog_versions": catalog.catalog_versions(),

@@ -13,6 +13,7 @@ import pandas as pd
 
 from . import analysis, catalog, diff, prices
 from .calibrate import fit as calibrate
+from .calibrate import layouts
 from .plan import command as plan_command
 from .errors import InputError
 from .report import batch as report
@@ -99,6 +100,7 @@ def _estimate_table(result: dict) -> str:
     lines = [f"{result['scenario']}: {result['title']}", ""]
     with pd.option_context("display.width", 200, "display.max_columns", None, "display.float_format", "{:,.3g}".format):
         lines.append(df.to_string(index=False, na_rep="-"))
+    lines += layouts.comparison_lines(result.get("published_layouts") or [])
     if result.get("estimate_label"):
         lines.append(f"(generic model: every figure above is {result['estimate_label']}: the transformer-fitted "
                      "efficiency scaled on a few ResNet-50 GPU runs; read times and costs as lower bounds)")

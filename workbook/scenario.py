@@ -121,6 +121,11 @@ class Workload(_Strict):
     trainable_fraction: Annotated[float, Field(gt=0, le=1)] = 1.0
     lora_rank: Annotated[int, Field(gt=0, le=65_536, description=hf.LORA_RANK)] | None = None
     hf_config: str | None = Field(None, description=hf.DESCRIPTION)
+    moe_capacity_factor: Annotated[float, Field(ge=1, le=16, description=(
+        "Mixture-of-experts training with token dropping: each expert computes and receives capacity = "
+        "factor x its even share of the routed tokens (GShard, Lepikhin et al. 2020 §2.2), so its matmuls "
+        "and all-to-all grow by the factor; absent = dropless routing with balanced experts (1.0), as in "
+        "Megatron-Bridge's published MoE benchmarks"))] | None = None
     # inference
     input_tokens: PosInt | None = None
     output_tokens: PosInt | None = None
@@ -147,7 +152,7 @@ class Workload(_Strict):
             raise ValueError(f"give one of model, architecture, generic or hf_config, got {', '.join(given) or 'none'}")
         inference_keys = ["input_tokens", "output_tokens", "concurrency", "requests_per_s", "ttft_slo_ms",
                           "tpot_slo_ms", "batch_window_hours", "user_locations"]
-        training_keys = ["tokens", "samples", "global_batch_tokens", "lora_rank"]
+        training_keys = ["tokens", "samples", "global_batch_tokens", "lora_rank", "moe_capacity_factor"]
         if self.task == "inference":
             bad = [k for k in training_keys if getattr(self, k) is not None]
             if bad:

@@ -6,7 +6,7 @@ import pytest
 
 from workbook import catalog
 from workbook.model import profile as prof
-from workbook.model import training
+from workbook.model import search
 from workbook.scenario import Architecture, Parallelism, Workload
 
 # LLaMA-65B shape (Touvron et al. 2023, "LLaMA", Table 2: dim 8192, 64 heads, 80 layers; FFN 22016)
@@ -20,7 +20,7 @@ def _ft(**kw):
 
 def _fits_one(w, acc, **kw):
     p = prof.workload_profile(w)
-    return len(training.search(p, catalog.accelerator(acc), 1, w, **kw)) > 0
+    return len(search.search(p, catalog.accelerator(acc), 1, w, **kw)) > 0
 
 
 def test_adapter_count_matches_peft_for_llama2_7b_rank_64():
@@ -118,7 +118,7 @@ def test_qlora_memory_is_near_the_sum_of_its_parts():
     p = prof.workload_profile(w)
     # one sequence per micro-batch (since dequantisation is counted per micro-batch, the fastest layout
     # takes 4 and holds more activations)
-    best = training.search(p, catalog.accelerator("H100-SXM5-80GB"), 1, w, Parallelism(micro_batch=1)).iloc[0]
+    best = search.search(p, catalog.accelerator("H100-SXM5-80GB"), 1, w, Parallelism(micro_batch=1)).iloc[0]
     states = p.params_total * prof.training_weight_bytes_per_param(p, w) + prof.trainable_params(p, w) * (2 + 8)
     assert states < best["memory_per_chip_bytes"] < states + 15e9  # + activations and logits
 
@@ -138,7 +138,7 @@ def test_lora_step_is_about_a_third_faster_than_full_training_at_the_same_layout
     acc = catalog.accelerator("H100-SXM5-80GB")
     full, lora = _ft(model="llama-3.1-8b", seq_len=4096), _ft(model="llama-3.1-8b", seq_len=4096, lora_rank=16)
     pin = Parallelism(tp=1, pp=1, zero=3, micro_batch=1, recompute="full")
-    t = [training.best_config(prof.workload_profile(x), acc, 8, x, pin)["compute_s"] for x in (full, lora)]
+    t = [search.best_config(prof.workload_profile(x), acc, 8, x, pin)["compute_s"] for x in (full, lora)]
     ratio = t[1] / t[0]
     p = prof.model_profile("llama-3.1-8b")
     expect = float(prof.fine_tune_flops_per_token(p, lora)) / float(prof.train_flops_per_token(p, 4096))

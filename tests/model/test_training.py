@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from workbook import catalog
 from workbook.calibrate.runs import megatron_hw_flops_per_token
-from workbook.model import comm, serving, tables, training
+from workbook.model import comm, search, serving, tables, training
 from workbook.model import profile as prof
 from workbook.model.efficiency import Efficiency
 from workbook.errors import InputError
@@ -53,9 +53,9 @@ def _ideal(topo: comm.Topology) -> comm.Topology:
 def test_search_returns_only_and_all_configurations_that_fit(model, acc, chips, seq):
     p, a, w = prof.model_profile(model), catalog.accelerator(acc), _train(model, seq)
     cap = float(a["memory_bytes"]) * (1 - 0.1)
-    grid = training.configurations(p, chips, w)
+    grid = search.configurations(p, chips, w)
     every = training.evaluate(p, a, chips, w, grid, HALF)
-    found = training.search(p, a, chips, w, efficiency=HALF)
+    found = search.search(p, a, chips, w, efficiency=HALF)
     assert len(found) > 0 and (found["memory_per_chip_bytes"] <= cap).all()
     assert len(found) == int((every["memory_per_chip_bytes"] <= cap).sum())  # nothing that fits is lost
     assert found["step_time_s"].is_monotonic_increasing
@@ -73,7 +73,7 @@ def test_memory_of_a_hand_computed_configuration():
     p, a = prof.model_profile("llama-2-7b"), catalog.accelerator("H100-SXM5-80GB")
     w = _train("llama-2-7b", 4096, 4096 * 64)
     par = Parallelism(tp=1, pp=1, cp=1, zero=3, recompute="full", micro_batch=1)
-    row = training.search(p, a, 8, w, par, HALF).iloc[0]
+    row = search.search(p, a, 8, w, par, HALF).iloc[0]
     s, h, L, V = 4096, p.hidden, p.layers, p.vocab
     layer = (p.params_total - 2 * p.params_embedding) / L
     expected = (16 * p.params_total / 8 + 2 * 2 * layer + 2 * h * s * L
@@ -83,7 +83,7 @@ def test_memory_of_a_hand_computed_configuration():
 
 def test_zero_stages_shard_memory_in_order():
     p, a, w = prof.model_profile("llama-3.1-8b"), catalog.accelerator("H100-SXM5-80GB"), _train("llama-3.1-8b")
-    grid = training.configurations(p, 64, w, Parallelism(tp=1, pp=1, cp=1, micro_batch=1, recompute="full"))
+    grid = search.configurations(p, 64, w, Parallelism(tp=1, pp=1, cp=1, micro_batch=1, recompute="full"))
     every = training.evaluate(p, a, 64, w, grid, HALF)  # feasible or not
     mem = every.set_index("zero")["memory_per_chip_bytes"]
     assert mem[0] > mem[1] > mem[2] > mem[3]
@@ -92,38 +92,38 @@ def test_zero_stages_shard_memory_in_order():
 
 def test_nothing_fits_gives_no_best_configuration():
     p, a = prof.model_profile("llama-3.1-405b"), catalog.accelerator("A100-SXM4-40GB")
-    assert training.best_config(p, a, 8, _train("llama-3.1-405b", 8192), efficiency=HALF) is None
+    assert search.best_config(p, a, 8, _train("llama-3.1-405b", 8192), efficiency=HALF) is None
 
 
 def test_pinned_parallelism_is_respected():
     p, a = prof.model_profile("llama-3.1-405b"), catalog.accelerator("H100-SXM5-80GB")
-    df = training.search(p, a, 16384, _train("llama-3.1-405b", 8192, 16e6), Parallelism(tp=8, pp=16), HALF)
+    df = search.search(p, a, 16384, _train("llama-3.1-405b", 8192, 16e6), Parallelism(tp=8, pp=16), HALF)
     assert len(df) and (df["tp"] == 8).all() and (df["pp"] == 16).all()
-    cfg = training.best_config(p, a, 16384, _train("llama-3.1-405b", 8192, 16e6), Parallelism(tp=8, pp=16), HALF)
+    cfg = search.best_config(p, a, 16384, _train("llama-3.1-405b", 8192, 16e6), Parallelism(tp=8, pp=16), HALF)
     assert {"tp", "pp", "dp", "ep", "zero", "recompute", "micro_batch", "mfu"} <= set(cfg)
 
 
 def test_impossible_pin_is_an_input_error_naming_the_field():
     p, a = prof.model_profile("llama-3.1-70b"), catalog.accelerator("H100-SXM5-80GB")
     with pytest.raises(InputError, match="cluster.parallelism.tp"):
-        training.search(p, a, 64, _train("llama-3.1-70b"), Parallelism(tp=3), HALF)
+        search.search(p, a, 64, _train("llama-3.1-70b"), Parallelism(tp=3), HALF)
 
 
 def test_training_search_needs_a_global_batch():
     p, a = prof.model_profile("llama-3.1-8b"), catalog.accelerator("H100-SXM5-80GB")
     w = Workload(task="training", model="llama-3.1-8b", tokens=1e12)
     with pytest.raises(InputError, match="global_batch_tokens"):
-        training.search(p, a, 8, w, efficiency=HALF)
+        search.search(p, a, 8, w, efficiency=HALF)
 
 
 def test_the_405b_search_on_16384_chips_takes_under_two_seconds():
     p, a = prof.model_profile("llama-3.1-405b"), catalog.accelerator("H100-SXM5-80GB")
     w = _train("llama-3.1-405b", 8192, 16e6)
-    training.search(p, a, 16384, w, efficiency=HALF)  # warm caches
+    search.search(p, a, 16384, w, efficiency=HALF)  # warm caches
     t0 = time.perf_counter()
-    df = training.search(p, a, 16384, w, efficiency=HALF)
+    df = search.search(p, a, 16384, w, efficiency=HALF)
     elapsed = time.perf_counter() - t0
-    n = len(training.configurations(p, 16384, w)["tp"])
+    n = len(search.configurations(p, 16384, w)["tp"])
     assert n > 10000 and len(df) > 0
     assert elapsed < 2.0, f"{n} configurations took {elapsed:.2f} s"
 
@@ -136,7 +136,7 @@ def test_pipeline_bubble_follows_the_1f1b_and_interleaved_formulas():
     topo = comm.ideal_topology(64)
     for v in (1, 2):
         par = Parallelism(tp=8, pp=4, cp=1, micro_batch=1, recompute="full", zero=1)
-        df = training.search(p, a, 64, _train("llama-3.1-70b", 8192, 8192 * 64), par, HALF, topology=topo)
+        df = search.search(p, a, 64, _train("llama-3.1-70b", 8192, 8192 * 64), par, HALF, topology=topo)
         row = df[df["vpp"] == v].iloc[0]
         m = row["microbatches"]
         assert m == 32
@@ -151,7 +151,7 @@ def test_tensor_parallel_traffic_is_four_activation_all_reduces_per_layer():
     p, a = prof.model_profile("llama-2-7b"), catalog.accelerator("H100-SXM5-80GB")
     topo = _ideal(comm.topology(a, 8))
     par = Parallelism(tp=8, pp=1, cp=1, micro_batch=1, recompute="none", zero=0)
-    row = training.search(p, a, 8, _train("llama-2-7b", 4096, 4096), par, HALF, topology=topo).iloc[0]
+    row = search.search(p, a, 8, _train("llama-2-7b", 4096, 4096), par, HALF, topology=topo).iloc[0]
     per_ar = 2 * 7 / 8 * 4096 * 4096 * 2 / 450e9
     assert row["tp_comm_s"] == pytest.approx(4 * 32 * per_ar, rel=1e-6)
     assert row["exposed_comm_s"] == pytest.approx(row["tp_comm_s"])  # Megatron TP is on the critical path
@@ -161,7 +161,7 @@ def test_expert_parallelism_adds_all_to_alls_and_shards_the_experts():
     p, a = prof.model_profile("mixtral-8x7b"), catalog.accelerator("H100-SXM5-80GB")
     w = _train("mixtral-8x7b", 4096, 4096 * 64)
     base = dict(tp=1, pp=1, cp=1, zero=0, recompute="full", micro_batch=1)
-    one, eight = (training.evaluate(p, a, 16, w, training.configurations(p, 16, w, Parallelism(ep=e, **base)), HALF).iloc[0]
+    one, eight = (training.evaluate(p, a, 16, w, search.configurations(p, 16, w, Parallelism(ep=e, **base)), HALF).iloc[0]
                   for e in (1, 8))
     assert one["ep_comm_s"] == 0 and eight["ep_comm_s"] > 0
     # expert weights are 45 of Mixtral's 47B: 16 bytes each, 8x fewer per chip with EP=8
@@ -171,7 +171,7 @@ def test_expert_parallelism_adds_all_to_alls_and_shards_the_experts():
 
 def test_step_parts_add_up_to_the_step_time():
     p, a = prof.model_profile("llama-3.1-70b"), catalog.accelerator("TPU-v5p")
-    df = training.search(p, a, 1024, _train("llama-3.1-70b", 8192, 16e6), efficiency=HALF)
+    df = search.search(p, a, 1024, _train("llama-3.1-70b", 8192, 16e6), efficiency=HALF)
     parts = df[["compute_s", "exposed_comm_s", "bubble_s", "recompute_s", "optimizer_s", "sync_s"]].sum(axis=1)
     assert np.allclose(parts, df["step_time_s"])
     tidy = tables.breakdown(df.head(1).assign(accelerator="TPU-v5p", chips=1024))
@@ -183,11 +183,11 @@ def test_synchronisation_term_grows_with_the_number_of_fast_domains():
     slowest of m domains); none inside one domain, and none with an explicit efficiency unless asked."""
     p, a = prof.model_profile("llama-2-7b"), catalog.accelerator("TPU-v5e")  # 256-chip slices
     w = _train("llama-2-7b", 4096, 4096 * 1024)
-    one = training.best_config(p, a, 256, w, efficiency=HALF, sync_loss=0.04)
-    four = training.best_config(p, a, 1024, w, efficiency=HALF, sync_loss=0.04)
+    one = search.best_config(p, a, 256, w, efficiency=HALF, sync_loss=0.04)
+    four = search.best_config(p, a, 1024, w, efficiency=HALF, sync_loss=0.04)
     assert one["sync_s"] == 0.0
     assert four["sync_s"] == pytest.approx(0.04 * 2 * (four["step_time_s"] - four["sync_s"]))
-    assert training.best_config(p, a, 1024, w, efficiency=HALF)["sync_s"] == 0.0
+    assert search.best_config(p, a, 1024, w, efficiency=HALF)["sync_s"] == 0.0
 
 
 def test_the_practical_grid_keeps_tensor_parallelism_inside_a_gpu_node():
@@ -196,10 +196,10 @@ def test_the_practical_grid_keeps_tensor_parallelism_inside_a_gpu_node():
     p = prof.model_profile("llama-3.1-70b")
     w = _train("llama-3.1-70b", 8192, 16e6)
     h100, v5p = catalog.accelerator("H100-SXM5-80GB"), catalog.accelerator("TPU-v5p")
-    g = training.configurations(p, 1024, w, **training.practical_limits(h100))
+    g = search.configurations(p, 1024, w, **search.practical_limits(h100))
     assert g["tp"].max() == 8 and set(g["recompute"]) == {"none", "full"}
-    assert training.configurations(p, 1024, w, **training.practical_limits(v5p))["tp"].max() == 16
-    assert len(g["tp"]) < len(training.configurations(p, 1024, w)["tp"]) / 3
+    assert search.configurations(p, 1024, w, **search.practical_limits(v5p))["tp"].max() == 16
+    assert len(g["tp"]) < len(search.configurations(p, 1024, w)["tp"]) / 3
 
 
 # --- properties --------------------------------------------------------------------------------------
@@ -222,8 +222,8 @@ def test_more_chips_never_lower_throughput_without_communication(arch, chips, se
     # the smaller layout with twice the data (or tensor) parallelism, so the best throughput cannot fall.
     p, a = prof.profile_from_architecture(arch), catalog.accelerator(acc)
     w = _train(architecture=arch, seq_len=seq, batch_tokens=seqs * seq)
-    small = training.best_config(p, a, chips, w, efficiency=HALF, topology=comm.ideal_topology(chips))
-    big = training.best_config(p, a, 2 * chips, w, efficiency=HALF, topology=comm.ideal_topology(2 * chips))
+    small = search.best_config(p, a, chips, w, efficiency=HALF, topology=comm.ideal_topology(chips))
+    big = search.best_config(p, a, 2 * chips, w, efficiency=HALF, topology=comm.ideal_topology(2 * chips))
     if small is not None:
         assert big is not None
         assert big["tokens_per_s"] >= small["tokens_per_s"] * (1 - 1e-9)
@@ -235,7 +235,7 @@ def test_more_chips_never_lower_throughput_without_communication(arch, chips, se
 def test_search_never_returns_a_configuration_that_does_not_fit(arch, chips, seq, acc):
     p, a = prof.profile_from_architecture(arch), catalog.accelerator(acc)
     w = _train(architecture=arch, seq_len=seq, batch_tokens=max(chips, 64) * seq)
-    df = training.search(p, a, chips, w, efficiency=HALF)
+    df = search.search(p, a, chips, w, efficiency=HALF)
     assert (df["memory_per_chip_bytes"] <= float(a["memory_bytes"]) * 0.9).all()
 
 
@@ -255,7 +255,7 @@ def _megatron_predicted_tflops(model, gpus, batch, tp, pp, efficiency):
     p, a = prof.model_profile(model), catalog.accelerator("A100-SXM4-80GB")
     w = _train(model, 2048, batch * 2048)
     topo = comm.topology(a, gpus, inter_node_bytes_per_s=25e9)
-    cfg = training.best_config(p, a, gpus, w, Parallelism(tp=tp, pp=pp, recompute="full"), efficiency, topology=topo)
+    cfg = search.best_config(p, a, gpus, w, Parallelism(tp=tp, pp=pp, recompute="full"), efficiency, topology=topo)
     return megatron_hw_flops_per_token(p, 2048) * batch * 2048 / cfg["step_time_s"] / gpus / 1e12
 
 
@@ -285,7 +285,7 @@ def test_megatron_h100_strong_scaling_loss_like_the_readme():
                         gated_mlp=False, tied_embeddings=True)
     p, a = prof.profile_from_architecture(arch), catalog.accelerator("H100-SXM5-80GB")
     w = _train(architecture=arch, seq_len=4096, batch_tokens=1152 * 4096)
-    mfu = {n: training.best_config(p, a, n, w, Parallelism(tp=8), HALF)["mfu"] for n in (96, 4608)}
+    mfu = {n: search.best_config(p, a, n, w, Parallelism(tp=8), HALF)["mfu"] for n in (96, 4608)}
     assert mfu[4608] / mfu[96] == pytest.approx(0.42 / 0.47, abs=0.07)
 
 
@@ -297,7 +297,7 @@ def test_llama2_70b_gpu_hours_are_a_lower_bound_at_the_matmul_ceiling():
     w = Workload(task="training", model="llama-2-70b", tokens=2e12, seq_len=4096, global_batch_tokens=4 * 2**20)
     for gpus in (1024, 2048):
         topo = comm.topology(a, gpus, inter_node_bytes_per_s=25e9)
-        cfg = training.best_config(p, a, gpus, w, efficiency=placeholder_constant_efficiency(A100_MAMF), topology=topo)
+        cfg = search.best_config(p, a, gpus, w, efficiency=placeholder_constant_efficiency(A100_MAMF), topology=topo)
         gpu_hours = 2e12 / cfg["tokens_per_s"] * gpus / 3600
         assert gpu_hours <= 1_720_320
 
@@ -315,8 +315,8 @@ def test_llama3_70b_on_a_v5p_pod_needs_tensor_parallelism_like_scaling_book():
     p = prof.model_profile("llama-3-70b")
     w = _train("llama-3-70b", 4096, 4 * 1024 * 1024)
     kw = dict(efficiency=placeholder_constant_efficiency(1.0), topology=pod, overlap=training.Overlap(tp=1.0))
-    fsdp = training.search(p, a, 8960, w, Parallelism(tp=1, pp=1), **kw).iloc[0]
-    mixed = training.search(p, a, 8960, w, Parallelism(tp=4, pp=1), **kw).iloc[0]
+    fsdp = search.search(p, a, 8960, w, Parallelism(tp=1, pp=1), **kw).iloc[0]
+    mixed = search.search(p, a, 8960, w, Parallelism(tp=4, pp=1), **kw).iloc[0]
     assert fsdp["dp_comm_s"] > fsdp["compute_s"]  # communication-bound
     assert mixed["exposed_comm_s"] < 0.05 * mixed["step_time_s"]  # compute-bound
     assert mixed["step_time_s"] < fsdp["step_time_s"]

@@ -10,7 +10,7 @@ import vl_convert as vlc
 from workbook import catalog, cost, load_scenario
 from workbook.calibrate import runs as calruns
 from workbook.model import tables
-from workbook.model import training as train_model
+from workbook.model import search as train_search
 from workbook.analysis import analyse
 from workbook.model.profile import workload_profile
 from workbook.terms import pricing_short
@@ -155,7 +155,7 @@ def test_step_breakdown_of_nothing_says_so():
 
 def test_configurations_chart_stacks_the_step_parts():
     s = load_scenario("llama2-7b-pretrain")
-    table = train_model.search(workload_profile(s.workload), catalog.accelerator("H100-SXM5-80GB"), 64, s.workload)
+    table = train_search.search(workload_profile(s.workload), catalog.accelerator("H100-SXM5-80GB"), 64, s.workload)
     spec = sc.configurations_breakdown(table, top=5).to_dict()
     assert spec["mark"]["type"] == "bar" and spec["encoding"]["x"]["field"] == "seconds"
     assert spec["encoding"]["y"]["field"] == "configuration"

@@ -3,7 +3,7 @@ and the comparison table (``compare``) that the cost model, the decision and the
 
 Multi-chip training time is ``model.training``'s best configuration (tensor, pipeline, data, expert
 and context parallelism, ZeRO, recomputation, micro-batch) over a practical grid
-(``training.practical_limits``), the same search the calibration runs, so that the efficiency is not
+(``search.practical_limits``), the same search the calibration runs, so that the efficiency is not
 charged twice for communication and bubbles. Generic (non-transformer) workloads use the sharded
 data-parallel model ``data_parallel_fallback``. Serving is ``model.serving.estimate_serving``.
 
@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from .. import catalog, terms
 from ..errors import InputError
 from ..scenario import Parallelism, Scenario, Workload
-from . import serving, training
+from . import search, serving
 from .efficiency import Efficiency, band, compute_efficiency, default, network_loss, peak, scope_of
 from .profile import (Profile, activation_bytes, fine_tune_flops_per_token, optimizer_bytes_per_trainable_param, trainable_params,
                       training_state_bytes_per_param, training_weight_bytes_per_param, workload_profile)
@@ -232,8 +232,8 @@ def _acc_key(acc) -> tuple:
 
 def training_config(p: Profile, acc, chips: int, w: Workload, parallelism: Parallelism | None = None,
                     headroom: float = 0.1, eff: Efficiency | None = None, **limits) -> dict | None:
-    """The fastest parallel layout of ``chips`` chips (``training.best_config`` over
-    ``training.practical_limits`` with the efficiency ``eff``; ``parallelism`` pins dimensions like
+    """The fastest parallel layout of ``chips`` chips (``search.best_config`` over
+    ``search.practical_limits`` with the efficiency ``eff``; ``parallelism`` pins dimensions like
     ``cluster.parallelism``; ``limits`` add grid limits such as a published ``vpp``), or None when
     nothing fits in memory. A step is ``global_batch_tokens`` (default: one sequence per chip). The
     one multi-chip path of ``estimate_training`` and the calibration; cached per process on the
@@ -247,8 +247,8 @@ def training_config(p: Profile, acc, chips: int, w: Workload, parallelism: Paral
     def compute():
         a = pd.Series(dict(acc))
         try:
-            return training.best_config(p, a, int(chips), w, parallelism, eff, memory_headroom=headroom,
-                                        sync_loss=network_loss(eff, a), **(training.practical_limits(a) | limits))
+            return search.best_config(p, a, int(chips), w, parallelism, eff, memory_headroom=headroom,
+                                        sync_loss=network_loss(eff, a), **(search.practical_limits(a, seq_len=w.seq_len) | limits))
         except InputError as e:  # cached too: a count that cannot be priced stays so
             return e
 

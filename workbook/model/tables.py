@@ -14,7 +14,7 @@ import pandas as pd
 from .. import catalog, terms
 from ..errors import InputError
 from ..scenario import Parallelism, Scenario, Workload
-from . import comm, serving, training
+from . import comm, search, serving, training
 from . import profile as prof
 from .efficiency import Efficiency, peak
 from .estimate import candidate_accelerators, training_tokens
@@ -210,7 +210,7 @@ def scaling_curve(profile: Profile, acc: pd.Series, chip_counts, workload: Workl
         row = {"accelerator": training._acc_name(acc), "chips": n, "fits": False, "reason": ""}
         try:
             topo = comm.topology(acc, n, **(topology_overrides or {}))
-            cfg = training.best_config(profile, acc, n, workload, parallelism, efficiency, topology=topo, overlap=overlap,
+            cfg = search.best_config(profile, acc, n, workload, parallelism, efficiency, topology=topo, overlap=overlap,
                               memory_headroom=memory_headroom, **limits)
         except InputError as e:  # e.g. no network figure beyond one node: this count cannot be priced
             row["reason"] = str(e)
@@ -273,7 +273,7 @@ def scenario_curves(s, chip_counts=None, efficiency: Efficiency | None = None, a
     else 16,384). For an inference scenario: ``serving.tp_curve`` per candidate. Accelerators the
     catalog cannot price (no peak for the precision, no network for the chip count) are skipped
     and listed in ``df.attrs['skipped']``. Training searches the practical grid
-    (``training.practical_limits``), the one ``estimate.estimate_training`` and the calibration use."""
+    (``search.practical_limits``), the one ``estimate.estimate_training`` and the calibration use."""
     p = prof.workload_profile(s.workload)
     frames, skipped = [], []
     par = s.cluster.parallelism if s.cluster is not None else None
@@ -294,7 +294,7 @@ def scenario_curves(s, chip_counts=None, efficiency: Efficiency | None = None, a
                 counts = chip_counts or default_chip_counts(acc, top, profile=p, workload=s.workload)
                 frames.append(scaling_curve(p, acc, counts, s.workload, efficiency, parallelism=par,
                                             memory_headroom=s.constraints.min_memory_headroom,
-                                            **training.practical_limits(acc)))
+                                            **search.practical_limits(acc, seq_len=s.workload.seq_len)))
         except InputError as e:
             skipped.append(f"{a}: {e}")
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
@@ -308,7 +308,7 @@ def scenario_best(s, efficiency: Efficiency | None = None, chips: int | None = N
     fastest of the candidates the catalog can price). Training: the best configuration at ``chips``
     (default ``cluster.chips``, else ``constraints.max_chips``, else 1,024 chips). Inference: of the
     rows ``serving.tp_curve`` chose, the one with the most output tokens/s per chip. Training
-    searches the practical grid (``training.practical_limits``), as ``estimate.estimate_training`` does."""
+    searches the practical grid (``search.practical_limits``), as ``estimate.estimate_training`` does."""
     p = prof.workload_profile(s.workload)
     w = s.workload
     if accelerator is not None:
@@ -328,13 +328,13 @@ def scenario_best(s, efficiency: Efficiency | None = None, chips: int | None = N
                 if df.empty:
                     continue
                 row = df.sort_values("output_tokens_per_s_per_chip", ascending=False).iloc[0]
-                cfg = {**{k: training._py(v) for k, v in row.to_dict().items()}, "task": "inference"}
+                cfg = {**{k: search._py(v) for k, v in row.to_dict().items()}, "task": "inference"}
                 score = cfg["output_tokens_per_s_per_chip"]
             else:
                 n = chips or (s.cluster.chips if s.cluster and s.cluster.chips else None) or s.constraints.max_chips or 1024
                 par = s.cluster.parallelism if s.cluster is not None else None
-                cfg = training.best_config(p, acc, n, w, par, efficiency, memory_headroom=headroom,
-                                           **training.practical_limits(acc))
+                cfg = search.best_config(p, acc, n, w, par, efficiency, memory_headroom=headroom,
+                                           **search.practical_limits(acc, seq_len=w.seq_len))
                 if cfg is None:
                     continue
                 cfg["task"] = w.task

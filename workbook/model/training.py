@@ -1,10 +1,9 @@
-"""Multi-chip training: memory per chip and step time of parallel configurations, a
-vectorised search for the fastest one that fits.
+"""Multi-chip training: memory per chip and step time of parallel configurations, priced as one
+numpy grid (the search over the grid is ``model.search``).
 
 A configuration is TP x PP x DP x EP x CP x micro-batch x interleaving x recompute x ZeRO stage on
-``chips`` chips. ``search`` builds every configuration as rows of numpy arrays and prices them all
-at once (no Python loop per configuration), drops those that do not fit in memory, and sorts the
-rest by step time. Ranks are laid out Megatron-style, tensor-parallel innermost, then context,
+``chips`` chips. ``evaluate`` prices every configuration of a grid (``search.configurations``) as
+rows of numpy arrays at once (no Python loop per configuration). Ranks are laid out Megatron-style, tensor-parallel innermost, then context,
 expert, data and pipeline parallel outermost (``--order tp-cp-ep-dp-pp`` in Megatron-Core), so the
 communication model (``model.comm``) knows which groups stay inside a fast domain.
 
@@ -45,17 +44,14 @@ import pandas as pd
 
 from .. import catalog
 from ..errors import InputError
-from ..scenario import Constraints, Parallelism, Workload
+from ..scenario import Constraints, Workload
 from . import comm
 from . import profile as prof
-from .efficiency import Efficiency, compute_efficiency, default, network_loss
+from .efficiency import Efficiency, compute_efficiency, default, network_loss, width_factor, width_scale
 from .profile import Profile
 
 RECOMPUTE = ("none", "selective", "full")
 ZERO_STAGES = (0, 1, 2, 3)
-INTERLEAVE = (1, 2, 4)  # virtual pipeline stages per chip tried by the search
-MICRO_BATCHES = (1, 2, 4, 8, 16, 32, 64)  # micro-batch sizes (sequences) tried by the search
-MAX_CP = 32
 ACTIVATION_BYTES = 2.0  # 16-bit activations exchanged by TP/CP/EP/PP (Korthikanti et al. 2022 assume 16-bit)
 
 RESULT_COLUMNS = ["tp", "pp", "dp", "ep", "cp", "vpp", "zero", "recompute", "micro_batch", "microbatches",
@@ -88,6 +84,17 @@ class Overlap:
     - ``cp = 1``: ring attention overlaps the KV exchange with the attention blocks (Liu et al. 2023).
     - ``ep = 0``: expert all-to-alls block the MoE layer (Lepikhin et al. 2020); overlapping them
       needs schedules such as DeepSeek-V3's DualPipe.
+    - ``slowdown = 0.189``: hidden communication is not free. Compute that runs while a collective
+      overlaps it is slowed by the collective's kernels (SMs, HBM and L2 shared with NCCL): 18.9% on
+      average (at most 40%) over GPT and Llama training kernels on A100, H100, MI250 and MI210
+      (arXiv 2507.03114, "Characterizing Compute-Communication Overlap in GPU-Accelerated
+      Distributed Deep Learning", 2025, abstract). Each second of communication hidden behind
+      compute adds ``slowdown`` seconds to the step, so layouts that hide much communication
+      (ZeRO-3/FSDP over many replicas, context parallelism) pay for it; ``slowdown = 0`` is the
+      earlier free overlap. GPUs only (``gpu_overlap_slowdown``): the study measured GPUs, where
+      NCCL's kernels run on the same SMs as the matmuls; TPU and Trainium collectives are moved by
+      the chips' own DMA engines over ICI/NeuronLink, and no published measurement of an overlap
+      slowdown there was found, so they keep 0.
     """
 
     tp: float = 0.0
@@ -96,6 +103,7 @@ class Overlap:
     fsdp: float = 1.0
     cp: float = 1.0
     ep: float = 0.0
+    slowdown: float = 0.189
 
     def __post_init__(self):
         for k, v in asdict(self).items():
@@ -188,149 +196,8 @@ def _global_batch_seqs(w: Workload) -> int:
     return max(1, int(round(w.global_batch_tokens / w.seq_len)))
 
 
-def _recompute_options(w: Workload, par: Parallelism | None) -> tuple:
-    if par is not None and par.recompute is not None:
-        return (par.recompute,)
-    if w.recompute != "auto":
-        return (w.recompute,)
-    return RECOMPUTE
-
-
 def _num(v, default=np.nan) -> float:
     return default if v is None or pd.isna(v) else float(v)
-
-
-def _pin_error(field: str, value, why: str):
-    raise InputError(f"cluster.parallelism.{field}: {value} is not possible here: {why}")
-
-
-# --- the grid -----------------------------------------------------------------------------------
-
-def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism | None = None, *,
-                   max_tp: int | None = None, max_pp: int | None = None, micro_batches=None, interleave=None,
-                   vpp: int | None = None, min_cp_tokens: int | None = None, recompute_choices=None) -> dict:
-    """Every candidate configuration for ``chips`` chips as numpy arrays of one length (the grid
-    the search prices). Structural rules: tp divides the attention heads (Megatron); cp divides
-    the sequence into 2·cp chunks (Megatron-Core load balancing); pp ≤ layers (stages may hold
-    unequal layer counts); ep divides the experts and the data-parallel size; each data-parallel
-    rank gets at least one sequence; interleaving needs m a multiple of pp (Megatron-LM).
-
-    Limits (``practical_limits`` gives the ones ``estimate`` and the calibration use): ``max_tp``,
-    ``max_pp``; ``micro_batches`` and ``interleave`` replace ``MICRO_BATCHES`` and ``INTERLEAVE``;
-    ``vpp`` pins the interleaving (a published layout); ``min_cp_tokens``: context parallelism only
-    when each rank keeps at least that many tokens of a sequence (a pinned ``cp`` is kept);
-    ``recompute_choices`` replaces ``RECOMPUTE`` when neither the workload nor the pins fix it."""
-    _check_transformer(p)
-    par = parallelism or Parallelism()
-    B = _global_batch_seqs(w)
-    s = w.seq_len
-    tp_opts = [t for t in _divisors(chips) if p.heads % t == 0 and (max_tp is None or t <= max_tp)]
-    cp_opts = [1] + [c for c in _divisors(chips) if 1 < c <= MAX_CP and c & (c - 1) == 0 and s % (2 * c) == 0]
-    if par.tp is not None:
-        if par.tp not in [t for t in _divisors(chips) if p.heads % t == 0]:
-            _pin_error("tp", par.tp, f"it must divide {chips} chips and the {p.heads} attention heads")
-        tp_opts = [par.tp]
-    if par.cp is not None:
-        if par.cp not in cp_opts:
-            _pin_error("cp", par.cp, f"it must be a power of two dividing {chips} chips with seq_len "
-                       f"{s} divisible by 2·cp")
-        cp_opts = [par.cp]
-    elif min_cp_tokens is not None:
-        cp_opts = [c for c in cp_opts if c == 1 or s / c >= min_cp_tokens]
-    rows = []
-    for tp in tp_opts:
-        for cp in cp_opts:
-            if chips % (tp * cp):
-                continue
-            rest = chips // (tp * cp)
-            for pp in _divisors(rest):
-                if pp > p.layers or (max_pp is not None and pp > max_pp and par.pp is None):
-                    continue
-                if par.pp is not None and pp != par.pp:
-                    continue
-                dp = rest // pp
-                if par.dp is not None and dp != par.dp:
-                    continue
-                if dp > B:
-                    continue
-                eps = [e for e in _divisors(dp) if p.experts % e == 0] if p.is_moe else [1]
-                if par.ep is not None:
-                    eps = [e for e in eps if e == par.ep]
-                for ep in eps:
-                    rows.append((tp, cp, pp, dp, ep))
-    empty = {k: np.zeros(0, dtype=int) for k in ("tp", "cp", "pp", "dp", "ep", "micro_batch", "vpp", "zero")} | {
-        "recompute": np.zeros(0, dtype=object), "microbatches": np.zeros(0, dtype=int)}
-    if not rows:
-        pins = {k: v for k, v in par.model_dump(exclude_none=True).items() if k in ("tp", "pp", "dp", "cp", "ep")}
-        if pins:
-            raise InputError(f"cluster.parallelism: {pins} cannot be laid out on {chips} chips "
-                             f"(tp·pp·dp·cp must equal the chip count, dp ≤ {B} sequences per batch"
-                             + (f", ep must divide dp and the {p.experts} experts" if p.is_moe else "") + ")")
-        return empty
-    base = np.array(rows, dtype=np.int64)
-    mb_grid = MICRO_BATCHES if micro_batches is None else tuple(micro_batches)
-    mbs = np.array([par.micro_batch] if par.micro_batch is not None else mb_grid, dtype=np.int64)
-    # base x micro-batch
-    g = np.repeat(base, len(mbs), axis=0)
-    mb = np.tile(mbs, len(base))
-    if par.micro_batch is None:  # no micro-batch larger than a data-parallel rank's share of the batch
-        keep = mb <= np.ceil(B / g[:, 3])
-        g, mb = g[keep], mb[keep]
-    m = np.ceil(B / (g[:, 3] * mb)).astype(np.int64)
-    # x interleaving
-    vs = np.array([vpp] if vpp is not None else (INTERLEAVE if interleave is None else tuple(interleave)), dtype=np.int64)
-    g = np.repeat(g, len(vs), axis=0)
-    mb = np.repeat(mb, len(vs))
-    m = np.repeat(m, len(vs))
-    v = np.tile(vs, len(g) // len(vs))
-    pp = g[:, 2]
-    layers_per_chunk = np.ceil(p.layers / (pp * v))
-    keep = (v == 1) | ((pp > 1) & (m % pp == 0) & (layers_per_chunk >= 1) & (pp * v <= p.layers))
-    g, mb, m, v = g[keep], mb[keep], m[keep], v[keep]
-    # x recompute x ZeRO
-    rc_opts = _recompute_options(w, par)
-    if recompute_choices is not None and len(rc_opts) > 1:
-        rc_opts = tuple(recompute_choices)
-    rcs = np.array(rc_opts, dtype=object)
-    zs = np.array([par.zero] if par.zero is not None else ZERO_STAGES, dtype=np.int64)
-    n_base = len(g)
-    reps = len(rcs) * len(zs)
-    g = np.repeat(g, reps, axis=0)
-    mb, m, v = np.repeat(mb, reps), np.repeat(m, reps), np.repeat(v, reps)
-    rc = np.tile(np.repeat(rcs, len(zs)), n_base)
-    z = np.tile(np.tile(zs, len(rcs)), n_base)
-    keep = (z == 0) | (g[:, 3] * g[:, 1] > 1) | (par.zero is not None)  # ZeRO needs data-parallel replicas
-    g, mb, m, v, rc, z = g[keep], mb[keep], m[keep], v[keep], rc[keep], z[keep]
-    return {"tp": g[:, 0], "cp": g[:, 1], "pp": g[:, 2], "dp": g[:, 3], "ep": g[:, 4], "micro_batch": mb,
-            "microbatches": m, "vpp": v, "recompute": rc, "zero": z}
-
-
-# Limits of the practical search (``practical_limits``): what ``model.estimate`` and the
-# calibration search, so that the calibrated efficiency and the estimates see the same layouts.
-PRACTICAL_MICRO_BATCHES = (1, 2, 4, 8)
-# Tensor parallelism on a TPU torus: up to 16 chips along ICI, the largest degree in the published
-# MaxText configurations (v5e/v5p 128B-1024B scripts: ici_tensor_parallelism=16).
-TORUS_MAX_TP = 16
-# Context parallelism only when every rank keeps >= 4,096 tokens of a sequence: Megatron-Core uses it
-# for long sequences (NeMo/Megatron-Bridge Llama 3.1 405B: CP2 at 8,192 tokens); shorter chunks make
-# the ring-attention blocks too small to hide the KV exchange (Liu et al. 2023 §3).
-PRACTICAL_MIN_CP_TOKENS = 4096
-
-
-def practical_limits(acc: pd.Series, topology: comm.Topology | None = None) -> dict:
-    """Keyword limits for ``configurations`` that keep the search to layouts people run (and fast
-    enough for ``estimate.compare`` over the whole catalog): tensor parallelism inside one node of a
-    switched or meshed fabric (``chips_per_node``: Megatron-LM keeps TP within an NVLink server,
-    Narayanan et al. 2021 §3.3) or up to ``TORUS_MAX_TP`` chips on a TPU torus; micro-batches of
-    1, 2, 4 or 8 sequences; context parallelism only for sequences of at least 2 x
-    ``PRACTICAL_MIN_CP_TOKENS`` tokens; recomputation none or full (with FlashAttention the attention
-    scores are never stored, so selective recomputation, which recomputes exactly them, saves no
-    memory in ``profile.activation_bytes_per_token_per_layer`` and only adds time; a workload or pin
-    that asks for it still gets it)."""
-    node = int(_num(acc.get("chips_per_node"), 1))
-    torus = (topology.fabric == "torus") if topology is not None else int(_num(acc.get("torus_dims"), 0)) >= 1
-    return {"max_tp": max(node, TORUS_MAX_TP) if torus else node, "micro_batches": PRACTICAL_MICRO_BATCHES,
-            "min_cp_tokens": PRACTICAL_MIN_CP_TOKENS, "recompute_choices": ("none", "full")}
 
 
 # --- pricing the grid ---------------------------------------------------------------------------
@@ -379,26 +246,66 @@ def _stage_shape(p: Profile, w: Workload, g: dict) -> dict:
     return st
 
 
+def moe_capacity_factor(w: Workload) -> float:
+    """Tokens each expert computes and receives over its even share of the routed tokens: the
+    scenario's ``moe_capacity_factor`` with token dropping (capacity-padded experts, GShard,
+    Lepikhin et al. 2020 §2.2), 1.0 for dropless routing with balanced experts (the published
+    Megatron-Bridge MoE benchmarks force-balance the routing and drop no token)."""
+    return float(w.moe_capacity_factor or 1.0)
+
+
+def expert_width_ratio(p: Profile, eff: Efficiency, acc, precision: str) -> float:
+    """Speed of the routed experts' grouped matmuls relative to the layer's other matmuls:
+    width_factor(f) / width_factor(h) with f the expert's ``moe_ffn_hidden``. The element-wise work
+    around an expert (its gated activation over f, the permuted copies of the token over h) per
+    matmul FLOP grows like 1/f where a dense layer's grows like 1/h (``efficiency.width_factor``),
+    so fine-grained experts (Qwen3-30B-A3B: f = 768 at h = 2048) lose more of the chip than the
+    layer's other matmuls. At most 1: an expert wider than the model (Mixtral: f = 14,336 at
+    h = 4,096) is not taken to outrun the layer's dense matmuls, since a grouped matmul splits the
+    tokens over the experts. 1 for dense models and a fixed efficiency."""
+    if not p.is_moe or eff.constant is not None:
+        return 1.0
+    h0 = width_scale(eff, acc, precision)
+    return float(min(1.0, width_factor(p.moe_ffn_hidden, h0) / width_factor(p.hidden, h0)))
+
+
+def moe_permute_bytes_per_token(p: Profile) -> float:
+    """HBM bytes per token, MoE layer and pass (forward, backward, recomputed forward) of the token
+    dispatcher's permutation: each pass permutes the token's ``experts_per_token`` copies into
+    expert order and un-permutes the outputs, a read and a write of k·h 16-bit values each
+    (Megatron-Core ``moe_utils.permute``/``unpermute``, NVIDIA/Megatron-LM @e61c384
+    megatron/core/transformer/moe/moe_utils.py). 0 for dense models."""
+    return 2.0 * 2.0 * p.experts_per_token * p.hidden * ACTIVATION_BYTES if p.is_moe else 0.0
+
+
 def _compute_parts(p: Profile, w: Workload, g: dict, st: dict, eff: Efficiency, acc, peak: float, grid: dict) -> dict:
     """FLOPs and compute time per micro-batch on the busiest stage: forward, backward, the
     recomputed forward and the attention core. FLOPs are counted as PaLM's model FLOPs (full
     attention), the definition the efficiency is calibrated on (MFU): a causal kernel that skips
-    masked blocks shows up as a higher efficiency, not as fewer FLOPs."""
+    masked blocks shows up as a higher efficiency, not as fewer FLOPs. Mixture of experts: the
+    routed experts' matmuls run at ``expert_width_ratio`` of the layer's rate and on
+    ``moe_capacity_factor`` times their tokens, and the token permutation
+    (``moe_permute_bytes_per_token``) streams through HBM."""
     s, L, h, V = float(w.seq_len), float(p.layers), float(p.hidden), float(p.vocab)
     head_grads = 0.0 if w.lora_rank else w.trainable_fraction  # a frozen output head has no weight gradients
     head_flops = (4.0 + 2.0 * head_grads) * V * h
     layer_flops = (float(prof.fine_tune_flops_per_token(p, w)) - head_flops) / L
     fwd_share = float(prof.train_flops_per_token(p, s) / 3.0) / float(prof.fine_tune_flops_per_token(p, w))
     attn_layer_fwd = float(prof.attention_flops_per_token(p, s, causal=False)) / L
+    # routed experts' FLOPs per layer and token (forward and backward, in the workload's count)
+    expert_flops = 2.0 * st["expert_layer"] * p.experts_per_token / p.experts / fwd_share if p.is_moe else 0.0
+    expert_time = moe_capacity_factor(w) / expert_width_ratio(p, eff, acc, w.precision)  # per FLOP, vs the rest
     tok_chip = g["mb"] * s / (g["tp"] * g["cp"])  # tokens per micro-batch per chip (sequence-parallel shards)
     e = np.clip(np.asarray(compute_efficiency(eff, acc, w.precision, "train", p, tp=grid["tp"], tokens=g["mb"] * s / g["cp"]),
                            dtype=float) * np.ones_like(g["tp"]), 1e-6, 1.0)
     rate = peak * e
     L_stage = st["L_stage"]
-    t_fb = (L_stage * layer_flops + head_flops) * tok_chip / rate
-    rc_flops = np.where(g["full"], L_stage * layer_flops / 3.0, np.where(g["sel"], L_stage * attn_layer_fwd, 0.0))
-    return {"efficiency": e, "tok_chip": tok_chip, "t_fwd": t_fb * fwd_share, "t_bwd": t_fb * (1.0 - fwd_share),
-            "t_rc": rc_flops * tok_chip / rate,
+    eff_layer_flops = layer_flops + expert_flops * (expert_time - 1.0)  # FLOPs at the layer's rate that take as long
+    t_fb = (L_stage * eff_layer_flops + head_flops) * tok_chip / rate
+    t_perm = L_stage * moe_permute_bytes_per_token(p) * tok_chip / float(acc["memory_bytes_per_s"])  # one pass
+    rc_flops = np.where(g["full"], L_stage * eff_layer_flops / 3.0, np.where(g["sel"], L_stage * attn_layer_fwd, 0.0))
+    return {"efficiency": e, "tok_chip": tok_chip, "t_fwd": t_fb * fwd_share + t_perm,
+            "t_bwd": t_fb * (1.0 - fwd_share) + t_perm, "t_rc": rc_flops * tok_chip / rate + np.where(g["full"], t_perm, 0.0),
             "t_attn": 3.0 * L_stage * attn_layer_fwd * tok_chip / rate}  # attention core, forward + backward
 
 
@@ -415,7 +322,7 @@ def _model_parallel_comm(p: Profile, w: Workload, g: dict, st: dict, c: dict, to
     out["cp_mb"] = comm.collective_s("all_gather", n_cp * kv_bytes, cp, tp, topo, calls=n_cp)
     if p.is_moe:
         n_ep = np.where(g["full"], 6.0, 4.0) * L_stage  # dispatch + combine, forward and backward
-        a2a_bytes = c["tok_chip"] * p.experts_per_token * h * e
+        a2a_bytes = c["tok_chip"] * p.experts_per_token * h * e * moe_capacity_factor(w)  # capacity-padded
         out["ep_mb"] = comm.collective_s("all_to_all", n_ep * a2a_bytes, ep, tp * cp, topo, calls=n_ep)
     else:
         out["ep_mb"] = np.zeros_like(tp)
@@ -424,12 +331,20 @@ def _model_parallel_comm(p: Profile, w: Workload, g: dict, st: dict, c: dict, to
     return out
 
 
-def _hidden(t, window, fraction):
-    """The part of a communication of ``t`` seconds not hidden behind ``fraction`` of ``window``."""
-    return np.maximum(0.0, t - fraction * window)
+def _hidden(t, window, fraction, slowdown=0.0):
+    """The time a communication of ``t`` seconds adds to the step when up to ``fraction`` of
+    ``window`` seconds of compute can hide it: the part not hidden, plus ``slowdown`` x the part
+    hidden (``Overlap.slowdown``: the overlapped compute runs slower)."""
+    hidden = np.minimum(t, fraction * window)
+    return (t - hidden) + slowdown * hidden
 
 
-def _data_parallel_comm(w: Workload, g: dict, st: dict, c: dict, topo: comm.Topology, o: Overlap) -> dict:
+def gpu_overlap_slowdown(o: Overlap, acc) -> float:
+    """``Overlap.slowdown`` on a GPU (``kind`` gpu), 0 on TPUs and ASICs (see ``Overlap``)."""
+    return float(o.slowdown) if str(acc.get("kind", "gpu")) == "gpu" else 0.0
+
+
+def _data_parallel_comm(w: Workload, g: dict, st: dict, c: dict, topo: comm.Topology, o: Overlap, s: float) -> dict:
     """Data-parallel / ZeRO communication: exposed per micro-batch (``zero_mb``: ZeRO-2 reduce-scatters
     every micro-batch, ZeRO-3 also gathers weights forward and backward), exposed once per step
     (``dp_step``) and in total before overlap (``dp_total``)."""
@@ -443,11 +358,11 @@ def _data_parallel_comm(w: Workload, g: dict, st: dict, c: dict, topo: comm.Topo
 
     ar, rs, ag = both("all_reduce", G_n, G_e), both("reduce_scatter", G_n, G_e), both("all_gather", W_n, W_e)
     t_fwd, t_bwd, t_rc = c["t_fwd"], c["t_bwd"], c["t_rc"]
-    zero_mb = np.where(z == 2, _hidden(rs, t_bwd, o.dp),
-                       np.where(z == 3, _hidden(ag, t_fwd, o.fsdp) + _hidden(ag + rs, t_bwd + t_rc, o.fsdp), 0.0))
-    dp_step = np.where(z == 0, _hidden(ar, t_bwd, o.dp),
-                       np.where(z == 1, _hidden(rs, t_bwd, o.dp) + _hidden(ag, t_fwd, o.dp),
-                                np.where(z == 2, _hidden(ag, t_fwd, o.dp), 0.0)))
+    zero_mb = np.where(z == 2, _hidden(rs, t_bwd, o.dp, s),
+                       np.where(z == 3, _hidden(ag, t_fwd, o.fsdp, s) + _hidden(ag + rs, t_bwd + t_rc, o.fsdp, s), 0.0))
+    dp_step = np.where(z == 0, _hidden(ar, t_bwd, o.dp, s),
+                       np.where(z == 1, _hidden(rs, t_bwd, o.dp, s) + _hidden(ag, t_fwd, o.dp, s),
+                                np.where(z == 2, _hidden(ag, t_fwd, o.dp, s), 0.0)))
     dp_total = np.where(z == 0, ar, np.where(z == 1, rs + ag, np.where(z == 2, m * rs + ag, m * (2.0 * ag + rs))))
     return {"zero_mb": zero_mb, "dp_step": dp_step, "dp_total": dp_total}
 
@@ -490,10 +405,11 @@ def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, gri
     st = _stage_shape(p, w, g)
     c = _compute_parts(p, w, g, st, eff, acc, peak, grid)
     mp = _model_parallel_comm(p, w, g, st, c, topo)
-    dpc = _data_parallel_comm(w, g, st, c, topo, overlap)
+    s = gpu_overlap_slowdown(overlap, acc)
+    dpc = _data_parallel_comm(w, g, st, c, topo, overlap, s)
     o, m = overlap, g["m"]
-    exposed_mb = ((1.0 - o.tp) * mp["tp_mb"] + _hidden(mp["cp_mb"], c["t_attn"], o.cp) + (1.0 - o.ep) * mp["ep_mb"]
-                  + (1.0 - o.pp) * mp["pp_mb"] + dpc["zero_mb"])
+    exposed_mb = ((1.0 - o.tp + s * o.tp) * mp["tp_mb"] + _hidden(mp["cp_mb"], c["t_attn"], o.cp, s)
+                  + (1.0 - o.ep + s * o.ep) * mp["ep_mb"] + (1.0 - o.pp + s * o.pp) * mp["pp_mb"] + dpc["zero_mb"])
     t_mb = c["t_fwd"] + c["t_bwd"] + c["t_rc"] + exposed_mb
     compute_s, recompute_s = m * (c["t_fwd"] + c["t_bwd"]), m * c["t_rc"]
     exposed = m * exposed_mb + dpc["dp_step"]
@@ -525,71 +441,3 @@ def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, gri
         "tokens_per_s_per_chip": tokens / step / chips, "efficiency": c["efficiency"],
         "global_batch_seqs": np.full(len(g["tp"]), B),
     }
-
-
-def search(profile: Profile, acc: pd.Series, chips: int, workload: Workload, parallelism: Parallelism | None = None,
-           efficiency: Efficiency | None = None, *, topology: comm.Topology | None = None, overlap: Overlap = DEFAULT_OVERLAP,
-           memory_headroom: float | None = None, sync_loss: float | None = None, **limits) -> pd.DataFrame:
-    """Every feasible configuration for ``chips`` chips, fastest first.
-
-    ``profile`` is a ``workbook.profile.Profile``; ``acc`` a row of ``catalog.accelerators()``;
-    ``workload`` a ``scenario.Workload`` (seq_len, global_batch_tokens, precision, recompute,
-    optimizer, trainable_fraction); ``parallelism`` pins dimensions (``cluster.parallelism``);
-    ``efficiency`` (an ``Efficiency``; default the fitted one) gives the fraction of dense peak the
-    matmuls reach (``efficiency.compute_efficiency``). ``topology`` replaces the
-    catalog's interconnect (``comm.topology(acc, chips, ...)``), ``overlap`` the overlap fractions,
-    ``memory_headroom`` the share of memory kept free (default: the scenario default
-    ``constraints.min_memory_headroom``); ``limits`` (``max_tp``, ``max_pp``, ``micro_batches``,
-    ``interleave``, ``vpp``, ``min_cp_tokens``) restrict the grid (``configurations``).
-
-    Columns: tp, pp, dp, ep, cp, vpp, zero, recompute, micro_batch, microbatches, step_time_s,
-    compute_s, exposed_comm_s, bubble_s, recompute_s, optimizer_s, sync_s, comm_s (all communication before
-    overlap) and its parts tp_comm_s, cp_comm_s, ep_comm_s, pp_comm_s, dp_comm_s,
-    memory_per_chip_bytes, fits (always True: configurations that do not fit are dropped), mfu
-    (PaLM model FLOPs), tokens_per_s, tokens_per_s_per_chip, efficiency, global_batch_seqs."""
-    grid = configurations(profile, chips, workload, parallelism, **limits)
-    if len(grid["tp"]) == 0:
-        return pd.DataFrame(columns=RESULT_COLUMNS)
-    df = evaluate(profile, acc, chips, workload, grid, efficiency, topology=topology, overlap=overlap,
-                  memory_headroom=memory_headroom, sync_loss=sync_loss)
-    df = df[df["fits"].to_numpy() & np.isfinite(df["step_time_s"].to_numpy())]
-    df = df.sort_values(["step_time_s", "memory_per_chip_bytes", "tp", "pp"], kind="stable").reset_index(drop=True)
-    return df[RESULT_COLUMNS]
-
-
-def _py(v):
-    return v.item() if hasattr(v, "item") else v
-
-
-def best_config(profile: Profile, acc: pd.Series, chips: int, workload: Workload, parallelism: Parallelism | None = None,
-                efficiency: Efficiency | None = None, *, topology: comm.Topology | None = None, overlap: Overlap = DEFAULT_OVERLAP,
-                memory_headroom: float | None = None, sync_loss: float | None = None, **limits) -> dict | None:
-    """The fastest feasible configuration (the first row ``search`` would return, without building
-    the table) as a dict of Python scalars with ``chips`` and ``accelerator`` added, or None when
-    nothing fits in memory."""
-    grid = configurations(profile, chips, workload, parallelism, **limits)
-    if len(grid["tp"]) == 0:
-        return None
-    r = _price(profile, acc, chips, workload, grid, efficiency, topology=topology, overlap=overlap,
-               memory_headroom=memory_headroom, sync_loss=sync_loss)
-    ok = np.flatnonzero(np.asarray(r["fits"]) & np.isfinite(r["step_time_s"]))
-    if len(ok) == 0:
-        return None
-    order = np.lexsort((r["pp"][ok], r["tp"][ok], r["memory_per_chip_bytes"][ok], r["step_time_s"][ok]))
-    i = ok[order[0]]
-    out = {k: _py(r[k][i]) for k in RESULT_COLUMNS}
-    out["recompute"] = str(out["recompute"])
-    out["fits"] = bool(out["fits"])
-    out.update(chips=int(chips), accelerator=_acc_name(acc))
-    return out
-
-
-def compute_share(profile: Profile, acc: pd.Series, chips: int, workload: Workload,
-                  parallelism: Parallelism | None = None, efficiency: Efficiency | None = None, **kwargs) -> float | None:
-    """``compute_s / step_time_s`` of the best configuration (None when nothing fits): the factor by
-    which the scaling model's MFU falls below the matmul efficiency it is given. An efficiency that
-    was fitted to published end-to-end MFU already contains the runs' communication and bubbles;
-    ``workbook.calibrate.fit_training`` fits it to observed MFU divided by this share (at a fixed
-    point, since the share depends on the efficiency) so that they are not counted twice."""
-    cfg = best_config(profile, acc, chips, workload, parallelism, efficiency, **kwargs)
-    return None if cfg is None else cfg["compute_s"] / cfg["step_time_s"]

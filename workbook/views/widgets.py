@@ -18,10 +18,16 @@ import ipywidgets as W
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
+<<<<<<< HEAD
 from .. import catalog, cost, paths
 from ..model import comm, estimate, serving, tables, training
 from ..analysis import Analysis, analyse, with_and_without_measurements
 from ..calibrate import own as own_runs
+=======
+from .. import catalog, cost
+from ..model import comm, estimate, search, serving, tables
+from ..analysis import Analysis, analyse
+>>>>>>> fidtrain
 from ..errors import InputError
 from ..model.profile import workload_profile
 from ..scenario import Parallelism, Scenario, with_overrides
@@ -214,7 +220,7 @@ def _scaling_view(s: Scenario, efficiency, v: dict) -> None:
     topo = comm.topology(acc, v["chips"], domain, inter_node_bytes_per_s=v["network"] * 1e9)
     pins = s.cluster.parallelism.model_dump(exclude_none=True) if s.cluster and s.cluster.parallelism else {}
     pins.update({k: v[k] for k in ("zero", "recompute") if v[k] is not None})
-    table = training.search(p, acc, v["chips"], w, Parallelism(**pins), efficiency, topology=topo,
+    table = search.search(p, acc, v["chips"], w, Parallelism(**pins), efficiency, topology=topo,
                            memory_headroom=headroom, max_tp=v["max_tp"], max_pp=v["max_pp"])
     if table.empty:
         display(Markdown(f"**Nothing fits** on {v['chips']:,} x {v['accelerator']} with these limits."))

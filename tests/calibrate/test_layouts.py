@@ -1,0 +1,52 @@
+"""The chosen layout against the nearest published one (calibrate.layouts), in the CLI and the JSON."""
+import workbook as wb
+from workbook import analysis, catalog, cli
+from workbook.calibrate import layouts
+
+
+def test_a_published_run_is_its_own_nearest_published_layout():
+    # Megatron-LM README (Megatron-Core r0.8.0): the 70B-class run on 768 H100 at 4,096 tokens, TP8 PP2 DP48.
+    n = layouts.nearest_published(7.0e10, catalog.accelerator_record("H100-SXM5-80GB"), 768, 4096)
+    assert n["run"] == "h100-megatron-70b-768"
+    assert n["layout"] == {"tp": 8, "pp": 2, "dp": 48} and n["layout_text"] == "TP8 PP2 DP48"
+    assert n["mfu"] == 0.42
+
+
+def test_an_moe_model_is_compared_with_a_published_moe_layout():
+    n = layouts.nearest_published(3.05e10, catalog.accelerator_record("H100-SXM5-80GB"), 16, 4096, moe=True)
+    assert n["run"] == "h100-sxm5-80gb-bridge-qwen3-30b-a3b-16" and n["layout"]["ep"] == 8
+
+
+def test_a_chip_without_published_layouts_borrows_its_kind():
+    n = layouts.nearest_published(7.0e10, catalog.accelerator_record("MI300X"), 64, 4096)
+    assert n is not None and catalog.accelerator_record(n["accelerator"])["kind"] == "gpu"
+
+
+def test_layout_text_reads_like_a_launch_script():
+    assert layouts._layout_text({"tp": 8, "pp": 16, "dp": 64, "cp": 2, "vpp": 4, "zero": 1, "micro_batch": 1,
+                                 "recompute": "none"}) == "TP8 PP16 DP64 CP2 VP4 ZeRO-1 mb1 recompute none"
+
+
+def test_estimate_json_and_text_show_the_nearest_published_layout():
+    s = wb.load_scenario("llama-70b-pretrain")
+    a = analysis.analyse(s, n_draws=200)
+    result = analysis.summary_json(a)
+    items = result["published_layouts"]
+    assert items and all(it["nearest"] and it["chosen_text"] for it in items)
+    h100 = next(it for it in items if it["accelerator"] == "H100-SXM5-80GB")
+    assert h100["nearest"]["accelerator"] == "H100-SXM5-80GB"
+    out = cli._estimate_table(result)
+    assert "Chosen layout against the nearest published one" in out and "nearest published: " in out
+
+
+def test_serving_has_no_layout_comparison():
+    a = analysis.analyse(wb.load_scenario("chat-70b-realtime"), n_draws=200)
+    assert analysis.summary_json(a)["published_layouts"] == []
+
+
+def test_free_searches_against_published_runs_cover_every_published_layout():
+    df = layouts.free_vs_published()
+    assert len(df) >= 40
+    # the free search can only match or beat the pinned layout's step under the same model
+    assert (df["free_mfu"] >= df["pinned_mfu"] * (1 - 1e-6)).mean() > 0.9
+    assert layouts.median_abs(df["free_error"]) < 0.2

@@ -1,0 +1,144 @@
+"""The layout a search chooses against the nearest published one, and free searches against the
+published runs.
+
+Every training run of ``data/reference_runs.csv`` that prints its layout (``parallelism``) is a
+published layout: what a framework team chose for that model, chip and scale. ``nearest_published``
+finds, for a chosen layout, the published one closest in model size, chip count and sequence
+length on the same accelerator family (else the same kind of chip), so that an estimate shows what
+it assumes next to what people run (``estimate`` prints it; ``estimate --json`` key
+``published_layouts``). ``free_vs_published`` re-runs every such published run with nothing
+pinned (the search ``estimate`` uses) and with its layout pinned (the calibration), against the
+published MFU: how far the free search lands from tuned practice.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import pandas as pd
+
+from .. import catalog
+from ..model.estimate import training_config
+from ..terms import LAYOUT_KEYS
+from .runs import (CALIBRATION_HEADROOM, parse_parallelism, reference_runs, run_chips, run_profile, run_workload,
+                   training_prediction)
+
+# weights of the distance between a layout and a published one: |log| of the model-size ratio, of the
+# chip-count ratio and of the sequence-length ratio (model size first: it decides what must be split)
+DISTANCE_WEIGHTS = (1.0, 0.5, 0.25)
+
+
+def _layout_text(layout: dict) -> str:
+    """``"TP8 PP16 CP2 VP4 ZeRO-1 mb1 recompute none"`` from a layout dict (keys of LAYOUT_KEYS, vpp)."""
+    parts = [f"{k.upper()}{int(layout[k])}" for k in ("tp", "pp", "dp", "cp", "ep") if layout.get(k) not in (None, 1)]
+    if layout.get("vpp") not in (None, 1):
+        parts.append(f"VP{int(layout['vpp'])}")
+    if layout.get("zero") not in (None, 0):
+        parts.append(f"ZeRO-{int(layout['zero'])}")
+    if layout.get("micro_batch") is not None:
+        parts.append(f"mb{int(layout['micro_batch'])}")
+    if layout.get("recompute"):
+        parts.append(f"recompute {layout['recompute']}")
+    return " ".join(parts) or "data parallel"
+
+
+@functools.lru_cache(maxsize=1)
+def _published() -> pd.DataFrame:
+    """Training runs that print a layout: run, family, kind, params, chips, seq_len, layout, mfu, source."""
+    runs = reference_runs()
+    rows = []
+    for _, r in runs[runs["kind"] == "training"].iterrows():
+        if not isinstance(r.get("parallelism"), str) or not r["parallelism"].strip():
+            continue
+        par, limits = parse_parallelism(r["parallelism"], f"reference_runs.csv: run {r['run']}: parallelism")
+        layout = {k: v for k, v in (par.model_dump(exclude_none=True) if par else {}).items()} | limits
+        acc = catalog.accelerator_record(r["accelerator"])
+        rows.append({"run": r["run"], "family": acc["family"], "kind": acc["kind"], "accelerator": r["accelerator"],
+                     "model": r["model"] if isinstance(r.get("model"), str) else "(inline shape)",
+                     "params": float(run_profile(r).params_total), "moe": bool(run_profile(r).is_moe), "chips": run_chips(r), "seq_len": int(r["seq_len"]),
+                     "layout": layout, "mfu": float(r["value"]), "framework": r.get("framework"), "source": r["source"]})
+    return pd.DataFrame(rows)
+
+
+def nearest_published(params: float, acc, chips: int, seq_len: int, moe: bool = False) -> dict | None:
+    """The published layout nearest to a run of a ``params``-weight model (mixture of experts or
+    not: ``moe``) on ``chips`` chips of ``acc`` at ``seq_len`` tokens, looked for among the runs of
+    the same accelerator family and kind of model, then the same family, then the same kind of chip
+    (gpu, tpu, asic) and kind of model, then the same kind of chip; None when none is published.
+    Distance: ``DISTANCE_WEIGHTS`` · |log| of the ratios of model size, chip count and sequence length."""
+    pub = _published()
+    if pub.empty:
+        return None
+    for key, same_moe in (("family", True), ("family", False), ("kind", True), ("kind", False)):
+        cand = pub[(pub[key] == acc[key]) & ((pub["moe"] == bool(moe)) | (not same_moe))]
+        if len(cand):
+            break
+    else:
+        return None
+    wp, wc, ws = DISTANCE_WEIGHTS
+    d = (wp * np.abs(np.log(cand["params"] / float(params))) + wc * np.abs(np.log(cand["chips"] / float(chips)))
+         + ws * np.abs(np.log(cand["seq_len"] / float(seq_len))))
+    r = cand.loc[d.idxmin()]
+    out = {k: r[k] for k in ("run", "accelerator", "model", "chips", "seq_len", "mfu", "framework", "source")}
+    out["layout"] = dict(r["layout"])
+    out["layout_text"] = _layout_text(r["layout"])
+    out["distance"] = float(d.min())
+    return out
+
+
+def layout_comparison(option: dict, params: float, acc, seq_len: int, moe: bool = False) -> dict | None:
+    """For one training option (a row of ``estimate --json`` ``options``): its chosen layout and the
+    nearest published one (``nearest_published``), or None when the option has no layout."""
+    if option.get("tp") is None or pd.isna(option.get("tp")) or not option.get("chips"):
+        return None
+    chosen = {k: option.get(k) for k in LAYOUT_KEYS if option.get(k) is not None}
+    near = nearest_published(params, acc, int(option["chips"]), int(seq_len), moe)
+    return {"accelerator": option["accelerator"], "chips": int(option["chips"]), "chosen": chosen,
+            "chosen_text": _layout_text(chosen), "chosen_mfu": option.get("mfu"), "nearest": near}
+
+
+def comparison_lines(items: list[dict]) -> list[str]:
+    """The CLI's lines for ``published_layouts``: chosen layout and MFU, then the nearest published run."""
+    if not items:
+        return []
+    lines = ["", "Chosen layout against the nearest published one (data/reference_runs.csv):"]
+    for it in items:
+        n = it.get("nearest")
+        mfu = it.get("chosen_mfu")
+        mine = f"  {it['accelerator']} x {it['chips']}: {it['chosen_text']}" + (f" (MFU {mfu:.2f})" if mfu else "")
+        lines.append(mine)
+        if n:
+            lines.append(f"    nearest published: {n['run']} ({n['model']}, {n['chips']} x {n['accelerator']}, "
+                         f"{n['seq_len']} tokens): {n['layout_text']} (MFU {n['mfu']:.2f})")
+        else:
+            lines.append("    nearest published: none on this kind of chip")
+    return lines
+
+
+def free_vs_published(runs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every published layout's run predicted twice: with its layout pinned (``pinned_mfu``, as the
+    calibration does) and searched freely (``free_mfu``: nothing pinned, the practical grid with the
+    realism prior, as ``estimate`` does), against the published MFU (errors predicted/published − 1),
+    with the free search's layout."""
+    pub = _published()
+    runs = reference_runs() if runs is None else runs
+    rows = []
+    for _, r in runs[runs["run"].isin(pub["run"])].iterrows():
+        acc = catalog.accelerator_record(r["accelerator"])
+        pinned = training_prediction(r)
+        free = training_config(run_profile(r), acc, run_chips(r), run_workload(r), None, CALIBRATION_HEADROOM)
+        if free is None:
+            continue
+        value = float(r["value"])
+        rows.append({"run": r["run"], "family": acc["family"], "split": r["split"], "published_mfu": value,
+                     "pinned_mfu": pinned["mfu"], "pinned_error": pinned["mfu"] / value - 1.0,
+                     "free_mfu": free["mfu"], "free_error": free["mfu"] / value - 1.0,
+                     "published_layout": _layout_text(pub.set_index("run").loc[r["run"], "layout"]),
+                     "free_layout": _layout_text({k: free[k] for k in LAYOUT_KEYS} | {"vpp": free.get("vpp")})})
+    return pd.DataFrame(rows)
+
+
+def median_abs(x) -> float:
+    x = np.abs(np.asarray(x, dtype=float))
+    return float(np.median(x)) if len(x) else math.nan

@@ -1,0 +1,266 @@
+"""The layout search: the grid of parallel layouts a training run may take, the practical limits
+and the realism prior that keep it to layouts people run, and the fastest layout that fits.
+
+``configurations`` builds every candidate layout (TP x PP x DP x EP x CP x micro-batch x
+interleaving x recompute x ZeRO stage on ``chips`` chips) as numpy arrays; ``model.training`` prices
+them all at once (``training.evaluate``); ``search`` keeps those that fit, fastest first, and
+``best_config`` returns the first. ``practical_limits`` are the limits ``model.estimate`` and the
+calibration use, so that the calibrated efficiency and the estimates see the same layouts.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..scenario import Parallelism, Workload
+from . import comm
+from .efficiency import Efficiency
+from .profile import Profile
+from .training import (DEFAULT_OVERLAP, RECOMPUTE, RESULT_COLUMNS, ZERO_STAGES, Overlap, _acc_name, _check_transformer,
+                       _divisors, _global_batch_seqs, _num, _price, evaluate)
+
+INTERLEAVE = (1, 2, 4)  # virtual pipeline stages per chip tried by the search
+MICRO_BATCHES = (1, 2, 4, 8, 16, 32, 64)  # micro-batch sizes (sequences) tried by the search
+MAX_CP = 32
+
+def _recompute_options(w: Workload, par: Parallelism | None) -> tuple:
+    if par is not None and par.recompute is not None:
+        return (par.recompute,)
+    if w.recompute != "auto":
+        return (w.recompute,)
+    return RECOMPUTE
+
+
+def _pin_error(field: str, value, why: str):
+    raise InputError(f"cluster.parallelism.{field}: {value} is not possible here: {why}")
+
+
+# --- the grid -----------------------------------------------------------------------------------
+
+def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism | None = None, *,
+                   max_tp: int | None = None, max_pp: int | None = None, micro_batches=None, interleave=None,
+                   vpp: int | None = None, min_cp_tokens: int | None = None, max_cp: int | None = None,
+                   recompute_choices=None) -> dict:
+    """Every candidate configuration for ``chips`` chips as numpy arrays of one length (the grid
+    the search prices). Structural rules: tp divides the attention heads (Megatron); cp divides
+    the sequence into 2·cp chunks (Megatron-Core load balancing); pp ≤ layers (stages may hold
+    unequal layer counts); ep divides the experts and the data-parallel size; each data-parallel
+    rank gets at least one sequence; interleaving needs m a multiple of pp (Megatron-LM).
+
+    Limits (``practical_limits`` gives the ones ``estimate`` and the calibration use): ``max_tp``,
+    ``max_pp``; ``micro_batches`` and ``interleave`` replace ``MICRO_BATCHES`` and ``INTERLEAVE``;
+    ``vpp`` pins the interleaving (a published layout); ``min_cp_tokens``: context parallelism only
+    when each rank keeps at least that many tokens of a sequence, ``max_cp``: at most that degree
+    (``published_max_cp``; a pinned ``cp`` is kept for both); ``recompute_choices`` replaces ``RECOMPUTE`` when neither the workload nor the pins fix it."""
+    _check_transformer(p)
+    par = parallelism or Parallelism()
+    B = _global_batch_seqs(w)
+    s = w.seq_len
+    tp_opts = [t for t in _divisors(chips) if p.heads % t == 0 and (max_tp is None or t <= max_tp)]
+    cp_opts = [1] + [c for c in _divisors(chips) if 1 < c <= MAX_CP and c & (c - 1) == 0 and s % (2 * c) == 0]
+    if par.tp is not None:
+        if par.tp not in [t for t in _divisors(chips) if p.heads % t == 0]:
+            _pin_error("tp", par.tp, f"it must divide {chips} chips and the {p.heads} attention heads")
+        tp_opts = [par.tp]
+    if par.cp is not None:
+        if par.cp not in cp_opts:
+            _pin_error("cp", par.cp, f"it must be a power of two dividing {chips} chips with seq_len "
+                       f"{s} divisible by 2·cp")
+        cp_opts = [par.cp]
+    else:
+        cp_opts = [c for c in cp_opts if c == 1 or ((min_cp_tokens is None or s / c >= min_cp_tokens)
+                                                     and (max_cp is None or c <= max_cp))]
+    rows = []
+    for tp in tp_opts:
+        for cp in cp_opts:
+            if chips % (tp * cp):
+                continue
+            rest = chips // (tp * cp)
+            for pp in _divisors(rest):
+                if pp > p.layers or (max_pp is not None and pp > max_pp and par.pp is None):
+                    continue
+                if par.pp is not None and pp != par.pp:
+                    continue
+                dp = rest // pp
+                if par.dp is not None and dp != par.dp:
+                    continue
+                if dp > B:
+                    continue
+                eps = [e for e in _divisors(dp) if p.experts % e == 0] if p.is_moe else [1]
+                if par.ep is not None:
+                    eps = [e for e in eps if e == par.ep]
+                for ep in eps:
+                    rows.append((tp, cp, pp, dp, ep))
+    empty = {k: np.zeros(0, dtype=int) for k in ("tp", "cp", "pp", "dp", "ep", "micro_batch", "vpp", "zero")} | {
+        "recompute": np.zeros(0, dtype=object), "microbatches": np.zeros(0, dtype=int)}
+    if not rows:
+        pins = {k: v for k, v in par.model_dump(exclude_none=True).items() if k in ("tp", "pp", "dp", "cp", "ep")}
+        if pins:
+            raise InputError(f"cluster.parallelism: {pins} cannot be laid out on {chips} chips "
+                             f"(tp·pp·dp·cp must equal the chip count, dp ≤ {B} sequences per batch"
+                             + (f", ep must divide dp and the {p.experts} experts" if p.is_moe else "") + ")")
+        return empty
+    base = np.array(rows, dtype=np.int64)
+    mb_grid = MICRO_BATCHES if micro_batches is None else tuple(micro_batches)
+    mbs = np.array([par.micro_batch] if par.micro_batch is not None else mb_grid, dtype=np.int64)
+    # base x micro-batch
+    g = np.repeat(base, len(mbs), axis=0)
+    mb = np.tile(mbs, len(base))
+    if par.micro_batch is None:  # no micro-batch larger than a data-parallel rank's share of the batch
+        keep = mb <= np.ceil(B / g[:, 3])
+        g, mb = g[keep], mb[keep]
+    m = np.ceil(B / (g[:, 3] * mb)).astype(np.int64)
+    # x interleaving
+    vs = np.array([vpp] if vpp is not None else (INTERLEAVE if interleave is None else tuple(interleave)), dtype=np.int64)
+    g = np.repeat(g, len(vs), axis=0)
+    mb = np.repeat(mb, len(vs))
+    m = np.repeat(m, len(vs))
+    v = np.tile(vs, len(g) // len(vs))
+    pp = g[:, 2]
+    layers_per_chunk = np.ceil(p.layers / (pp * v))
+    keep = (v == 1) | ((pp > 1) & (m % pp == 0) & (layers_per_chunk >= 1) & (pp * v <= p.layers))
+    g, mb, m, v = g[keep], mb[keep], m[keep], v[keep]
+    # x recompute x ZeRO
+    rc_opts = _recompute_options(w, par)
+    if recompute_choices is not None and len(rc_opts) > 1:
+        rc_opts = tuple(recompute_choices)
+    rcs = np.array(rc_opts, dtype=object)
+    zs = np.array([par.zero] if par.zero is not None else ZERO_STAGES, dtype=np.int64)
+    n_base = len(g)
+    reps = len(rcs) * len(zs)
+    g = np.repeat(g, reps, axis=0)
+    mb, m, v = np.repeat(mb, reps), np.repeat(m, reps), np.repeat(v, reps)
+    rc = np.tile(np.repeat(rcs, len(zs)), n_base)
+    z = np.tile(np.tile(zs, len(rcs)), n_base)
+    keep = (z == 0) | (g[:, 3] * g[:, 1] > 1) | (par.zero is not None)  # ZeRO needs data-parallel replicas
+    g, mb, m, v, rc, z = g[keep], mb[keep], m[keep], v[keep], rc[keep], z[keep]
+    return {"tp": g[:, 0], "cp": g[:, 1], "pp": g[:, 2], "dp": g[:, 3], "ep": g[:, 4], "micro_batch": mb,
+            "microbatches": m, "vpp": v, "recompute": rc, "zero": z}
+
+
+# Limits of the practical search (``practical_limits``): what ``model.estimate`` and the
+# calibration search, so that the calibrated efficiency and the estimates see the same layouts.
+PRACTICAL_MICRO_BATCHES = (1, 2, 4, 8)
+# Tensor parallelism on a TPU torus: up to 16 chips along ICI, the largest degree in the published
+# MaxText configurations (v5e/v5p 128B-1024B scripts: ici_tensor_parallelism=16).
+TORUS_MAX_TP = 16
+# Context parallelism only when every rank keeps >= 4,096 tokens of a sequence: Megatron-Core uses it
+# for long sequences (NeMo/Megatron-Bridge Llama 3.1 405B: CP2 at 8,192 tokens); shorter chunks make
+# the ring-attention blocks too small to hide the KV exchange (Liu et al. 2023 §3).
+PRACTICAL_MIN_CP_TOKENS = 4096
+# The realism prior on context parallelism: (sequence length, the largest CP a published tuned run
+# uses at that length or shorter, source). A search at seq_len may use at most the CP of the longest
+# listed length <= seq_len (1 below the first): CP grows with the context in published practice,
+# it is not a free lever at short context.
+PUBLISHED_CP = (
+    (8192, 2, "NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md @00b7660: Llama 3.1 405B, TP8 PP8 CP2 "
+              "on 1,024 H100 and TP4 PP8 CP2 on 128 B200 at 8,192 tokens (Meta ran CP1 at 8,192: Dubey et al. "
+              "2024 'The Llama 3 Herd of Models' Table 4)"),
+    (131072, 16, "Dubey et al. 2024 Table 4: Llama 3 405B long-context stage, TP8 CP16 PP16 on 16,384 H100 at "
+                 "131,072 tokens; NVIDIA/NeMo docs/source/performance/performance_long_sequence.md @0aa2671: "
+                 "Llama 2 7B CP4 at 128K, CP8 at 256K, CP16 at 512K"),
+    (1048576, 32, "NVIDIA/NeMo docs/source/performance/performance_long_sequence.md @0aa2671: Llama 2 7B, TP8 "
+                  "CP32 on 1,024 H100 at 1M tokens"),
+)
+
+
+def published_max_cp(seq_len: int) -> int:
+    """The largest context-parallel degree published tuned runs use at ``seq_len`` tokens or
+    shorter (``PUBLISHED_CP``): 1 below 8,192 tokens, 2 from 8,192 (Llama 3.1 405B on H100/B200),
+    16 from 131,072 (Llama 3 405B), 32 from 1M (NeMo's long-sequence table)."""
+    out = 1
+    for length, cp, _ in PUBLISHED_CP:
+        if seq_len >= length:
+            out = cp
+    return out
+
+
+def practical_limits(acc: pd.Series, topology: comm.Topology | None = None, seq_len: int | None = None) -> dict:
+    """Keyword limits for ``configurations`` that keep the search to layouts people run (and fast
+    enough for ``estimate.compare`` over the whole catalog): tensor parallelism inside one node of a
+    switched or meshed fabric (``chips_per_node``: Megatron-LM keeps TP within an NVLink server,
+    Narayanan et al. 2021 §3.3) or up to ``TORUS_MAX_TP`` chips on a TPU torus; micro-batches of
+    1, 2, 4 or 8 sequences (the micro-batch sizes of the published Megatron-Bridge, NeMo and
+    llm-foundry layouts are 1-4); context parallelism only with at least ``PRACTICAL_MIN_CP_TOKENS``
+    tokens per rank and at most the degree published runs use at that context
+    (``published_max_cp``: the realism prior; the grid's own bound ``MAX_CP`` stays for pinned
+    layouts and direct searches); recomputation none or full (with FlashAttention the attention
+    scores are never stored, so selective recomputation, which recomputes exactly them, saves no
+    memory in ``profile.activation_bytes_per_token_per_layer`` and only adds time; a workload or pin
+    that asks for it still gets it)."""
+    node = int(_num(acc.get("chips_per_node"), 1))
+    torus = (topology.fabric == "torus") if topology is not None else int(_num(acc.get("torus_dims"), 0)) >= 1
+    out = {"max_tp": max(node, TORUS_MAX_TP) if torus else node, "micro_batches": PRACTICAL_MICRO_BATCHES,
+           "min_cp_tokens": PRACTICAL_MIN_CP_TOKENS, "recompute_choices": ("none", "full")}
+    if seq_len is not None:
+        out["max_cp"] = published_max_cp(int(seq_len))
+    return out
+
+
+def search(profile: Profile, acc: pd.Series, chips: int, workload: Workload, parallelism: Parallelism | None = None,
+           efficiency: Efficiency | None = None, *, topology: comm.Topology | None = None, overlap: Overlap = DEFAULT_OVERLAP,
+           memory_headroom: float | None = None, sync_loss: float | None = None, **limits) -> pd.DataFrame:
+    """Every feasible configuration for ``chips`` chips, fastest first.
+
+    ``profile`` is a ``workbook.profile.Profile``; ``acc`` a row of ``catalog.accelerators()``;
+    ``workload`` a ``scenario.Workload`` (seq_len, global_batch_tokens, precision, recompute,
+    optimizer, trainable_fraction); ``parallelism`` pins dimensions (``cluster.parallelism``);
+    ``efficiency`` (an ``Efficiency``; default the fitted one) gives the fraction of dense peak the
+    matmuls reach (``efficiency.compute_efficiency``). ``topology`` replaces the
+    catalog's interconnect (``comm.topology(acc, chips, ...)``), ``overlap`` the overlap fractions,
+    ``memory_headroom`` the share of memory kept free (default: the scenario default
+    ``constraints.min_memory_headroom``); ``limits`` (``max_tp``, ``max_pp``, ``micro_batches``,
+    ``interleave``, ``vpp``, ``min_cp_tokens``) restrict the grid (``configurations``).
+
+    Columns: tp, pp, dp, ep, cp, vpp, zero, recompute, micro_batch, microbatches, step_time_s,
+    compute_s, exposed_comm_s, bubble_s, recompute_s, optimizer_s, sync_s, comm_s (all communication before
+    overlap) and its parts tp_comm_s, cp_comm_s, ep_comm_s, pp_comm_s, dp_comm_s,
+    memory_per_chip_bytes, fits (always True: configurations that do not fit are dropped), mfu
+    (PaLM model FLOPs), tokens_per_s, tokens_per_s_per_chip, efficiency, global_batch_seqs."""
+    grid = configurations(profile, chips, workload, parallelism, **limits)
+    if len(grid["tp"]) == 0:
+        return pd.DataFrame(columns=RESULT_COLUMNS)
+    df = evaluate(profile, acc, chips, workload, grid, efficiency, topology=topology, overlap=overlap,
+                  memory_headroom=memory_headroom, sync_loss=sync_loss)
+    df = df[df["fits"].to_numpy() & np.isfinite(df["step_time_s"].to_numpy())]
+    df = df.sort_values(["step_time_s", "memory_per_chip_bytes", "tp", "pp"], kind="stable").reset_index(drop=True)
+    return df[RESULT_COLUMNS]
+
+
+def _py(v):
+    return v.item() if hasattr(v, "item") else v
+
+
+def best_config(profile: Profile, acc: pd.Series, chips: int, workload: Workload, parallelism: Parallelism | None = None,
+                efficiency: Efficiency | None = None, *, topology: comm.Topology | None = None, overlap: Overlap = DEFAULT_OVERLAP,
+                memory_headroom: float | None = None, sync_loss: float | None = None, **limits) -> dict | None:
+    """The fastest feasible configuration (the first row ``search`` would return, without building
+    the table) as a dict of Python scalars with ``chips`` and ``accelerator`` added, or None when
+    nothing fits in memory."""
+    grid = configurations(profile, chips, workload, parallelism, **limits)
+    if len(grid["tp"]) == 0:
+        return None
+    r = _price(profile, acc, chips, workload, grid, efficiency, topology=topology, overlap=overlap,
+               memory_headroom=memory_headroom, sync_loss=sync_loss)
+    ok = np.flatnonzero(np.asarray(r["fits"]) & np.isfinite(r["step_time_s"]))
+    if len(ok) == 0:
+        return None
+    order = np.lexsort((r["pp"][ok], r["tp"][ok], r["memory_per_chip_bytes"][ok], r["step_time_s"][ok]))
+    i = ok[order[0]]
+    out = {k: _py(r[k][i]) for k in RESULT_COLUMNS}
+    out["recompute"] = str(out["recompute"])
+    out["fits"] = bool(out["fits"])
+    out.update(chips=int(chips), accelerator=_acc_name(acc))
+    return out
+
+
+def compute_share(profile: Profile, acc: pd.Series, chips: int, workload: Workload,
+                  parallelism: Parallelism | None = None, efficiency: Efficiency | None = None, **kwargs) -> float | None:
+    """``compute_s / step_time_s`` of the best configuration (None when nothing fits): the factor by
+    which the scaling model's MFU falls below the matmul efficiency it is given. An efficiency that
+    was fitted to published end-to-end MFU already contains the runs' communication and bubbles;
+    ``workbook.calibrate.fit_training`` fits it to observed MFU divided by this share (at a fixed
+    point, since the share depends on the efficiency) so that they are not counted twice."""
+    cfg = best_config(profile, acc, chips, workload, parallelism, efficiency, **kwargs)
+    return None if cfg is None else cfg["compute_s"] / cfg["step_time_s"]
