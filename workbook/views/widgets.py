@@ -18,16 +18,10 @@ import ipywidgets as W
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-<<<<<<< HEAD
 from .. import catalog, cost, paths
-from ..model import comm, estimate, serving, tables, training
+from ..model import comm, estimate, search, serving, tables
 from ..analysis import Analysis, analyse, with_and_without_measurements
 from ..calibrate import own as own_runs
-=======
-from .. import catalog, cost
-from ..model import comm, estimate, search, serving, tables
-from ..analysis import Analysis, analyse
->>>>>>> fidtrain
 from ..errors import InputError
 from ..model.profile import workload_profile
 from ..scenario import Parallelism, Scenario, with_overrides
