@@ -374,31 +374,31 @@ def test_switching_scenario_redraws_the_page(app, tmp_path):
 @browser_test
 def test_uploading_own_runs_changes_the_decision_and_a_bad_file_is_a_sentence(app, tmp_path):
     """Issue 16, item 5: the team's runs uploaded in the page (a measurements CSV) re-calibrate the
-    chip they measured; H200 runs at MFU 0.30 move llama-8b-finetune's recommendation off H200, and the
+    chip they measured; TPU v6e runs at MFU 0.20 move llama-8b-finetune's recommendation off TPU v6e, and the
     Decision tab shows both decisions. A bad file is one line naming it; the page keeps working."""
     page, guard = app
     from workbook import load_scenario
 
-    runs = Path(__file__).resolve().parents[1] / "fixtures" / "measurements_h200.csv"
+    runs = Path(__file__).resolve().parents[1] / "fixtures" / "measurements_tpu_v6e.csv"
     act(page, lambda: page.select_option(".wb-scenario select", label=load_scenario("llama-8b-finetune").title))
-    assert recommendation(page)["accelerator"] == "H200-SXM-141GB"
+    assert recommendation(page)["accelerator"] == "TPU-v6e"
     act(page, lambda: upload(page, runs))
     rec = recommendation(page)
     page.screenshot(path=str(tmp_path / "own-runs.png"))
-    assert rec["accelerator"] and rec["accelerator"] != "H200-SXM-141GB", rec["text"]
+    assert rec["accelerator"] and rec["accelerator"] != "TPU-v6e", rec["text"]
     assert "measurements" in page.inner_text(".wb-status")
     assert "2 of 2 runs near this workload" in page.inner_text(".wb-runs-note")
     decision = page.inner_text(".wb-pane-decision")
     assert "With and without the team's runs" in decision and "published runs only" in decision
     bad = tmp_path / "bad.csv"
-    bad.write_text(runs.read_text().replace("H200-SXM-141GB,8,", "H200-SXM-141GB,-8,"))
+    bad.write_text(runs.read_text().replace("TPU-v6e,8,", "TPU-v6e,-8,"))
     act(page, lambda: upload(page, bad))
     note = page.inner_text(".wb-runs-note")
     assert "bad.csv: row 2: chips: expected a positive integer, got '-8'" in note
     assert page.locator(".wb-runs-note li").count() == 1 and "Traceback" not in page.inner_text("body")
     assert recommendation(page)["accelerator"] == rec["accelerator"]     # the runs loaded before stay
     act(page, lambda: page.locator("button.wb-forget-runs").click())
-    assert recommendation(page)["accelerator"] == "H200-SXM-141GB"
+    assert recommendation(page)["accelerator"] == "TPU-v6e"
     assert_offline_and_clean(guard)
 
 

@@ -68,7 +68,7 @@ def test_qlora_65b_fits_one_48gb_gpu_as_in_the_paper():
 def _qlora_65b(precision):
     w = Workload(task="fine-tuning", architecture=LLAMA_65B, precision=precision, lora_rank=64, tokens=1e7,
                  seq_len=512, global_batch_tokens=512 * 16)
-    return w, training.search(prof.workload_profile(w), catalog.accelerator("L40S"), 1, w, memory_headroom=0.0)
+    return w, search.search(prof.workload_profile(w), catalog.accelerator("L40S"), 1, w, memory_headroom=0.0)
 
 
 def test_qlora_65b_memory_against_the_papers_figures():
@@ -101,7 +101,7 @@ def test_qlora_dequantises_the_frozen_base_in_every_pass():
     assert row["dequant_s"] == pytest.approx(expect, rel=1e-6)
     assert row["step_time_s"] > row["compute_s"] + row["dequant_s"] - 1e-9
     bf16 = _ft(model="llama-3.1-8b", lora_rank=16)
-    plain = training.search(prof.workload_profile(bf16), catalog.accelerator("H100-SXM5-80GB"), 1, bf16)
+    plain = search.search(prof.workload_profile(bf16), catalog.accelerator("H100-SXM5-80GB"), 1, bf16)
     assert (plain["dequant_s"] == 0).all()
 
 
