@@ -10,6 +10,7 @@ from workbook.model.replica import Layout, decode_step_s, prefill_s
 from workbook.scenario import Scenario
 
 H100 = "H100-SXM5-80GB"
+A100 = "A100-SXM4-80GB"
 
 
 def _s(I, O, rps, tpot, ttft) -> Scenario:
@@ -18,8 +19,8 @@ def _s(I, O, rps, tpot, ttft) -> Scenario:
         "tpot_slo_ms": tpot, "ttft_slo_ms": ttft}})
 
 
-def _both(s: Scenario):
-    w, acc = s.workload, catalog.accelerator_record(H100)
+def _both(s: Scenario, accelerator: str = H100):
+    w, acc = s.workload, catalog.accelerator_record(accelerator)
     p = estimate.workload_profile(w)
     split = serving.estimate_serving(p, acc, w, 0.1)
     colocated = serving.estimate_serving(p, acc, w, 0.1, disaggregated=False)
@@ -40,25 +41,31 @@ def test_the_kv_transfer_of_a_16k_prompt_inside_an_h100_node_is_bytes_over_nvlin
 
 
 def test_long_prompts_with_a_tight_tpot_are_served_disaggregated_on_fewer_chips():
-    """16k-token prompts, 128-token answers, 10 requests/s, TPOT 12 ms, TTFT 250 ms at P99: the
-    colocated replica must carry 128 prompt tokens per answer token in every decode step (chunked
-    prefill), so a tight TPOT keeps its batch small; split pools prefill at TP4 and decode at TP1."""
-    p, acc, split, colocated = _both(_s(16384, 128, 10, 12, 250))
-    assert split["layout"] == "disaggregated" and split["meets_slo"]
-    assert split["chips"] < colocated["chips"] or not colocated["meets_slo"]
+    """A100 80GB, Llama 3 8B, 8k-token prompts, 128-token answers, 10 requests/s, TPOT 15 ms, TTFT
+    400 ms at P99: the colocated replica carries 64 prompt tokens per answer token in every decode
+    step (chunked prefill), so the TPOT target holds its batch to a few sequences; split pools run
+    decode-only steps at a large batch and prompts alone on the prefill pool."""
+    p, acc, split, colocated = _both(_s(8192, 128, 10, 15, 400), A100)
+    assert split["layout"] == "disaggregated" and split["meets_slo"] and colocated["meets_slo"]
+    assert split["chips"] < colocated["chips"]
     assert split["prefill_chips"] + split["decode_chips"] == split["chips"]
-    assert (split["prefill_tp"], split["decode_tp"]) == (4, 1)
+    assert split["batch"] > 4 * colocated["batch"]
     eff = Efficiency.from_csv()
+    tpd, tpp = split["decode_tp"], split["prefill_tp"]
     # TPOT is a decode-only step at the decode batch (no prefill interference), at the mean context
-    tpot = decode_step_s(eff, p, acc, split["batch"], 16384 + 64, 1, "bf16", "bf16", "bf16", layout=Layout(1))
+    tpot = decode_step_s(eff, p, acc, split["batch"], 8192 + 64, tpd, "bf16", "bf16", "bf16", layout=Layout(tpd))
     assert split["tpot_ms"] == pytest.approx(float(tpot) * 1e3, rel=1e-9)
-    assert split["tpot_ms"] <= 12
-    # unloaded TTFT = one prompt's prefill on the TP4 prefill replica + the KV transfer
-    pre = float(prefill_s(eff, p, acc, 16384, 16384, 4, "bf16", "bf16", layout=Layout(4)))
-    assert split["ttft_ms"] == pytest.approx((pre + split["kv_transfer_ms"] / 1e3) * 1e3, rel=1e-9)
-    assert split["ttft_ms_at_slo_percentile"] <= 250
-    # the prefill pool serves the load: fewer than 1 prompt per replica-prefill time in flight per replica
-    assert 10 * pre < split["prefill_chips"] / 4
+    assert split["tpot_ms"] <= 15
+    # the KV cache crosses NVLink inside the node: 8,192 x 131,072 bytes over the smaller replica's chips
+    # at A100's 300 GB/s per direction (600 GB/s bidirectional)
+    if tpp + tpd <= 8:
+        assert split["kv_transfer_ms"] == pytest.approx(8192 * 131072 / (min(tpp, tpd) * 300e9) * 1e3, rel=1e-6)
+    # unloaded TTFT = one prompt's prefill on the prefill replica + the KV transfer
+    pre = float(prefill_s(eff, p, acc, 8192, 8192, tpp, "bf16", "bf16", layout=Layout(tpp)))
+    assert split["ttft_ms"] == pytest.approx(pre * 1e3 + split["kv_transfer_ms"], rel=1e-9)
+    assert split["ttft_ms_at_slo_percentile"] <= 400
+    # the prefill pool is stable: 10 prompts/s x prefill time < its replicas
+    assert 10 * pre < split["prefill_chips"] / tpp
 
 
 def test_short_prompts_stay_colocated():
