@@ -186,10 +186,14 @@ def network_loss(eff: Efficiency, acc) -> float:
 def _ceiling(eff: Efficiency, acc, work: str) -> float:
     """The matmul ceiling of ``work`` for the accelerator's family: training uses the family's
     ``matmul_ceiling`` (a family without runs: the median of its kind, GPU, TPU or ASIC, else
-    pooled); inference the ``inference_matmul_ceiling``."""
+    pooled); inference the ``inference_matmul_ceiling``, except prefill where the family has a
+    ``prefill_matmul_ceiling`` of its own (fitted on its time-to-first-token runs: a prompt's large
+    matmuls run alone and nearer the peak than the engines' mixed decode steps)."""
     fam, kind = scope_of(eff, acc), str(acc["kind"])
     if work == "train":
         return eff.get("matmul_ceiling", fam, default_scope=kind if eff.has("matmul_ceiling", kind) else "pooled")
+    if work == "prefill" and eff.has("prefill_matmul_ceiling", fam):
+        return eff.get("prefill_matmul_ceiling", fam)
     return eff.get("inference_matmul_ceiling", fam)
 
 

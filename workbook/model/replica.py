@@ -3,7 +3,8 @@ of a replica layout (tensor, pipeline and expert parallelism), with the calibrat
 
 - Decode streams weights and KV cache from HBM at ``decode_memory_efficiency[family]`` of the
   datasheet bandwidth; tensor parallelism adds two all-reduces per layer (Megatron-LM, Shoeybi et al.
-  2019), each ``tp_collective_latency_s[family] + bytes / link bandwidth``; continuous batching lets
+  2019), each 2·log2(ranks) latency steps of ``tp_collective_latency_s[family]`` + bytes / link
+  bandwidth (ranks: chips, or NeuronCores on AWS Neuron); continuous batching lets
   chunked prefill share the decode step's roofline (Agrawal et al. 2024, Sarathi-Serve).
 - A step takes the larger of its compute and memory time (roofline: Williams et al. 2009; "How to
   Scale Your Model" ch. 7 "Inference").
@@ -25,6 +26,42 @@ from .profile import (Profile, bytes_per_value, decode_flops_per_token, decode_w
                       prefill_flops_per_token, weight_bytes)
 
 ACTIVATION_BYTES = 2.0  # 16-bit activations in the tensor-parallel all-reduces
+
+# Tensor-parallel ranks per chip where the unit of tensor parallelism is smaller than a chip: AWS
+# Neuron shards a model over NeuronCores (its ``tp_degree``), 2 NeuronCore-v2 per Inferentia2 and per
+# Trainium1 chip, and on Trainium2 4 logical NeuronCores per chip (8 physical NeuronCore-v3 grouped
+# in pairs at the default LNC=2). Sources (read 2026-12-01): awsdocs-neuron.readthedocs-hosted.com
+# .../arch/neuron-hardware/inferentia2.html ("each with two NeuronCore-v2 cores"), .../trainium.html
+# ("each Trainium include 2 x NeuronCore-v2"), .../trainium2.rst ("eight NeuronCore-V3 cores") and
+# .../neuron-features/logical-neuroncore-config.html; the Trn2 runs state "TP=64 logical cores
+# (LNC=2) = 16 chips". Trainium3 is left at one rank per chip (its default LNC was not read).
+TP_RANKS_PER_CHIP = {"aws-inferentia2": 2, "aws-trainium1": 2, "aws-trainium2": 4}
+
+
+def tp_ranks_per_chip(acc) -> int:
+    """Tensor-parallel ranks on one chip (``TP_RANKS_PER_CHIP``; 1 for GPUs and TPUs): a Neuron
+    replica of ``tp`` chips runs at TP degree tp · this, in NeuronCores."""
+    return int(TP_RANKS_PER_CHIP.get(str(acc.get("family", "")), 1))
+
+
+def kv_replicas(p: Profile, acc, tp):
+    """Copies of each KV head a tensor-parallel group keeps: max(1, ranks / kv_heads), ranks = tp chips
+    · ``tp_ranks_per_chip``. With fewer KV heads than ranks (GQA/MQA) every rank still holds the KV
+    head its query heads use, so each is replicated ranks/kv_heads times (vLLM's QKVParallelLinear:
+    ``num_kv_head_replicas = tp_size / total_num_kv_heads``, vllm-project/vllm
+    vllm/model_executor/layers/linear.py; Neuron's GQA ``REPLICATE_TO_TP_DEGREE``,
+    aws-neuron/neuronx-distributed modules/attention/gqa.py): the cache that each step reads and that
+    memory holds grows by that factor. 1 for multi-head latent attention (its latent is not per head)."""
+    ranks = np.asarray(tp, dtype=float) * tp_ranks_per_chip(acc)
+    if p.kv_cache_dim != 2 * p.kv_heads * p.head_dim or p.kv_heads <= 0:
+        return 1.0 + 0.0 * ranks
+    return np.maximum(1.0, ranks / p.kv_heads)
+
+
+def kv_bytes_per_token_held(p: Profile, acc, tp, kv_precision: str):
+    """KV-cache bytes one token of one sequence costs a tensor-parallel group of ``tp`` chips
+    (``kv_cache_bytes_per_token`` · ``kv_replicas``)."""
+    return kv_cache_bytes_per_token(p, kv_precision) * kv_replicas(p, acc, tp)
 
 
 @dataclass(frozen=True)
@@ -57,15 +94,27 @@ class Layout:
         return max(1, self.ep // self.tp)
 
 
+def collective_steps(acc, chips, kind: str = "all-reduce"):
+    """Latency steps of one collective over the tensor-parallel ranks of ``chips`` chips (ranks =
+    chips · ``tp_ranks_per_chip``: NeuronCores on Neuron): 2·log2(ranks) for an all-reduce (recursive
+    halving reduce-scatter then recursive doubling all-gather, Rabenseifner's algorithm), log2(ranks)
+    for an all-to-all (Bruck's algorithm), the short-message choices of Thakur, Rabenseifner & Gropp
+    2005 ("Optimization of Collective Communication Operations in MPICH", IJHPCA 19(1), §3-4);
+    0 for one rank. Each step costs ``tp_collective_latency_s``."""
+    ranks = np.maximum(np.asarray(chips, dtype=float) * tp_ranks_per_chip(acc), 1.0)
+    return (2.0 if kind == "all-reduce" else 1.0) * np.log2(ranks)
+
+
 def tp_allreduce_s(p: Profile, acc, tokens, tp, latency_s):
     """Time of tensor parallelism's two all-reduces per layer over ``tokens`` activations (Megatron-LM,
-    Shoeybi et al. 2019): 2·L·(latency + 2·(tp−1)/tp · tokens·h·2 bytes / link bandwidth), the ring
-    all-reduce volume of 'How to Scale Your Model' ch. 3. Zero for tp = 1; infinite over a link with
-    no published bandwidth."""
+    Shoeybi et al. 2019): 2·L·(steps · latency + 2·(tp−1)/tp · tokens·h·2 bytes / link bandwidth),
+    the ring all-reduce volume of 'How to Scale Your Model' ch. 3 and ``collective_steps`` latency
+    steps of ``latency_s`` each. Zero for tp = 1; infinite over a link with no published bandwidth."""
     tp = np.asarray(tp, dtype=float)
     link = float(acc["intra_node_bytes_per_s"]) if not pd.isna(acc["intra_node_bytes_per_s"]) else math.nan
     data = 2.0 * (tp - 1.0) / tp * np.asarray(tokens, dtype=float) * p.hidden * ACTIVATION_BYTES
-    t = 2.0 * p.layers * (latency_s + np.where(tp > 1, data / link if link == link else np.inf, 0.0))
+    lat = collective_steps(acc, tp) * latency_s
+    t = 2.0 * p.layers * (lat + np.where(tp > 1, data / link if link == link else np.inf, 0.0))
     return np.where(tp > 1, t, 0.0)
 
 
@@ -86,11 +135,12 @@ def ep_alltoall_s(p: Profile, acc, tokens, lay: Layout, latency_s):
     """Expert parallelism's dispatch and combine all-to-alls per MoE layer (GShard, Lepikhin et al.
     2020; DeepSeek-V3 §3.4): each chip sends its tokens/ep tokens' hidden vectors to k experts, of
     which a fraction (ep−1)/ep live elsewhere: 2·L·(latency + tokens/ep·k·h·2 bytes·(ep−1)/ep / bandwidth),
-    over the network when the experts span nodes. Zero for ep = 1."""
+    over the network when the experts span nodes; latency = ``collective_steps`` (all-to-all) ·
+    ``latency_s`` plus the network's own when the experts span nodes. Zero for ep = 1."""
     if lay.ep <= 1:
         return 0.0 * np.asarray(tokens, dtype=float)
     bw = _crossing_bytes_per_s(acc, lay, lay.ep)
-    lat = latency_s + (lay.net_latency_s if lay.ep > _node(acc) else 0.0)
+    lat = float(collective_steps(acc, lay.ep, "all-to-all")) * latency_s + (lay.net_latency_s if lay.ep > _node(acc) else 0.0)
     data = np.asarray(tokens, dtype=float) / lay.ep * p.experts_per_token * p.hidden * ACTIVATION_BYTES * (lay.ep - 1) / lay.ep
     return 2.0 * p.layers * (lat + (data / bw if bw == bw else np.inf))
 
@@ -147,7 +197,7 @@ def decode_step_parts(eff: Efficiency, p: Profile, acc, batch, context, tp, prec
     groups = 1 if layout is None else layout.groups
     width = tp if layout is None else float(layout.width)
     bytes_ = (_split_bytes(p, b + pre, weight_precision, tp, layout)
-              + b / groups * np.asarray(context, dtype=float) * kv_cache_bytes_per_token(p, kv_precision) / tp)
+              + b / groups * np.asarray(context, dtype=float) * kv_bytes_per_token_held(p, acc, tp, kv_precision) / tp)
     if compute_eff is None:
         compute_eff = compute_efficiency(eff, acc, precision, "decode", p, tp=tp)
     flops = b * decode_flops_per_token(p, context) + pre * prefill_flops_per_token(p, prefill_context)
@@ -217,14 +267,14 @@ def max_batch_fit(p: Profile, acc, tp, seq_tokens, weight_precision: str, kv_pre
                   layout: Layout | None = None):
     """Largest number of sequences of ``seq_tokens`` whose KV cache fits beside the weights (0: the
     weights alone do not fit)."""
-    per_seq = kv_cache_bytes_per_token(p, kv_precision) * np.maximum(np.asarray(seq_tokens, dtype=float), 1.0)
+    per_seq = kv_bytes_per_token_held(p, acc, tp, kv_precision) * np.maximum(np.asarray(seq_tokens, dtype=float), 1.0)
     budget = kv_budget_bytes(p, acc, tp, weight_precision, headroom, layout)
     return np.floor(np.maximum(budget, 0.0) / per_seq)
 
 
 def serving_point(eff: Efficiency, p: Profile, acc, batch, input_tokens, output_tokens, tp, precision,
                   weight_precision, kv_precision, mem_eff=None, latency_s=None, ceiling=None,
-                  static: bool = False, layout: Layout | None = None) -> dict:
+                  static: bool = False, layout: Layout | None = None, prefill_ceiling=None) -> dict:
     """TTFT, TPOT and output tokens/s of one replica serving ``batch`` concurrent requests, with the
     decode step's parts (``decode_memory_s``, ``decode_compute_s``, ``decode_comm_s``).
 
@@ -237,13 +287,14 @@ def serving_point(eff: Efficiency, p: Profile, acc, batch, input_tokens, output_
     ``static`` batching (a batch prefilled together, then decoded: Neuron, benchmark_latency): output
     tokens/s = batch·O / (prefill(batch·I) + O·TPOT), TTFT = prefill(batch·I).
     Arrays broadcast over the inputs; ``mem_eff``, ``latency_s`` and ``ceiling`` override the
-    efficiency (the calibration grid)."""
+    efficiency (the calibration grid), ``prefill_ceiling`` the prefill's alone."""
     I = 0.0 if input_tokens is None else float(input_tokens)
     O = 0.0 if output_tokens is None else float(output_tokens)
     b = np.asarray(batch, dtype=float)
     micro = b / (1 if layout is None else layout.pp)
     ce_d = compute_efficiency(eff, acc, precision, "decode", p, tp=tp, ceiling=ceiling)
-    ce_p = compute_efficiency(eff, acc, precision, "prefill", p, tp=tp, ceiling=ceiling)
+    ce_p = compute_efficiency(eff, acc, precision, "prefill", p, tp=tp,
+                              ceiling=ceiling if prefill_ceiling is None else prefill_ceiling)
     kw = dict(mem_eff=mem_eff, latency_s=latency_s, layout=layout)
     chunked = not (static or I == 0 or O == 0)
     parts = decode_step_parts(eff, p, acc, micro, I + O / 2.0, tp, precision, weight_precision, kv_precision,

@@ -19,9 +19,9 @@ from . import comm, disagg, queueing
 from ..errors import InputError
 from ..scenario import Workload
 from .efficiency import Efficiency, band, compute_efficiency, default, peak, roofline_time_s, scope_of
-from .profile import Profile, kv_cache_bytes_per_token, weight_bytes
+from .profile import Profile, weight_bytes
 from .replica import (ACTIVATION_BYTES, Layout, _node, decode_step_parts, decode_step_s, ep_alltoall_s,  # noqa: F401
-                      kv_budget_bytes, max_batch_fit, pp_handoff_s, prefill_s, serving_point, stored_weight_bytes,
+                      kv_budget_bytes, kv_bytes_per_token_held, kv_replicas, tp_ranks_per_chip, max_batch_fit, pp_handoff_s, prefill_s, serving_point, stored_weight_bytes,
                       tp_allreduce_s)
 
 # decode batches the deployment search tries: every batch to 64, then geometric steps to 65,536
@@ -304,7 +304,7 @@ def _serving_row(eff: Efficiency, p: Profile, acc, w: Workload, c: dict, max_chi
            "decode_chips": c.get("decode_chips"), "prefill_tp": c.get("prefill_tp"), "decode_tp": c.get("decode_tp"),
            "kv_transfer_ms": c["kv_transfer_s"] * 1e3 if "kv_transfer_s" in c else math.nan,
            "memory_per_chip_bytes": (stored_weight_bytes(p, w.precision, lay) + c["batch"] * (I + O)
-                                     * kv_cache_bytes_per_token(p, w.kv_precision)) / lay.chips,
+                                     * kv_bytes_per_token_held(p, acc, lay.tp, w.kv_precision)) / lay.chips,
            "calibrated": eff.is_calibrated("decode_memory_efficiency", fam)}
     for key, metric in (("output_tokens_per_s", "output_tokens_per_s_per_chip"), ("tpot_ms", "tpot_ms"),
                         ("ttft_ms", "ttft_ms")):
@@ -356,7 +356,7 @@ def _curve_rows(eff, p, acc, w, lay: Layout, headroom, batches, pinned, I, O) ->
     bs = np.array(sorted(set(batches) | ({chosen["batch"]} if chosen else set())), dtype=float)
     pt = serving_point(eff, p, acc, bs, I, O, lay.tp, cprec, w.precision, w.kv_precision, layout=lay)
     mb = float(max_batch_fit(p, acc, lay.tp, I + O, w.precision, w.kv_precision, headroom, lay))
-    kv = bs * (I + O) * kv_cache_bytes_per_token(p, w.kv_precision)
+    kv = bs * (I + O) * kv_bytes_per_token_held(p, acc, lay.tp, w.kv_precision)
     return pd.DataFrame({
         "accelerator": acc["accelerator"] if "accelerator" in acc else acc.name, "tp": lay.tp, "pp": lay.pp,
         "ep": lay.ep, "batch": bs.astype(int),
