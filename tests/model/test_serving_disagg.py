@@ -3,11 +3,13 @@ et al. ISCA 2024): separate pools sized to the request rate, the KV cache moved 
 only where it meets the targets on fewer chips than the colocated layout."""
 import pytest
 
-from workbook import catalog
+import workbook as wb
+from workbook import analysis, catalog
 from workbook.model import disagg, estimate, serving
 from workbook.model.efficiency import Efficiency
 from workbook.model.replica import Layout, decode_step_s, prefill_s
 from workbook.scenario import Scenario
+from workbook.views import text
 
 H100 = "H100-SXM5-80GB"
 A100 = "A100-SXM4-80GB"
@@ -85,3 +87,19 @@ def test_without_a_request_rate_the_layout_is_colocated():
         "task": "inference", "model": "llama-3-8b", "input_tokens": 16384, "output_tokens": 128, "tpot_slo_ms": 12}})
     r = estimate.estimate_inference(s, H100)
     assert r["layout"] == "colocated" and r["prefill_chips"] is None
+
+
+def test_the_options_json_and_the_decision_name_both_pools():
+    """`estimate --json` options carry the layout keys; the decision's latency reason names the pools."""
+    s = _s(8192, 128, 10, 15, 400).model_copy(update={"candidates": Scenario.model_validate({
+        "name": "t", "title": "t", "workload": {"task": "inference", "model": "llama-3-8b", "input_tokens": 1,
+                                                "output_tokens": 1},
+        "candidates": {"accelerators": [A100]}}).candidates})
+    j = analysis.summary_json(wb.analyse(s))
+    opt = j["options"][0]
+    assert opt["layout"] == "disaggregated"
+    assert opt["prefill_chips"] + opt["decode_chips"] == opt["chips"]
+    assert {"prefill_tp", "decode_tp", "kv_transfer_ms"} <= set(opt)
+    words = text.recommendation_text(j["recommendation"])
+    assert f"{opt['prefill_chips']} prefill chips at TP {opt['prefill_tp']}" in words
+    assert f"{opt['decode_chips']} decode chips at TP {opt['decode_tp']}" in words
