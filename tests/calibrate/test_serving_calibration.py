@@ -5,8 +5,11 @@ import re
 import pytest
 
 from workbook import catalog
+from workbook.calibrate import own
 from workbook.calibrate import runs as calruns
 from workbook.model import estimate
+from workbook.model.efficiency import Efficiency
+from workbook.model.profile import model_profile
 from workbook.model.replica import collective_steps, kv_replicas, tp_ranks_per_chip
 from workbook.scenario import Workload
 
@@ -78,3 +81,19 @@ def test_held_out_serving_latency_errors_improve_on_the_issue(table):
     pooled = s[s["family"] == "(all)"].set_index("kind")
     assert pooled.loc["inference TPOT", "median_abs_error_holdout"] <= 0.25
     assert pooled.loc["inference TTFT", "median_abs_error_holdout"] <= 0.50
+
+
+def test_a_teams_ttft_run_moves_its_chips_prefill_ceiling(tmp_path):
+    """The team's TTFT measurement (``calibrate.own``) scales the chip's ``prefill_matmul_ceiling``,
+    the parameter prefill runs at, and pulls the prediction onto it."""
+    head = "run,kind,accelerator,chips,model,precision,input_tokens,output_tokens,concurrency,ttft_ms\n"
+    path = tmp_path / "runs.csv"
+    path.write_text(head + "a100-ttft,inference,A100-SXM4-80GB,1,llama-3.1-8b,bf16,2048,128,1,100\n")
+    base = own.calibration_table(own.to_runs(own.read_measurements(path)), Efficiency.from_csv())
+    measured = 1.3 * float(base["predicted"].iloc[0])  # 30% slower than predicted
+    path.write_text(head + f"a100-ttft,inference,A100-SXM4-80GB,1,llama-3.1-8b,bf16,2048,128,1,{measured}\n")
+    runs = own.to_runs(own.read_measurements(path))
+    use = own.near(runs, "inference", "bf16", model_profile("llama-3.1-8b").params_active)
+    eff, adj = own.adjust(Efficiency.from_csv(), runs, use)
+    assert list(adj["parameter"]) == ["prefill_matmul_ceiling"]
+    assert abs(float(own.calibration_table(runs, eff)["error"].iloc[0])) < 0.05
