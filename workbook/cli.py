@@ -88,7 +88,7 @@ def _schema(args) -> int:
 
 TRAINING_TABLE = ["step_time_s", "tokens_per_s", "mfu", "training_days", "chip_hours",
                   "tp", "pp", "dp", "ep", "cp", "zero", "recompute", "micro_batch"]
-SERVING_TABLE = ["ttft_ms", "ttft_ms_p99", "tpot_ms", "output_tokens_per_s", "max_batch", "replicas", "tp", "meets_slo"]
+SERVING_TABLE = ["ttft_ms", "ttft_ms_p99", "tpot_ms", "output_tokens_per_s", "max_batch", "replicas", "tp", "layout", "meets_slo"]
 
 
 def _estimate_table(result: dict) -> str:

@@ -131,6 +131,12 @@ _COLUMNS = [
     Column("ttft_ms_p50", "ms", "TTFT under load, median (ms)"),
     Column("ttft_ms_p99", "ms", "TTFT under load, P99 (ms)"),
     Column("ttft_ms_at_slo_percentile", "ms", "TTFT under load at ttft_slo_percentile (ms)"),
+    Column("layout", "", "Serving layout (colocated | disaggregated)"),
+    Column("prefill_chips", "chips", "Prefill pool chips"),
+    Column("decode_chips", "chips", "Decode pool chips"),
+    Column("prefill_tp", "chips", "Prefill TP"),
+    Column("decode_tp", "chips", "Decode TP"),
+    Column("kv_transfer_ms", "ms", "KV-cache transfer, prefill to decode (ms)"),
 ]
 _BANDED = set(TRAINING_KEYS) | set(SERVING_KEYS)
 
@@ -144,7 +150,8 @@ def _expand(cols):
 
 
 ESTIMATE_COLUMNS: dict[str, Column] = {c.name: c for c in _expand(_COLUMNS)}
-INT_COLUMNS = ("chips", "max_batch", "batch", "replicas", "tp", "pp", "dp", "ep", "cp", "zero", "micro_batch")
+INT_COLUMNS = ("chips", "max_batch", "batch", "replicas", "tp", "pp", "dp", "ep", "cp", "zero", "micro_batch",
+               "prefill_chips", "decode_chips", "prefill_tp", "decode_tp")
 BOOL_COLUMNS = ("fits", "meets_slo", "meets_deadline", "calibrated")
 
 # labels of the decision's ranking and cost columns (notebooks, app, reports)

@@ -33,7 +33,7 @@ from .runs import (predict_run, reference_runs, run_chips, run_profile, training
 
 KAPPA_GRID = np.arange(0.0, 12.0001, 0.25)
 MEM_GRID = np.arange(0.10, 1.0001, 0.02)
-LAT_GRID = np.arange(0.0, 300e-6 + 1e-12, 10e-6)
+LAT_GRID = np.arange(0.0, 60e-6 + 1e-12, 1e-6)  # per latency step of a collective (replica.collective_steps)
 CEIL_GRID = np.arange(0.05, 1.0001, 0.025)
 # the fixed point of the training fit: start values (any reasonable values reach the same point) and
 # the stopping rule
@@ -241,7 +241,27 @@ def fit_inference(runs: pd.DataFrame, train_params: dict) -> tuple[dict, dict]:
             if k not in fixed:
                 params[(k, f)] = best[k]
                 prov[(k, f)] = [r["run"] for r in rows]
+    params.update(_fit_prefill(fams, {**table, **params}, prov))
     return params, prov
+
+
+def _fit_prefill(fams: dict, table: dict, prov: dict) -> dict:
+    """``prefill_matmul_ceiling`` per family with static-batch time-to-first-token fit runs (there TTFT
+    is the batch's prefill and nothing else; under continuous batching at a concurrency, as NVIDIA
+    NIM's, it also holds the wait behind other prompts and the client's overheads, which a prefill
+    ceiling must not absorb): a grid search of the prefill's ceiling alone on those runs (sum of
+    |log error|), the family's other parameters fixed at their fit; a family without such runs keeps
+    its ``inference_matmul_ceiling`` for prefill."""
+    eff = Efficiency.from_table(table)
+    out = {}
+    for f, rows in fams.items():
+        ttft = [r for r in rows if r["metric"] == "ttft_ms" and r.get("batching") == "static"]
+        if not ttft:
+            continue
+        loss = sum(np.abs(np.log(predict_run(r, eff=eff, prefill_ceiling=CEIL_GRID) / r["value"])) for r in ttft)
+        out[("prefill_matmul_ceiling", f)] = float(CEIL_GRID[int(np.argmin(loss))])
+        prov[("prefill_matmul_ceiling", f)] = [r["run"] for r in ttft]
+    return out
 
 
 def _predict_all(runs: pd.DataFrame, eff: Efficiency) -> np.ndarray:
@@ -408,6 +428,9 @@ PARAM_DOCS = {
     "inference_matmul_ceiling": ("fraction of the dense peak of the compute precision",
                                  "grid search on the family's inference runs (prefill and compute-bound decode); "
                                  "pooled = median of families that constrain it"),
+    "prefill_matmul_ceiling": ("fraction of the dense peak of the compute precision",
+                               "grid search of the prefill's ceiling alone on the family's static-batch "
+                               "time-to-first-token runs, its other inference parameters fixed at their fit"),
     "width_hidden_per_ridge": ("hidden units per FLOP/byte of ridge point",
                                "grid search (L1 of log error) over all dense training runs, at the fixed point"),
     "moe_bytes_per_flop": ("bytes per FLOP", "each MoE training run solved exactly at the fixed point, median per "
@@ -422,7 +445,7 @@ PARAM_DOCS = {
                                 "median over the generic (non-transformer) fit runs of observed / predicted samples/s"),
     "decode_memory_efficiency": ("fraction of HBM bandwidth", "grid search on the family's inference runs; pooled = "
                                  "median of families that constrain it"),
-    "tp_collective_latency_s": ("s per all-reduce", "grid search on the family's tensor-parallel inference runs; "
+    "tp_collective_latency_s": ("s per collective latency step (2 log2 ranks per all-reduce)", "grid search on the family's tensor-parallel inference runs; "
                                 "pooled = median of families that constrain it"),
 }
 

@@ -17,8 +17,8 @@ The adjustment (``adjust``) gives the team's runs precedence over the published 
   parameter is scaled by the median ratio of the near runs, at a fixed point (the multi-chip model
   is not linear in it): training ``matmul_ceiling ← matmul_ceiling · median(observed MFU /
   predicted MFU)``; serving ``decode_memory_efficiency ← · median(observed / predicted output
-  tokens/s, predicted / observed TPOT)`` and ``inference_matmul_ceiling ← · median(predicted /
-  observed TTFT)``; repeated until the median ratio is within ``TOLERANCE`` of 1 (at most
+  tokens/s, predicted / observed TPOT)`` and ``prefill_matmul_ceiling ← · median(predicted /
+  observed TTFT)`` (the chip's prefill ceiling starts at its family's, else its inference ceiling); repeated until the median ratio is within ``TOLERANCE`` of 1 (at most
   ``PASSES``), each value capped at 1 (a fraction of the datasheet figure);
 - the chip's band: the published band narrowed by the runs that agree, half-widths in log space
   ``w = max(w_published / sqrt(1 + n), z90 · s)``, with n near runs, s the standard deviation of
@@ -55,7 +55,7 @@ SERVING_METRICS = {"output_tokens_per_s": ("output_tokens_per_s_per_chip", "outp
                    "tpot_ms": ("tpot_ms", "tpot_ms"), "ttft_ms": ("ttft_ms", "ttft_ms")}
 # the parameter each metric moves, and whether a higher observed figure means a higher parameter
 MOVES = {"mfu": ("matmul_ceiling", True), "output_tokens_per_s_per_chip": ("decode_memory_efficiency", True),
-         "tpot_ms": ("decode_memory_efficiency", False), "ttft_ms": ("inference_matmul_ceiling", False)}
+         "tpot_ms": ("decode_memory_efficiency", False), "ttft_ms": ("prefill_matmul_ceiling", False)}
 
 
 # --- reading ----------------------------------------------------------------------------------------
@@ -218,6 +218,8 @@ def chip_scope(eff: Efficiency, accelerator: str) -> Efficiency:
         own[("matmul_ceiling", accelerator)] = eff.get("matmul_ceiling", kind if eff.has("matmul_ceiling", kind) else "pooled")
     for name in ("decode_memory_efficiency", "inference_matmul_ceiling", "tp_collective_latency_s"):
         own.setdefault((name, accelerator), eff.get(name, fam))
+    # prefill runs at the family's prefill ceiling where it has one, else at the inference ceiling
+    own.setdefault(("prefill_matmul_ceiling", accelerator), own[("inference_matmul_ceiling", accelerator)])
     return eff.replace(own)
 
 

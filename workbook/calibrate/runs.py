@@ -253,7 +253,7 @@ def training_prediction(row, eff: Efficiency | None = None) -> dict:
 
 
 def predict_run(row, acc: dict | None = None, mem_eff=None, latency_s=None, ceiling=None,
-                eff: Efficiency | None = None):
+                eff: Efficiency | None = None, prefill_ceiling=None):
     """The model's figure for one run, in the run's ``metric`` (array when ``mem_eff``/``latency_s`` are
     arrays: the fit evaluates a grid at once).
 
@@ -283,7 +283,7 @@ def predict_run(row, acc: dict | None = None, mem_eff=None, latency_s=None, ceil
             b = min(b, float(row["max_batch"]) / replicas)
         b = max(b, 1.0)
     pt = serving.serving_point(eff, p, acc, b, I, O, tp, row["precision"], wprec, kvprec, mem_eff=mem_eff, latency_s=latency_s,
-                            ceiling=ceiling, static=row.get("batching") == "static")
+                            ceiling=ceiling, static=row.get("batching") == "static", prefill_ceiling=prefill_ceiling)
     metric = row["metric"]
     if metric == "output_tokens_per_s_per_chip":
         return pt["output_tokens_per_s"] / tp

@@ -245,7 +245,11 @@ def _reason_time(s: Scenario, win) -> str:
     if pd.notna(win.get("tpot_ms")):
         bits.append(f"{win['tpot_ms']:.0f} ms per output token" + (f" (target {w.tpot_slo_ms:g})" if w.tpot_slo_ms else ""))
     fleet = f"{win['chips']:,.0f} chip{'s' if win['chips'] != 1 else ''}"
-    if pd.notna(win.get("replicas")) and pd.notna(win.get("tp")):
+    if win.get("layout") == "disaggregated":
+        fleet += (f" disaggregated: {win['prefill_chips']:,.0f} prefill chips at TP {win['prefill_tp']:.0f} and "
+                  f"{win['decode_chips']:,.0f} decode chips at TP {win['decode_tp']:.0f}, "
+                  f"{win['kv_transfer_ms']:.1f} ms to move each prompt's KV cache")
+    elif pd.notna(win.get("replicas")) and pd.notna(win.get("tp")):
         fleet += f" ({win['replicas']:,.0f} replicas x TP {win['tp']:.0f})"
     has_slo = w.ttft_slo_ms is not None or w.tpot_slo_ms is not None
     return (f"It {'meets the latency targets' if has_slo else 'serves the load'} with {fleet} on "
@@ -343,6 +347,8 @@ def _figures(s: Scenario, win, metric: str) -> dict:
 
 
 TAIL_KEYS = ("ttft_ms_p50", "ttft_ms_p99", "ttft_ms_at_slo_percentile")
+# the serving layout of the chosen option (model.serving; disaggregated prefill/decode pools)
+SERVING_LAYOUT_KEYS = ("layout", "prefill_chips", "decode_chips", "prefill_tp", "decode_tp", "kv_transfer_ms")
 
 
 def with_tails(perf_df: pd.DataFrame, win) -> pd.Series:
@@ -354,6 +360,9 @@ def with_tails(perf_df: pd.DataFrame, win) -> pd.Series:
     for k in TAIL_KEYS:
         if k not in win or pd.isna(win.get(k)):
             win[k] = float(row[k].iloc[0]) if k in row and len(row) and pd.notna(row[k].iloc[0]) else np.nan
+    for k in SERVING_LAYOUT_KEYS:
+        if k not in win or pd.isna(win.get(k)):
+            win[k] = row[k].iloc[0] if k in row and len(row) and pd.notna(row[k].iloc[0]) else None
     return win
 
 

@@ -190,10 +190,14 @@ def _ceiling(eff: Efficiency, acc, work: str) -> float:
     ``matmul_ceiling`` (a family without enough runs: the median of its kind, GPU, TPU or ASIC, else
     pooled), a fraction of the chip's measured matmul ceiling (``mamf.fraction``: MAMF / peak; 1
     where none is measured) that ``compute_efficiency`` multiplies in; inference the
-    ``inference_matmul_ceiling`` (a fraction of peak)."""
+    ``inference_matmul_ceiling`` (a fraction of peak), except prefill where the family has a
+    ``prefill_matmul_ceiling`` of its own (fitted on its time-to-first-token runs: a prompt's large
+    matmuls run alone and nearer the peak than the engines' mixed decode steps)."""
     fam, kind = scope_of(eff, acc), str(acc["kind"])
     if work == "train":
         return eff.get("matmul_ceiling", fam, default_scope=kind if eff.has("matmul_ceiling", kind) else "pooled")
+    if work == "prefill" and eff.has("prefill_matmul_ceiling", fam):
+        return eff.get("prefill_matmul_ceiling", fam)
     return eff.get("inference_matmul_ceiling", fam)
 
 

@@ -118,8 +118,9 @@ def profile_explorer(s: Scenario) -> W.VBox:
 COMPARISON_COLUMNS = {
     "training": ["accelerator", "chips", "fits", "training_days", "training_days_low", "training_days_high", "mfu",
                  "tp", "pp", "dp", "ep", "cp", "zero", "recompute", "micro_batch", "reason"],
-    "inference": ["accelerator", "chips", "fits", "tp", "replicas", "batch", "ttft_ms", "ttft_ms_p99", "tpot_ms",
-                  "output_tokens_per_s", "output_tokens_per_s_low", "output_tokens_per_s_high", "meets_slo", "reason"],
+    "inference": ["accelerator", "chips", "fits", "tp", "replicas", "layout", "prefill_chips", "decode_chips", "batch",
+                  "ttft_ms", "ttft_ms_p99", "tpot_ms", "output_tokens_per_s", "output_tokens_per_s_low",
+                  "output_tokens_per_s_high", "meets_slo", "reason"],
 }
 
 

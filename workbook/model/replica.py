@@ -1,0 +1,316 @@
+"""One model replica's speed: the decode step, prefill, the KV-cache budget and the serving point
+of a replica layout (tensor, pipeline and expert parallelism), with the calibrated ``Efficiency``.
+
+- Decode streams weights and KV cache from HBM at ``decode_memory_efficiency[family]`` of the
+  datasheet bandwidth; tensor parallelism adds two all-reduces per layer (Megatron-LM, Shoeybi et al.
+  2019), each 2·log2(ranks) latency steps of ``tp_collective_latency_s[family]`` + bytes / link
+  bandwidth (ranks: chips, or NeuronCores on AWS Neuron); continuous batching lets
+  chunked prefill share the decode step's roofline (Agrawal et al. 2024, Sarathi-Serve).
+- A step takes the larger of its compute and memory time (roofline: Williams et al. 2009; "How to
+  Scale Your Model" ch. 7 "Inference").
+- A replica's KV-cache budget is tp·memory·(1 − headroom) − weights (vLLM's
+  ``gpu_memory_utilization`` = 1 − headroom).
+
+``model.serving`` sizes deployments from these points (and re-exports them).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .efficiency import Efficiency, compute_efficiency, peak, scope_of
+from .profile import (Profile, bytes_per_value, decode_flops_per_token, decode_weight_bytes_read, kv_cache_bytes_per_token,
+                      prefill_flops_per_token, weight_bytes)
+
+ACTIVATION_BYTES = 2.0  # 16-bit activations in the tensor-parallel all-reduces
+
+# Tensor-parallel ranks per chip where the unit of tensor parallelism is smaller than a chip: AWS
+# Neuron shards a model over NeuronCores (its ``tp_degree``), 2 NeuronCore-v2 per Inferentia2 and per
+# Trainium1 chip, and on Trainium2 4 logical NeuronCores per chip (8 physical NeuronCore-v3 grouped
+# in pairs at the default LNC=2). Sources (read 2026-12-01): awsdocs-neuron.readthedocs-hosted.com
+# .../arch/neuron-hardware/inferentia2.html ("each with two NeuronCore-v2 cores"), .../trainium.html
+# ("each Trainium include 2 x NeuronCore-v2"), .../trainium2.rst ("eight NeuronCore-V3 cores") and
+# .../neuron-features/logical-neuroncore-config.html; the Trn2 runs state "TP=64 logical cores
+# (LNC=2) = 16 chips". Trainium3 is left at one rank per chip (its default LNC was not read).
+TP_RANKS_PER_CHIP = {"aws-inferentia2": 2, "aws-trainium1": 2, "aws-trainium2": 4}
+
+
+def tp_ranks_per_chip(acc) -> int:
+    """Tensor-parallel ranks on one chip (``TP_RANKS_PER_CHIP``; 1 for GPUs and TPUs): a Neuron
+    replica of ``tp`` chips runs at TP degree tp · this, in NeuronCores."""
+    return int(TP_RANKS_PER_CHIP.get(str(acc.get("family", "")), 1))
+
+
+def kv_replicas(p: Profile, acc, tp):
+    """Copies of each KV head a tensor-parallel group keeps: max(1, ranks / kv_heads), ranks = tp chips
+    · ``tp_ranks_per_chip``. With fewer KV heads than ranks (GQA/MQA) every rank still holds the KV
+    head its query heads use, so each is replicated ranks/kv_heads times (vLLM's QKVParallelLinear:
+    ``num_kv_head_replicas = tp_size / total_num_kv_heads``, vllm-project/vllm
+    vllm/model_executor/layers/linear.py; Neuron's GQA ``REPLICATE_TO_TP_DEGREE``,
+    aws-neuron/neuronx-distributed modules/attention/gqa.py): the cache that each step reads and that
+    memory holds grows by that factor. 1 for multi-head latent attention (its latent is not per head)."""
+    ranks = np.asarray(tp, dtype=float) * tp_ranks_per_chip(acc)
+    if p.kv_cache_dim != 2 * p.kv_heads * p.head_dim or p.kv_heads <= 0:
+        return 1.0 + 0.0 * ranks
+    return np.maximum(1.0, ranks / p.kv_heads)
+
+
+def kv_bytes_per_token_held(p: Profile, acc, tp, kv_precision: str):
+    """KV-cache bytes one token of one sequence costs a tensor-parallel group of ``tp`` chips
+    (``kv_cache_bytes_per_token`` · ``kv_replicas``)."""
+    return kv_cache_bytes_per_token(p, kv_precision) * kv_replicas(p, acc, tp)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one model replica is split: ``tp`` chips of tensor parallelism inside a node, ``pp``
+    pipeline stages (across nodes) and, for a mixture of experts, ``ep`` chips the routed experts are
+    spread over (ep > tp: attention runs tensor-parallel in groups of tp chips, data-parallel over
+    ep/tp groups, the deployment of DeepSeek-V3's report §3.4). A replica has max(tp, ep)·pp chips.
+    ``net_bytes_per_s`` (per chip per direction) and ``net_latency_s`` price what crosses nodes
+    (pipeline hand-offs, expert all-to-alls beyond a node); passed per offer, default the
+    accelerator's ``inter_node_bytes_per_s``."""
+
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    net_bytes_per_s: float = math.nan
+    net_latency_s: float = 0.0
+
+    @property
+    def width(self) -> int:
+        return max(self.tp, self.ep)
+
+    @property
+    def chips(self) -> int:
+        return self.width * self.pp
+
+    @property
+    def groups(self) -> int:
+        """Attention groups of a stage (data-parallel attention when the experts span more chips)."""
+        return max(1, self.ep // self.tp)
+
+
+def collective_steps(acc, chips, kind: str = "all-reduce"):
+    """Latency steps of one collective over the tensor-parallel ranks of ``chips`` chips (ranks =
+    chips · ``tp_ranks_per_chip``: NeuronCores on Neuron): 2·log2(ranks) for an all-reduce (recursive
+    halving reduce-scatter then recursive doubling all-gather, Rabenseifner's algorithm), log2(ranks)
+    for an all-to-all (Bruck's algorithm), the short-message choices of Thakur, Rabenseifner & Gropp
+    2005 ("Optimization of Collective Communication Operations in MPICH", IJHPCA 19(1), §3-4);
+    0 for one rank. Each step costs ``tp_collective_latency_s``."""
+    ranks = np.maximum(np.asarray(chips, dtype=float) * tp_ranks_per_chip(acc), 1.0)
+    return (2.0 if kind == "all-reduce" else 1.0) * np.log2(ranks)
+
+
+def tp_allreduce_s(p: Profile, acc, tokens, tp, latency_s):
+    """Time of tensor parallelism's two all-reduces per layer over ``tokens`` activations (Megatron-LM,
+    Shoeybi et al. 2019): 2·L·(steps · latency + 2·(tp−1)/tp · tokens·h·2 bytes / link bandwidth),
+    the ring all-reduce volume of 'How to Scale Your Model' ch. 3 and ``collective_steps`` latency
+    steps of ``latency_s`` each. Zero for tp = 1; infinite over a link with no published bandwidth."""
+    tp = np.asarray(tp, dtype=float)
+    link = float(acc["intra_node_bytes_per_s"]) if not pd.isna(acc["intra_node_bytes_per_s"]) else math.nan
+    data = 2.0 * (tp - 1.0) / tp * np.asarray(tokens, dtype=float) * p.hidden * ACTIVATION_BYTES
+    lat = collective_steps(acc, tp) * latency_s
+    t = 2.0 * p.layers * (lat + np.where(tp > 1, data / link if link == link else np.inf, 0.0))
+    return np.where(tp > 1, t, 0.0)
+
+
+def _node(acc) -> int:
+    return int(acc.get("chips_per_node") or 1)
+
+
+def _crossing_bytes_per_s(acc, lay: Layout, chips: int) -> float:
+    """Bandwidth per chip between the nodes of ``chips`` chips: the fast link when they share one fast
+    domain (a TPU slice, a Trainium UltraServer), else the layout's network."""
+    dom = acc.get("fast_domain_chips")
+    if chips <= _node(acc) or (not pd.isna(dom) and chips <= int(dom)):
+        return float(acc["intra_node_bytes_per_s"])
+    return lay.net_bytes_per_s
+
+
+def ep_alltoall_s(p: Profile, acc, tokens, lay: Layout, latency_s):
+    """Expert parallelism's dispatch and combine all-to-alls per MoE layer (GShard, Lepikhin et al.
+    2020; DeepSeek-V3 §3.4): each chip sends its tokens/ep tokens' hidden vectors to k experts, of
+    which a fraction (ep−1)/ep live elsewhere: 2·L·(latency + tokens/ep·k·h·2 bytes·(ep−1)/ep / bandwidth),
+    over the network when the experts span nodes; latency = ``collective_steps`` (all-to-all) ·
+    ``latency_s`` plus the network's own when the experts span nodes. Zero for ep = 1."""
+    if lay.ep <= 1:
+        return 0.0 * np.asarray(tokens, dtype=float)
+    bw = _crossing_bytes_per_s(acc, lay, lay.ep)
+    lat = float(collective_steps(acc, lay.ep, "all-to-all")) * latency_s + (lay.net_latency_s if lay.ep > _node(acc) else 0.0)
+    data = np.asarray(tokens, dtype=float) / lay.ep * p.experts_per_token * p.hidden * ACTIVATION_BYTES * (lay.ep - 1) / lay.ep
+    return 2.0 * p.layers * (lat + (data / bw if bw == bw else np.inf))
+
+
+def pp_handoff_s(p: Profile, acc, tokens, lay: Layout):
+    """Pipeline parallelism's (pp − 1) stage hand-offs for one pass: each of a stage's tp chips sends
+    its 1/tp share of the tokens' activations (tokens·h·2 bytes) to the next stage over the network
+    (GPipe, Huang et al. 2019; Megatron-LM's p2p send/recv), plus the network latency."""
+    if lay.pp <= 1:
+        return 0.0 * np.asarray(tokens, dtype=float)
+    bw = _crossing_bytes_per_s(acc, lay, lay.chips)
+    data = np.asarray(tokens, dtype=float) * p.hidden * ACTIVATION_BYTES / lay.tp
+    return (lay.pp - 1) * (lay.net_latency_s + (data / bw if bw == bw else np.inf))
+
+
+def _weight_read_split(p: Profile, tokens, weight_precision: str):
+    """Weight bytes one pass reads: (not routed-expert, routed-expert) parts of ``decode_weight_bytes_read``."""
+    total = decode_weight_bytes_read(p, tokens, weight_precision)
+    if not p.is_moe:
+        return total, 0.0 * total
+    frac = 1.0 - (1.0 - p.experts_per_token / p.experts) ** np.asarray(tokens, dtype=float)
+    expert = p.params_expert * frac * bytes_per_value(weight_precision)
+    return total - expert, expert
+
+
+def _split_bytes(p: Profile, tokens, weight_precision: str, tp, lay: Layout | None):
+    """Weight bytes read per chip-set: the non-expert part over tp chips, the experts over max(tp, ep)."""
+    if lay is None or lay.ep <= 1:
+        return decode_weight_bytes_read(p, tokens, weight_precision) / tp
+    dense, expert = _weight_read_split(p, tokens, weight_precision)
+    return dense / tp + expert / lay.width
+
+
+def decode_step_parts(eff: Efficiency, p: Profile, acc, batch, context, tp, precision: str, weight_precision: str,
+                      kv_precision: str, mem_eff=None, latency_s=None, compute_eff=None, prefill_tokens=0.0,
+                      prefill_context=0.0, layout: Layout | None = None) -> dict:
+    """The parts of one decode step (one token for each of ``batch`` sequences at ``context`` cached
+    tokens) on a tensor-parallel group of ``tp`` chips: ``memory_s`` (active weights once + each
+    sequence's KV cache over tp·HBM·mem_eff), ``compute_s`` (FLOPs over tp·peak·efficiency) and
+    ``comm_s`` (the TP all-reduces). ``prefill_tokens`` of other requests' prompts (of
+    ``prefill_context`` tokens) can ride along in the same step (chunked prefill, Agrawal et al. 2024
+    "Sarathi-Serve"): their FLOPs add to the compute side, their weight reads are the step's own.
+    With a ``layout`` of pp stages, ``batch`` is one micro-batch: the step is the sum of the pp stage
+    steps (each 1/pp of the layers) plus the hand-offs, so the parts equal a tp-chip step; experts
+    over ep chips read their weights and do their FLOPs over max(tp, ep) chips and add the
+    all-to-alls, attention groups (ep/tp) each hold batch/groups sequences' KV cache.
+    ``mem_eff``, ``latency_s`` and ``compute_eff`` override the efficiency (the calibration grid)."""
+    fam = scope_of(eff, acc)
+    mem_eff = eff.get("decode_memory_efficiency", fam) if mem_eff is None else mem_eff
+    latency_s = eff.get("tp_collective_latency_s", fam) if latency_s is None else latency_s
+    b = np.asarray(batch, dtype=float)
+    tp = np.asarray(tp, dtype=float)
+    pre = np.asarray(prefill_tokens, dtype=float)
+    groups = 1 if layout is None else layout.groups
+    width = tp if layout is None else float(layout.width)
+    bytes_ = (_split_bytes(p, b + pre, weight_precision, tp, layout)
+              + b / groups * np.asarray(context, dtype=float) * kv_bytes_per_token_held(p, acc, tp, kv_precision) / tp)
+    if compute_eff is None:
+        compute_eff = compute_efficiency(eff, acc, precision, "decode", p, tp=tp)
+    flops = b * decode_flops_per_token(p, context) + pre * prefill_flops_per_token(p, prefill_context)
+    comm = tp_allreduce_s(p, acc, (b + pre) / groups, tp, latency_s)
+    if layout is not None:
+        comm = comm + ep_alltoall_s(p, acc, b + pre, layout, latency_s) + pp_handoff_s(p, acc, b + pre, layout)
+    return {"memory_s": bytes_ / (float(acc["memory_bytes_per_s"]) * mem_eff),
+            "compute_s": flops / (width * peak(acc, precision) * compute_eff),
+            "comm_s": comm}
+
+
+def decode_step_s(eff: Efficiency, p: Profile, acc, batch, context, tp, precision: str, weight_precision: str,
+                  kv_precision: str, **kw):
+    """Time of one decode step: roofline of ``decode_step_parts`` plus the TP all-reduces."""
+    d = decode_step_parts(eff, p, acc, batch, context, tp, precision, weight_precision, kv_precision, **kw)
+    return np.maximum(d["memory_s"], d["compute_s"]) + d["comm_s"]
+
+
+def prefill_s(eff: Efficiency, p: Profile, acc, tokens, input_tokens, tp, precision: str, weight_precision: str,
+              mem_eff=None, latency_s=None, compute_eff=None, layout: Layout | None = None):
+    """Time to prefill ``tokens`` prompt tokens (prompts of ``input_tokens``) on ``tp`` chips: roofline
+    of FLOPs (2N + causal attention per token) against one read of the weights, plus TP all-reduces;
+    with a ``layout``, through every pipeline stage (hand-offs added) and with the experts' FLOPs and
+    weights over max(tp, ep) chips plus their all-to-alls."""
+    fam = scope_of(eff, acc)
+    mem_eff = eff.get("decode_memory_efficiency", fam) if mem_eff is None else mem_eff
+    latency_s = eff.get("tp_collective_latency_s", fam) if latency_s is None else latency_s
+    n = np.asarray(tokens, dtype=float)
+    tp = np.asarray(tp, dtype=float)
+    if compute_eff is None:
+        compute_eff = compute_efficiency(eff, acc, precision, "prefill", p, tp=tp)
+    flops = n * prefill_flops_per_token(p, input_tokens)
+    if layout is not None and layout.ep > 1:
+        expert = n * 2.0 * p.params_expert * p.experts_per_token / p.experts
+        chip_flops = (flops - expert) / tp + expert / layout.width
+    else:
+        chip_flops = flops / tp
+    t_comp = chip_flops / (peak(acc, precision) * compute_eff)
+    t_mem = _split_bytes(p, n, weight_precision, tp, layout) / (float(acc["memory_bytes_per_s"]) * mem_eff)
+    comm = tp_allreduce_s(p, acc, n, tp, latency_s)
+    if layout is not None:
+        comm = comm + ep_alltoall_s(p, acc, n, layout, latency_s) + pp_handoff_s(p, acc, n, layout)
+    return np.maximum(t_comp, t_mem) + comm
+
+
+def stored_weight_bytes(p: Profile, weight_precision: str, layout: Layout | None = None) -> float:
+    """Weight bytes a replica holds: every weight once, plus a copy of the non-expert weights for each
+    further attention group when experts span more chips than the tensor-parallel group."""
+    w = weight_bytes(p, weight_precision)
+    if layout is None or layout.groups <= 1:
+        return w
+    dense = w - p.params_expert * bytes_per_value(weight_precision)
+    return w + dense * (layout.groups - 1)
+
+
+def kv_budget_bytes(p: Profile, acc, tp, weight_precision: str, headroom: float, layout: Layout | None = None):
+    """HBM left for the KV cache on a replica of ``tp`` chips (or of ``layout.chips``):
+    chips·memory·(1 − headroom) − the weights it holds.
+
+    The default headroom 0.1 equals vLLM's ``gpu_memory_utilization = 0.9`` (activations, CUDA
+    graphs and fragmentation live in the rest)."""
+    chips = np.asarray(tp, dtype=float) if layout is None else float(layout.chips)
+    return chips * float(acc["memory_bytes"]) * (1.0 - headroom) - stored_weight_bytes(p, weight_precision, layout)
+
+
+def max_batch_fit(p: Profile, acc, tp, seq_tokens, weight_precision: str, kv_precision: str, headroom: float,
+                  layout: Layout | None = None):
+    """Largest number of sequences of ``seq_tokens`` whose KV cache fits beside the weights (0: the
+    weights alone do not fit)."""
+    per_seq = kv_bytes_per_token_held(p, acc, tp, kv_precision) * np.maximum(np.asarray(seq_tokens, dtype=float), 1.0)
+    budget = kv_budget_bytes(p, acc, tp, weight_precision, headroom, layout)
+    return np.floor(np.maximum(budget, 0.0) / per_seq)
+
+
+def serving_point(eff: Efficiency, p: Profile, acc, batch, input_tokens, output_tokens, tp, precision,
+                  weight_precision, kv_precision, mem_eff=None, latency_s=None, ceiling=None,
+                  static: bool = False, layout: Layout | None = None, prefill_ceiling=None) -> dict:
+    """TTFT, TPOT and output tokens/s of one replica serving ``batch`` concurrent requests, with the
+    decode step's parts (``decode_memory_s``, ``decode_compute_s``, ``decode_comm_s``).
+
+    Continuous batching with chunked prefill (vLLM, SGLang, TensorRT-LLM; Agrawal et al. 2024): each
+    decode step also carries batch·I/O prompt tokens of the requests that replace finished ones, so
+    their FLOPs share the step's roofline with the decode; TPOT is that step at the mean context
+    I + O/2, output tokens/s = batch / TPOT, TTFT is one prompt's prefill (no queueing: see
+    ``model.queueing``). With pp pipeline stages the batch is pp micro-batches of batch/pp in flight
+    together, so TPOT is a micro-batch's trip through every stage and output tokens/s = batch / TPOT.
+    ``static`` batching (a batch prefilled together, then decoded: Neuron, benchmark_latency): output
+    tokens/s = batch·O / (prefill(batch·I) + O·TPOT), TTFT = prefill(batch·I).
+    Arrays broadcast over the inputs; ``mem_eff``, ``latency_s`` and ``ceiling`` override the
+    efficiency (the calibration grid), ``prefill_ceiling`` the prefill's alone."""
+    I = 0.0 if input_tokens is None else float(input_tokens)
+    O = 0.0 if output_tokens is None else float(output_tokens)
+    b = np.asarray(batch, dtype=float)
+    micro = b / (1 if layout is None else layout.pp)
+    ce_d = compute_efficiency(eff, acc, precision, "decode", p, tp=tp, ceiling=ceiling)
+    ce_p = compute_efficiency(eff, acc, precision, "prefill", p, tp=tp,
+                              ceiling=ceiling if prefill_ceiling is None else prefill_ceiling)
+    kw = dict(mem_eff=mem_eff, latency_s=latency_s, layout=layout)
+    chunked = not (static or I == 0 or O == 0)
+    parts = decode_step_parts(eff, p, acc, micro, I + O / 2.0, tp, precision, weight_precision, kv_precision,
+                              compute_eff=ce_d, prefill_tokens=micro * I / O if chunked else 0.0,
+                              prefill_context=I if chunked else 0.0, **kw)
+    tpot = np.maximum(parts["memory_s"], parts["compute_s"]) + parts["comm_s"]
+    if chunked:
+        thr = b / tpot
+    else:
+        prefill_batch = prefill_s(eff, p, acc, b * I, I, tp, precision, weight_precision, compute_eff=ce_p, **kw) \
+            if I > 0 else 0.0 * tpot
+        thr = b * O / (prefill_batch + O * tpot) if O > 0 else b / tpot
+    if I > 0:
+        ttft = prefill_s(eff, p, acc, (b if static else 1.0) * I, I, tp, precision, weight_precision, compute_eff=ce_p, **kw)
+    else:
+        ttft = np.zeros_like(tpot)
+    ones = np.ones_like(tpot)
+    return {"ttft_s": ttft * ones, "tpot_s": tpot, "output_tokens_per_s": thr, "decode_memory_s": parts["memory_s"] * ones,
+            "decode_compute_s": parts["compute_s"] * ones, "decode_comm_s": parts["comm_s"] * ones}
