@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..scenario import Scenario
+from .balance import balance_table
 from .rank import break_ties, metric_of, rank
 
 OFFER_KEYS = ["rank", "offering", "provider", "region", "accelerator", "instance", "pricing_model", "chips",
@@ -19,7 +20,8 @@ OFFER_KEYS = ["rank", "offering", "provider", "region", "accelerator", "instance
               "usd_per_million_tokens_low", "usd_per_million_tokens_high", "p_meets_deadline", "cost_usd",
               "cost_usd_low", "cost_usd_high", "cost_p50_monte_carlo", "usd_per_chip_hour", "price_as_of",
               "interruptions_per_hour", "goodput", "checkpoint_write_s", "checkpoint_interval_min", "start_days",
-              "start_days_source", "contract_usd", "porting_usd", "ops_usd_per_month", "score", "tie", "excluded_reason"]
+              "start_days_source", "contract_usd", "porting_usd", "ops_usd_per_month", "score", "tie", "excluded_reason",
+              "host_warnings", "host_checks"]
 
 
 def offers_table(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = None,
@@ -47,6 +49,7 @@ def offers_table(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = No
         df["rank"], df["score"] = np.nan, np.nan
     if mc is not None and len(mc) and "p50" in mc:
         df["cost_p50_monte_carlo"] = df["option"].map(mc.set_index("option")["p50"])
+    df[["host_warnings", "host_checks"]] = balance_table(s, df)
     for k in OFFER_KEYS:
         if k not in df:
             df[k] = np.nan
