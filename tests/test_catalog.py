@@ -193,7 +193,7 @@ def test_a100_80gb_gcp_shapes_1_2_4_8_are_priced_dated_and_specced():
 def test_host_spec_coverage_does_not_regress():
     off = catalog.offerings()
     both = (off["vcpus"].notna() & off["host_memory_bytes"].notna()).mean()
-    assert both >= 0.80  # data/README.md offerings: 91 of 111 rows (issue 12 target 0.80)
+    assert both >= 0.80  # data/README.md offerings: 96 of 116 rows (issue 12 target 0.80)
     cpu_per_chip = off["vcpus"] / off["chips_per_instance"]
     assert (cpu_per_chip.dropna() >= 1).all()
 
@@ -263,9 +263,12 @@ def test_a_lead_time_row_names_an_accelerator_or_family(tmp_path):
     assert set(catalog.lead_times()["provider"]) == {"AWS", "GCP", "Azure"}
 
 
-def test_provider_coverage_includes_tencent_cloud_with_sourced_host_specs():
+def test_provider_coverage_includes_tencent_and_alibaba_cloud_with_sourced_host_specs():
     off = catalog.offerings()
     assert off["provider"].nunique() >= 8
+    ali = off[off["provider"] == "Alibaba Cloud"]
+    assert len(ali) >= 1 and ali["vcpus"].notna().all() and ali["source"].str.contains("alicloud/vms.csv").all()
+    assert (ali["spot_usd_per_hour"] < ali["on_demand_usd_per_hour"]).all()
     tc = off[off["provider"] == "Tencent Cloud"]
     assert len(tc) >= 1 and set(tc["accelerator"]) <= set(catalog.accelerators()["accelerator"])
     assert tc["vcpus"].notna().all() and tc["host_memory_bytes"].notna().all()
