@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..scenario import Scenario
+from .balance import balance_table
 from .rank import break_ties, metric_of, rank
 
 OFFER_KEYS = ["rank", "offering", "provider", "region", "accelerator", "instance", "pricing_model", "chips",
@@ -21,7 +22,7 @@ OFFER_KEYS = ["rank", "offering", "provider", "region", "accelerator", "instance
               "interruptions_per_hour", "goodput", "checkpoint_write_s", "checkpoint_interval_min", "start_days",
               "start_days_source", "contract_usd", "porting_usd", "ops_usd_per_month", "hosting_usd", "user_rtt_ms",
               "ttft_ms_at_slo_percentile", "energy_kwh", "co2_kg", "energy_kwh_per_month", "co2_kg_per_month",
-              "grid_gco2e_per_kwh", "score", "tie", "excluded_reason"]
+              "grid_gco2e_per_kwh", "score", "tie", "excluded_reason", "host_warnings", "host_checks"]
 
 
 def offers_table(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = None,
@@ -49,6 +50,7 @@ def offers_table(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = No
         df["rank"], df["score"] = np.nan, np.nan
     if mc is not None and len(mc) and "p50" in mc:
         df["cost_p50_monte_carlo"] = df["option"].map(mc.set_index("option")["p50"])
+    df[["host_warnings", "host_checks"]] = balance_table(s, df)
     for k in OFFER_KEYS:
         if k not in df:
             df[k] = np.nan

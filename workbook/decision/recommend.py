@@ -17,6 +17,7 @@ from ..terms import usd
 from ..errors import InputError
 from ..scenario import Scenario
 from ..terms import DAYS_PER_MONTH, FRAMEWORK_LABEL, PLATFORM_LABEL, PRICING_MODEL_IDS, pricing_label
+from .balance import balance_flags
 from .evidence import STALE_DAYS, age_days, price_valid_date
 from .nearest import nearest_changes, physical_hints
 from .rank import (TIE_BREAKERS, break_ties, describe, flip_conditions, metric_of, p_cheaper, rank, ranking_table,
@@ -187,7 +188,8 @@ def recommendation_warnings(s: Scenario, perf_df: pd.DataFrame, win, today: _dt.
     """What a reader must know before acting on the choice (``recommendation.warnings``): a price
     that is undated or older than a year (``price_as_of``, issue 12), an estimate outside the
     calibrated range (``calibrated`` False: no published run of this chip family set its efficiency,
-    so the wider band applies), and a generic (non-transformer) model, whose estimate borrows the
+    so the wider band applies), a host short for the workload (``balance.balance_flags``: CPU per chip,
+    host RAM for loading, NVMe for checkpoints), and a generic (non-transformer) model, whose estimate borrows the
     transformer-fitted ceilings and is optimistic (README "Known limits")."""
     out = []
     valid = price_valid_date(win)
@@ -207,7 +209,7 @@ def recommendation_warnings(s: Scenario, perf_df: pd.DataFrame, win, today: _dt.
     elif "calibrated" in row and len(row) and row["calibrated"].iloc[0] is not None and not bool(row["calibrated"].iloc[0]):
         out.append(f"Uncalibrated estimate: no published run on {win['accelerator']}'s chip family set its efficiency; "
                    "the wider uncalibrated band applies.")
-    return out
+    return out + balance_flags(s, win)[0]
 
 
 def _reason_time(s: Scenario, win) -> str:
