@@ -14,8 +14,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[notebooks,test]'
 	@touch $(STAMP)
 
-report: $(STAMP)  ## render every shipped scenario into reports/ (HTML + summary.json + index)
-	$(BIN)/python -m workbook report --out reports $(if $(JOBS),--jobs $(JOBS))
+report: $(STAMP)  ## render every shipped scenario into reports/ (HTML + summary.json + index) and every portfolio's plan
+	@rc=0; $(BIN)/python -m workbook report --out reports $(if $(JOBS),--jobs $(JOBS)) || rc=$$?; \
+	for f in data/portfolios/*.yaml; do n=$$(basename $$f .yaml); \
+	  $(BIN)/python -m workbook plan $$f --html reports/plans/$$n.html > /dev/null || rc=2; done; \
+	$(BIN)/python -c "from workbook.report.batch import write_index; write_index('reports')"; exit $$rc
 
 test: $(STAMP)  ## run every test: package, notebooks (nbval), report path, browser
 	$(BIN)/python -m pytest tests

@@ -349,7 +349,7 @@ def write_index(out: str | Path) -> Path:
     _atomic_write(out / "index.csv", buf.getvalue())
     page = jinja_env().get_template("index_page.html.j2").render(
         rows=rows, columns=[{"key": k, "label": v} for k, v in INDEX_COLUMNS], updated_utc=utc_now(),
-        css=report_css())
+        css=report_css(), plans=sorted(p.relative_to(out).as_posix() for p in out.glob("plans/*.html")))
     _atomic_write(out / "index.html", page)
     return out / "index.html"
 

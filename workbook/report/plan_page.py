@@ -3,6 +3,7 @@
 through vl-convert, no script), each workload's offering, the months and the assumptions."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import vl_convert
@@ -57,8 +58,11 @@ def plan_html(plan: Plan) -> str:
 
 
 def write_plan_html(plan: Plan, out: str | Path) -> Path:
-    """Write the page to ``out`` (a file; its folder is created)."""
+    """Write the page to ``out`` (a file; its folder is created) through a temporary file and a
+    rename, so a failed write never replaces a good page."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(plan_html(plan))
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(plan_html(plan))
+    os.replace(tmp, out)
     return out
