@@ -53,6 +53,16 @@ class _Strict(BaseModel):
         return data
 
 
+def title_defaults_to_name(data):
+    """Before validation: a missing or blank ``title`` is the ``name`` (scenario and portfolio files)."""
+    if isinstance(data, dict) and not str(data.get("title") or "").strip() and data.get("name"):
+        data = {**data, "title": data["name"]}
+    return data
+
+
+Strict = _Strict  # the strict base model (unknown keys are errors), for other input files
+
+
 class Architecture(_Strict):
     """A decoder-only transformer, dense or mixture-of-experts (columns of data/models.csv)."""
 
@@ -367,9 +377,7 @@ class Scenario(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _title_defaults_to_name(cls, data):
-        if isinstance(data, dict) and not str(data.get("title") or "").strip() and data.get("name"):
-            data = {**data, "title": data["name"]}
-        return data
+        return title_defaults_to_name(data)
 
     @property
     def is_training(self) -> bool:
@@ -411,6 +419,9 @@ def _errors_to_lines(file: str, exc: ValidationError) -> list[str]:
         loc = excerpt_text(_fmt_loc(e["loc"]), EXCERPT_CHARS)
         lines.append(f"{file}: {loc + ': ' if loc else ''}{_describe(e)}")
     return lines
+
+
+errors_to_lines = _errors_to_lines  # one line per problem, for other input files (plan.portfolio)
 
 
 def resolve_path(name_or_path: str | Path) -> Path:

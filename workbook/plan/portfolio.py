@@ -16,7 +16,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from .. import paths
 from ..errors import InputError
-from ..scenario import Scenario, _errors_to_lines, _Strict, load_scenario
+from ..scenario import Scenario, Strict, errors_to_lines, load_scenario, title_defaults_to_name
 from ..yamlsafe import MAX_YAML_BYTES, excerpt_text, read_yaml
 
 PORTFOLIO_DIR = paths.DATA_DIR / "portfolios"
@@ -27,7 +27,7 @@ Month = Annotated[int, Field(ge=1, le=MAX_MONTHS)]
 Share = Annotated[float, Field(ge=0, le=MAX_LOAD_SHARE)]
 
 
-class PortfolioWorkload(_Strict):
+class PortfolioWorkload(Strict):
     """One workload of the portfolio: a scenario and the months it runs in."""
 
     scenario: str = Field(description="a shipped scenario id (data/scenarios/ID.yaml) or a YAML path "
@@ -57,7 +57,7 @@ class PortfolioWorkload(_Strict):
         return self
 
 
-class Portfolio(_Strict):
+class Portfolio(Strict):
     """A horizon of ``months`` and the workloads that run in it."""
 
     name: str = Field(description="id: lower-case letters, digits and '-', equal to the file name")
@@ -76,9 +76,7 @@ class Portfolio(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _title_defaults_to_name(cls, data):
-        if isinstance(data, dict) and data.get("title") is None and isinstance(data.get("name"), str):
-            data = {**data, "title": data["name"]}
-        return data
+        return title_defaults_to_name(data)
 
     @model_validator(mode="after")
     def _within_horizon(self):
@@ -147,7 +145,7 @@ def load_portfolio(name_or_path: str | Path) -> tuple[Portfolio, list[Scenario]]
     try:
         pf = Portfolio.model_validate(data)
     except ValidationError as exc:
-        raise InputError("", _errors_to_lines(rel, exc)[:30]) from None
+        raise InputError("", errors_to_lines(rel, exc)[:30]) from None
     problems, scenarios = [], []
     for i, w in enumerate(pf.workloads):
         where = f"{rel}: workloads.{i}"
