@@ -330,6 +330,14 @@ class Pricing(_Strict):
     cost_of_capital: Annotated[float, Field(ge=0, le=1, description=terms.FIELD_HELP["cost_of_capital"])] = 0.0
     monthly_min_term_months: Annotated[float, Field(ge=1, le=120, description=terms.FIELD_HELP["monthly_min_term_months"])] = 1.0
 
+    @model_validator(mode="after")
+    def _whole_api_quote(self):
+        if (self.hosted_api_usd_per_million_input_tokens is None) != (self.hosted_api_usd_per_million_output_tokens is None):
+            missing = "output" if self.hosted_api_usd_per_million_output_tokens is None else "input"
+            raise ValueError(f"hosted_api_usd_per_million_{missing}_tokens: expected both prices of the hosted API "
+                             "quote (input and output tokens) or neither")
+        return self
+
     @property
     def restart_h(self) -> float:
         """``restart_min`` in hours."""

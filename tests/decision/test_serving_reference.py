@@ -62,7 +62,8 @@ def test_without_a_quote_there_is_no_hosted_api_reference():
     assert not any("hosted API" in r for r in rec.reasons)
 
 
-def test_half_a_quote_is_refused_naming_both_keys():
-    s = _live(pricing={"hosted_api_usd_per_million_output_tokens": 10.0})
-    with pytest.raises(InputError, match="pricing.hosted_api_usd_per_million_input_tokens / _output_tokens"):
-        decide(s, _perf(), offers(offering("o1", od=80.0)))
+def test_half_a_quote_is_refused_when_the_scenario_is_read_naming_the_missing_key():
+    with pytest.raises(InputError, match="pricing: hosted_api_usd_per_million_input_tokens: expected both prices"):
+        _live(pricing={"hosted_api_usd_per_million_output_tokens": 10.0})
+    with pytest.raises(InputError, match="pricing: hosted_api_usd_per_million_output_tokens: expected both prices"):
+        _live(pricing={"hosted_api_usd_per_million_input_tokens": 3.0})

@@ -393,9 +393,6 @@ def hosted_api_reference(s: Scenario, win) -> dict:
     which that bill equals the option's monthly cost (``cost.rates.breakeven_requests_per_s_hosted_api``).
     Empty for training or without a quote."""
     p, w = s.pricing, s.workload
-    if (p.hosted_api_usd_per_million_input_tokens is None) != (p.hosted_api_usd_per_million_output_tokens is None):
-        raise InputError(f"{s.name}: pricing.hosted_api_usd_per_million_input_tokens / _output_tokens: expected both "
-                         "prices of the quote (or neither)")
     if s.is_training or p.hosted_api_usd_per_million_output_tokens is None or not w.output_tokens:
         return {}
     c = float(cost.rates.hosted_api_usd_per_request(w.input_tokens or 0, w.output_tokens,
