@@ -14,7 +14,6 @@ import pandas as pd
 from .. import catalog, cost
 from .. import terms
 from ..terms import usd
-from ..errors import InputError
 from ..scenario import Scenario
 from ..terms import DAYS_PER_MONTH, FRAMEWORK_LABEL, PLATFORM_LABEL, PRICING_MODEL_IDS, pricing_label
 from .balance import balance_flags
