@@ -8,6 +8,7 @@ import pytest
 
 from workbook.cli import main
 from workbook.errors import InputError
+from workbook.plan import plan_portfolio
 from workbook.plan.portfolio import load_portfolio, portfolio_names
 
 GOOD = """name: t
@@ -123,3 +124,17 @@ def test_plan_json_end_to_end_on_the_shipped_example(tmp_path):
     page = out.read_text()
     assert "<svg" in page and "All on-demand" in page and "Commitments to sign" in page
     assert "<script" not in page and 'src="http' not in page and "href=\"http" not in page   # opens offline
+
+
+def test_the_hyperscaler_example_commits_its_base_load_and_bursts_the_peak():
+    """hyperscaler-2027 (no spot, hyperscalers only, 200 requests/s at a daily peak): a 3-year
+    commitment is cheaper than on-demand for every hour the load needs it more than
+    price_commit/price_on_demand of the time, so the plan commits below the peak, bursts the rest on
+    demand, and beats all-on-demand; the commitment's paid hours are not all used (night trough)."""
+    p = plan_portfolio(*load_portfolio("hyperscaler-2027"))
+    c = p.commitments
+    assert len(c) == 1 and c.iloc[0]["pricing_model"] in ("commit_1y", "commit_3y")
+    peak = int(p.workloads.iloc[0]["instances_at_peak"])
+    assert 0 < c.iloc[0]["instances"] < peak
+    assert 0.5 < c.iloc[0]["utilization"] < 1.0
+    assert p.total_usd < 0.8 * p.all_on_demand_usd

@@ -85,8 +85,10 @@ def plan_text(plan: Plan) -> str:
     lines += [_table(plan.workloads[["workload", "task", "offering", "burst_model", "instances_at_peak",
                                      "all_on_demand_offering"]]), ""]
     if len(plan.commitments):
-        lines += ["Commitments:", _table(plan.commitments[["offering", "pricing_model", "instances", "start_month",
-                                                          "end_month", "cost_usd", "utilization", "workloads"]]), ""]
+        c = plan.commitments[["offering", "pricing_model", "instances", "start_month", "end_month", "cost_usd",
+                              "utilization", "workloads"]].copy()
+        c["utilization"] = c["utilization"].map(lambda u: f"{u:.0%}")   # share of the paid hours used
+        lines += ["Commitments:", _table(c), ""]
     if plan.alternatives is not None and len(plan.alternatives):
         lines += ["Cheapest commitment per workload, planned alone (what it would cost more):",
                   _table(plan.alternatives), ""]
