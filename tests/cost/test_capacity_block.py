@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbook import catalog, cost, paths
+import workbook as wb
+from workbook import analysis, catalog, cost, paths
 from workbook.errors import InputError
 from workbook.scenario import parse_scenario
 from workbook.terms import PRICING_MODELS, pricing_label, pricing_short
@@ -126,3 +127,11 @@ def test_a_capacity_block_row_without_its_rate_is_a_one_line_error(tmp_path):
     finally:
         catalog.load.cache_clear()
         catalog.resolve_map.cache_clear()
+
+
+def test_estimate_json_carries_the_block_bought():
+    """``estimate --json``: each option's ``costs.capacity_block`` has ``block_days`` (the shipped
+    llama-8b-finetune lists capacity_block; its H100 run of under a day takes a 1-day block)."""
+    a = analysis.analyse(wb.load_scenario("llama-8b-finetune"))
+    h100 = next(o for o in analysis.summary_json(a)["options"] if o["accelerator"] == "H100-SXM5-80GB")
+    assert h100["costs"]["capacity_block"]["block_days"] == 1.0
