@@ -221,6 +221,8 @@ def _option_costs(priced: pd.DataFrame, accelerator: str) -> dict:
                 if k + suffix in best.index:
                     entry[k + suffix] = jsonable(best[k + suffix])
         entry.update({k: jsonable(best[k]) for k in ENERGY_KEYS if k in best.index})
+        if pm == "capacity_block" and "block_days" in best.index:  # the block bought (workbook.cost.bill)
+            entry["block_days"] = jsonable(best["block_days"])
         out[pm] = entry
     return out
 

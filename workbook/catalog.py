@@ -383,6 +383,11 @@ def load(name: str, data_dir: str | None = None) -> pd.DataFrame:
         if not priced.all():
             i = int((~priced).to_numpy().nonzero()[0][0])
             raise InputError(f"{rel}: row {i + 2}: on_demand_usd_per_hour: expected at least one price in the row")
+        block = df["other_price_model"].fillna("").astype(str).str.startswith("capacity_block")
+        bad = block & df["other_usd_per_hour"].isna()
+        if bad.any():  # the capacity_block way to pay reads other_usd_per_hour (workbook.cost.pricebook)
+            i = int(bad.to_numpy().nonzero()[0][0])
+            raise InputError(f"{rel}: row {i + 2}: other_usd_per_hour: expected the capacity block's hourly rate")
     if name == "lead_times":
         _check_lead_times(df, rel, data_dir)
     return df

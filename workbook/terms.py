@@ -41,6 +41,9 @@ PRICING_MODELS: dict[str, PricingModel] = {m.id: m for m in (
     PricingModel("commit_3y", "reserved", "a 3-year commitment", "3-year commitment", 36.0),
     PricingModel("monthly", "reserved", "a monthly server", "monthly server", 1.0),
     PricingModel("purchase", "reserved", "bought hardware", "purchase"),
+    # AWS EC2 Capacity Blocks for ML: a short reservation paid up front for a reserved start; its
+    # length follows the work (whole days, workbook.cost.rates.capacity_block_hours), so no fixed term
+    PricingModel("capacity_block", "reserved", "a capacity block", "capacity block"),
 )}
 PRICING_MODEL_IDS = tuple(PRICING_MODELS)
 TERM_MONTHS = {k: m.term_months for k, m in PRICING_MODELS.items() if m.term_months}

@@ -29,6 +29,12 @@ How each way to pay is billed (the model, stated once):
   (1 - ``commit_*_discount``) for hyperscaler rows (the discount is derived from the published GCP
   committed prices: see ``Pricing`` in ``scenario.py``); GPU clouds and marketplaces publish no
   commitment in the catalog and get none.
+- **capacity blocks** (AWS EC2 Capacity Blocks for ML, ``rates.capacity_block_hours``) are reserved
+  capacity paid up front: a training run pays the shortest block that holds its wall time (whole days
+  up to 14, whole weeks up to 182 days; the leftover hours like a commitment's, less the backfill), with
+  hardware failures but no reclaims (goodput as on-demand); a service pays every hour of the block that
+  covers ``horizon_months``. Work longer than 182 days, or more than 256 instances, cannot be held
+  (``term_reason``, ruled out with code ``term``).
 - ``negotiated_discount`` comes off list prices (on-demand, commitments, monthly); not off spot
   (a market price) or purchases.
 - The whole bill adds object storage (``storage_tb``), internet egress (``egress_tb_per_month``),
@@ -58,7 +64,8 @@ from ..terms import DAYS_PER_MONTH, HOURS_PER_DAY, HOURS_PER_MONTH, KIND, PRICIN
 from . import energy
 from .location import add_user_rtt
 from .pricebook import offer_prices, requested_models
-from .rates import ops_staff_usd_per_month, reserved_factor, spare_instances, spot_spares_factor
+from .rates import (CAPACITY_BLOCK_MAX_DAYS, CAPACITY_BLOCK_MAX_INSTANCES, capacity_block_hours, ops_staff_usd_per_month,
+                    reserved_factor, spare_instances, spot_spares_factor)
 from .reliability import (STORAGE_TIERS, checkpoint_write_s, lead_time, optimal_checkpoint_interval_s, p_meets_deadline,
                           wall_per_useful)
 
@@ -273,6 +280,7 @@ def _failure_recipe(s: Scenario, df: pd.DataFrame) -> None:
     df["term_h"] = df["term_months"].astype(float) * HOURS_PER_MONTH
     df["min_term_h"] = df["min_term_months"].astype(float).fillna(0.0) * HOURS_PER_MONTH
     df["backfill_fraction"] = p.commitment_backfill_fraction
+    df["capacity_block"] = (df["pricing_model"] == "capacity_block").astype(float)
 
 
 def _deadline_odds(s: Scenario, df: pd.DataFrame) -> None:
@@ -304,6 +312,7 @@ def _costs(s: Scenario, df: pd.DataFrame) -> None:
                              df["hours_multiplier_high"].to_numpy(float)))
     df["paid_per_used_hour"] = res["factor"]
     _hosting_total(s, df, res["factor"])
+    _capacity_block_limits(s, df, res["days"])
     if training:
         for k in ("goodput", "interruptions_per_hour", "checkpoint_interval_s", "contract_usd"):
             df[k] = res[k]
@@ -323,6 +332,26 @@ def _costs(s: Scenario, df: pd.DataFrame) -> None:
     for c in (["usd_per_million_tokens", "usd_per_month", "usd_total"] if training else ["cost_usd", "training_days"]):
         for sfx in ("", "_low", "_high"):
             df[c + sfx] = np.nan
+
+
+def _capacity_block_limits(s: Scenario, df: pd.DataFrame, days) -> None:
+    """Capacity-block rows, in place: ``block_days`` (the block bought: training, the shortest that
+    holds the run's wall time; serving, the one that covers ``horizon_months``) and ``term_reason``
+    (why no block can hold the work: longer than the longest block, or more instances than the
+    blocks of one account hold; ``rates.CAPACITY_BLOCK_*``), None elsewhere."""
+    cb = (df["pricing_model"] == "capacity_block").to_numpy()
+    work_h = (np.asarray(days, dtype=float) * HOURS_PER_DAY if s.is_training
+              else np.full(len(df), s.pricing.horizon_months * HOURS_PER_MONTH))
+    df["block_days"] = np.where(cb, capacity_block_hours(work_h) / HOURS_PER_DAY, np.nan)
+    what = "the run's wall time" if s.is_training else "pricing.horizon_months"
+    long_ = cb & np.isfinite(work_h) & np.isnan(df["block_days"].to_numpy(float))
+    many = cb & (df["instances"].astype(float).to_numpy() > CAPACITY_BLOCK_MAX_INSTANCES)
+    reason = pd.Series(None, index=df.index, dtype=object)
+    reason[long_] = [f"capacity block: {what} ({h / HOURS_PER_DAY:,.1f} days) is longer than the longest block "
+                     f"({CAPACITY_BLOCK_MAX_DAYS} days)" for h in work_h[long_]]
+    reason[many & ~long_] = [f"capacity block: {n:,.0f} instances > the {CAPACITY_BLOCK_MAX_INSTANCES} an account "
+                             "may hold across capacity blocks" for n in df.loc[many & ~long_, "instances"]]
+    df["term_reason"] = reason
 
 
 def _hosting_total(s: Scenario, df: pd.DataFrame, factor) -> None:
@@ -502,6 +531,8 @@ def _bill_training(rec, hours_multiplier, price_mult, reclaims_per_host_hour, sp
         term_h = col("term_h")
         contract_h = np.where(reserved, np.maximum(np.ceil(np.maximum(wall_h, 1e-9) / term_h) * term_h,
                                                    col("min_term_h") if "min_term_h" in rec else 0.0), np.nan)
+        if "capacity_block" in rec:  # a capacity block: the shortest block that holds the wall time, NaN beyond
+            contract_h = np.where(col("capacity_block") > 0, capacity_block_hours(wall_h), contract_h)
         paid_h = np.where(reserved, wall_h + (1.0 - col("backfill_fraction")) * (contract_h - wall_h), wall_h)
         n = col("instances")
         cost = n * (paid_h * price + wall_h * col("energy_usd_per_instance_hour"))

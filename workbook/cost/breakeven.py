@@ -9,7 +9,7 @@ import pandas as pd
 
 from ..scenario import Scenario
 from ..terms import HOURS_PER_MONTH
-from .rates import (breakeven_interruptions_spot, breakeven_interruptions_spot_spares, breakeven_months_commit,
+from .rates import (breakeven_interruptions_spot, capacity_block_hours, breakeven_interruptions_spot_spares, breakeven_months_commit,
                     breakeven_months_purchase, breakeven_utilization_commit, spot_goodput_breakeven)
 
 
@@ -38,7 +38,9 @@ def max_interruptions_per_hour(s: Scenario, option: pd.Series, spot_usd_per_hour
 
 
 def _breakeven_entry(s: Scenario, r: pd.Series, od_price: float) -> dict:
-    """The break-even figures of one non-on-demand option against an on-demand chip-hour price."""
+    """The break-even figures of one non-on-demand option against an on-demand chip-hour price (a
+    capacity block pays every hour of a block that follows the work, so it has no break-even month:
+    it beats on-demand when utilization > block price / on-demand price)."""
     p = s.pricing
     model, price = r["pricing_model"], r["usd_per_chip_hour"]
     out = {}
@@ -46,6 +48,8 @@ def _breakeven_entry(s: Scenario, r: pd.Series, od_price: float) -> dict:
         out["months_to_beat_on_demand"] = float(breakeven_months_commit(price, od_price, r["term_months"], p.utilization))
         out["utilization_to_beat_on_demand"] = float(_or_never(breakeven_utilization_commit(
             price, od_price, r["term_months"], p.horizon_months)))
+    elif model == "capacity_block":  # every hour of a block is paid, however long it is: only utilization decides
+        out["utilization_to_beat_on_demand"] = float(_or_never(price / od_price))
     elif model == "purchase":
         cpi = r["chips_per_instance"]
         hosting_h = r.get("hosting_usd_per_instance_hour", 0.0)
@@ -105,7 +109,8 @@ def _cheapest_accelerator(s: Scenario, ok: pd.DataFrame) -> str | None:
 
 
 def _cumulative(s: Scenario, r: pd.Series, months: np.ndarray) -> np.ndarray:
-    """Cumulative cost of one chip of option ``r`` used ``utilization`` of the time, per month."""
+    """Cumulative cost of one chip of option ``r`` used ``utilization`` of the time, per month (a
+    capacity block: the block that covers the months, NaN beyond 182 days)."""
     p = s.pricing
     model, price, u = r["pricing_model"], r["usd_per_chip_hour"], p.utilization
     if model == "on_demand":
@@ -120,6 +125,9 @@ def _cumulative(s: Scenario, r: pd.Series, months: np.ndarray) -> np.ndarray:
         capex = (price - host) * r["term_months"] * HOURS_PER_MONTH
         return (np.where(months > 0, capex, 0.0) + months * HOURS_PER_MONTH * host
                 + months * HOURS_PER_MONTH * u * r["energy_per_chip_hour"])
+    if model == "capacity_block":  # the shortest block that holds m months; none beyond the longest
+        y = capacity_block_hours(months * HOURS_PER_MONTH) * price
+        return np.where(months > 0, y, 0.0)
     term = r["term_months"]
     least = r.get("min_term_months", term)
     least = term if pd.isna(least) else least

@@ -5,7 +5,9 @@
 - Rented models take the published price after ``negotiated_discount`` (spot: the market price);
   a commitment without a published price is on-demand x (1 - ``commit_*_discount``) on hyperscaler
   rows; a monthly server is ``monthly_usd`` / 730 h, billed in whole months with a minimum term of
-  ``pricing.monthly_min_term_months`` (``min_term_months``).
+  ``pricing.monthly_min_term_months`` (``min_term_months``); a capacity block (AWS EC2 Capacity
+  Blocks) is ``other_usd_per_hour`` of the rows whose ``other_price_model`` starts with
+  ``capacity_block``, billed for whole blocks (``rates.capacity_block_hours``).
 - A purchase is the list price spread over ``pricing.depreciation_years`` (``capital_usd_per_instance_hour``)
   plus hosting (``hosting_usd_per_instance_hour``: colocation, network, support and the cost of
   capital, ``workbook.cost.hosting``), with electricity as its own line.
@@ -17,9 +19,9 @@ import pandas as pd
 
 from .. import catalog
 from ..scenario import Scenario
-from ..terms import HOURS_PER_MONTH, TERM_MONTHS
+from ..terms import HOURS_PER_DAY, HOURS_PER_MONTH, TERM_MONTHS
 from .hosting import hosting_usd_per_hour
-from .rates import energy_usd_per_hour
+from .rates import CAPACITY_BLOCK_MAX_DAYS, capacity_block_hours, energy_usd_per_hour
 
 
 def requested_models(s: Scenario) -> list[str]:
@@ -49,10 +51,33 @@ def _list_price(s: Scenario, off: pd.DataFrame, model: str, superseded: pd.Serie
         basis = np.where(published.notna(), f"published {model.replace('_', ' ')}",
                          f"on-demand x (1 - {disc:g}) (commit_{model[-2:]}_discount)")
         return published.fillna(derived) * (1 - p.negotiated_discount), pd.Series(basis, index=off.index)
+    if model == "capacity_block":
+        return _capacity_block_price(s, off)
     # monthly: whole months, at least the minimum term
     basis = (f"published monthly / 730 h, whole months, minimum {p.monthly_min_term_months:g} month(s) "
              "(pricing.monthly_min_term_months)")
     return off["monthly_usd"] / HOURS_PER_MONTH * (1 - p.negotiated_discount), pd.Series(basis, index=off.index)
+
+
+def _capacity_block_price(s: Scenario, off: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
+    """An AWS Capacity Block's hourly rate: ``other_usd_per_hour`` of the rows whose ``other_price_model``
+    starts with ``capacity_block`` (after ``negotiated_discount``, a list price); the block's length
+    follows the work (``capacity_block_term_months``)."""
+    kind = off["other_price_model"].fillna("").astype(str) if "other_price_model" in off else pd.Series("", index=off.index)
+    price = off["other_usd_per_hour"].where(kind.str.startswith("capacity_block")) * (1 - s.pricing.negotiated_discount)
+    what = ("the run's wall time" if s.is_training else f"the {s.pricing.horizon_months:g}-month horizon")
+    basis = (f"published capacity block rate, paid up front for whole days of {what} (1-day steps to 14 days, "
+             f"7-day steps to {CAPACITY_BLOCK_MAX_DAYS} days; AWS EC2 Capacity Blocks)")
+    return price, pd.Series(basis, index=off.index)
+
+
+def capacity_block_term_months(s: Scenario) -> float:
+    """The billed length of a Capacity Block in months: serving, the shortest block that covers
+    ``horizon_months`` (NaN beyond the longest block: ruled out, ``bill``); training, one day (the
+    increment; the bill rounds the run's wall time up to a block, ``rates.capacity_block_hours``)."""
+    if s.is_training:
+        return HOURS_PER_DAY / HOURS_PER_MONTH
+    return float(capacity_block_hours(s.pricing.horizon_months * HOURS_PER_MONTH)) / HOURS_PER_MONTH
 
 
 def _hosting_basis(s: Scenario, hw: pd.DataFrame) -> pd.Series:
@@ -112,9 +137,9 @@ def offer_prices(s: Scenario, offerings: pd.DataFrame | None = None, systems: pd
             continue
         base = off[[c for c in _OFFER_KEEP if c in off]].copy()
         base["pricing_model"] = model
-        base["term_months"] = TERM_MONTHS.get(model, 0.0)
-        base["min_term_months"] = (s.pricing.monthly_min_term_months if model == "monthly"
-                                   else TERM_MONTHS.get(model, 0.0))
+        term = capacity_block_term_months(s) if model == "capacity_block" else TERM_MONTHS.get(model, 0.0)
+        base["term_months"] = term
+        base["min_term_months"] = s.pricing.monthly_min_term_months if model == "monthly" else term
         base["energy_usd_per_instance_hour"] = 0.0
         base["hosting_usd_per_instance_hour"] = 0.0
         base["on_demand_usd_per_hour"] = off["on_demand_usd_per_hour"].where(~superseded)

@@ -148,6 +148,33 @@ def reserved_factor(utilization, duty_fraction, term_months, horizon_months):
     return np.maximum(1.0, duty / u) / duty * np.maximum(term, m) / m
 
 
+# AWS EC2 Capacity Blocks for ML (Amazon EC2 User Guide, "Find and purchase Capacity Blocks" and "Work
+# with Capacity Blocks", docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-purchase.html and
+# capacity-blocks-using.html, read 2026-12-01): durations in 1-day increments up to 14 days and 7-day
+# increments up to 182 days; up to 64 instances per block and 256 across blocks; the price is charged up
+# front; instances are terminated from 30 minutes before the block ends.
+CAPACITY_BLOCK_DAY_STEP_UNTIL_DAYS = 14
+CAPACITY_BLOCK_WEEK_STEP_DAYS = 7
+CAPACITY_BLOCK_MAX_DAYS = 182
+CAPACITY_BLOCK_MAX_INSTANCES = 256
+CAPACITY_BLOCK_END_MARGIN_H = 0.5
+
+
+def capacity_block_hours(work_h):
+    """Hours of the shortest Capacity Block that holds ``work_h`` hours of work (the rule above): the
+    usable hours of a block of D days are 24·D - 0.5 (instances are terminated from 30 minutes before
+    its end), D is a whole number of days up to 14 and a multiple of 7 above, at least 1 day, at most
+    182. NaN when the work is longer than the longest block or unknown. Examples: 10 days of work
+    (240 h) need 11 days (240 > 239.5); 9.5 days, 10; 15 days, 21; 200 days, NaN."""
+    h = np.asarray(work_h, dtype=float)
+    with np.errstate(invalid="ignore"):
+        days = np.maximum(1.0, np.ceil((h + CAPACITY_BLOCK_END_MARGIN_H) / 24.0 - 1e-9))
+        step = CAPACITY_BLOCK_WEEK_STEP_DAYS
+        days = np.where(days > CAPACITY_BLOCK_DAY_STEP_UNTIL_DAYS, np.ceil(days / step - 1e-9) * step, days)
+        days = np.where((days <= CAPACITY_BLOCK_MAX_DAYS) & np.isfinite(h), days, np.nan)
+    return days * 24.0
+
+
 def energy_usd_per_hour(power_w, pue, usd_per_kwh):
     """Electricity for one system at full power: kW x PUE x $/kWh (PUE as defined by The Green Grid,
     facility energy / IT energy)."""

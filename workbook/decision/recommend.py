@@ -276,6 +276,11 @@ def _reason_ecosystem(s: Scenario, win) -> str:
 def _reason_term(s: Scenario, win) -> list[str]:
     """What the way to pay adds: idle hours of a term, spare spot instances or lost spot hours."""
     p = s.pricing
+    if win["pricing_model"] == "capacity_block" and pd.notna(win.get("block_days", np.nan)):
+        what = (f"holds the {win['training_days']:,.1f}-day run" if s.is_training
+                else f"covers your {p.horizon_months:g}-month horizon")
+        return [f"The capacity block is {win['block_days']:,.0f} days, paid up front, the shortest that {what} "
+                f"({win['price_basis']})."]
     if s.is_training and win["kind"] == "reserved" and pd.notna(win.get("contract_usd", np.nan)):
         host = win.get("hosting_usd", 0.0)
         host = (f" Hosting the bought systems (colocation, network, support, cost of capital) is {usd(host)} of "

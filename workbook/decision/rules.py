@@ -26,7 +26,7 @@ SUPPORT_SCORE = {"native": 1.0, "supported": 2.0 / 3.0, "partial": 1.0 / 3.0, "n
 
 # the hard constraints, in the order their sentences are joined
 CONSTRAINTS = ("memory", "precision", "latency", "chips", "instance", "not_priced", "spot", "deadline", "budget",
-               "framework", "superseded", "region", "residency", "carbon")
+               "framework", "superseded", "region", "residency", "carbon", "term")
 # what a team can move (budget, deadline, chip limit) as against what the hardware cannot do
 PHYSICAL = ("memory", "precision", "latency", "instance", "not_priced", "spot")
 
@@ -333,6 +333,8 @@ def exclusions(s: Scenario, priced: pd.DataFrame, fit: pd.DataFrame | None = Non
         ex.add("chips", ch > c.max_chips, "chips: " + ch.map(lambda v: f"{v:,.0f}") + f" > max_chips {c.max_chips:,}")
     if "shape_reason" in priced:
         ex.add("instance", priced["shape_reason"].notna(), priced["shape_reason"])
+    if "term_reason" in priced:  # a capacity block that cannot hold the work (workbook.cost.bill)
+        ex.add("term", priced["term_reason"].notna(), priced["term_reason"])
     ex.add("not_priced", priced["usd_per_instance_hour"].isna(),
            "not priced: no sourced " + priced["pricing_model"].map(lambda m: pricing_label(m).replace("a ", "", 1))
            + " price for this accelerator" + np.where(priced["pricing_model"] == "purchase", " (data/hardware.csv)", ""))
