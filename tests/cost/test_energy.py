@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from workbook import analysis, catalog
+from workbook import analysis, catalog, paths
 from workbook.cost import energy
 from workbook.errors import InputError
 from workbook.scenario import parse_scenario
@@ -45,6 +45,51 @@ def test_a_chip_without_a_system_figure_takes_epochs_overhead():
     e = energy.offer_energy(offers(_offer("l4", "GCP", "us-central1", acc="L4", cpi=1)), utilization=1.0).iloc[0]
     assert e["system_overhead"] == energy.SYSTEM_OVERHEAD == 1.82
     assert e["energy_kwh_per_instance_hour"] == pytest.approx(72 * 1.82 * GCP_PUE / 1000)
+
+
+GH200_MODULE_W = 1000.0        # NVIDIA GH200 datasheet: superchip module configurable up to 1,000 W
+DGX_GH200_BLOCK_W = 15000.0    # NVIDIA forum: a DGX GH200 block of 8 superchips + 3 switch trays, ~15 kW
+IRONWOOD_POD_W, IRONWOOD_POD_CHIPS = 10e6, 9216  # Google, Hot Chips 2025: ~10 MW per 9,216-chip superpod
+LAMBDA_PUE = 1.58              # Uptime Institute 2023 industry average (Lambda publishes none)
+# Offered chips whose power no source publishes (accelerators.csv notes; README "Not modelled")
+UNPOWERED = {"TPU-v5e", "TPU-v5p", "TPU-v6e", "Trainium1", "Trainium2", "Inferentia2"}
+
+
+def test_the_gh200_offer_now_has_energy_from_its_module_power_by_hand():
+    # 1 x 1,000 W x (15,000 / 8,000 = 1.875, not Epoch's 1.82: the module holds the CPU) x 0.9 x 1.58
+    # = 2.666 kWh per instance-hour
+    e = energy.offering_energy(0.9).loc["lambda-gpu-1x-gh200-all"]
+    assert e["chip_power_w"] == GH200_MODULE_W
+    assert e["system_overhead"] == pytest.approx(DGX_GH200_BLOCK_W / (8 * GH200_MODULE_W)) != energy.SYSTEM_OVERHEAD
+    assert e["energy_kwh_per_instance_hour"] == pytest.approx(1000 * 1.875 * 0.9 * LAMBDA_PUE / 1000)  # 2.66625
+    assert pd.isna(e["co2_kg_per_instance_hour"]) and "region all" in e["energy_reason"]  # Lambda has no region
+
+
+def test_a_gh200_option_carries_energy_kwh_in_the_priced_frame():
+    s = scenario()
+    gh = {**offering("gh", acc="GH200-96GB", cpi=1, provider="Lambda"), "region": "all"}
+    priced = price(s, train_perf(acc="GH200-96GB", chips=8), offerings=offers(gh))
+    r = priced[priced["pricing_model"] == "on_demand"].iloc[0]
+    # 8 instances x 240 h x 2.666 kWh (utilization 0.9, the default)
+    assert r["energy_kwh"] == pytest.approx(8 * 240 * 1000 * 1.875 * 0.9 * LAMBDA_PUE / 1000, rel=1e-6)
+
+
+def test_a_chip_with_only_a_system_figure_draws_that_system_per_chip():
+    # TPU7x: no chip TDP, but ~10 MW per 9,216-chip superpod -> 1,085 W per chip, everything included
+    tpu7x = offers(_offer("ironwood", "GCP", "us-central1", acc="TPU-7x", cpi=4))
+    e = energy.offer_energy(tpu7x, utilization=1.0).iloc[0]
+    assert pd.isna(e["chip_power_w"]) and pd.isna(e["system_overhead"]) and pd.isna(e["energy_reason"])
+    assert e["energy_kwh_per_instance_hour"] == pytest.approx(4 * IRONWOOD_POD_W / IRONWOOD_POD_CHIPS * GCP_PUE / 1000)
+    assert float(energy.per_chip_system_w(700.0, 1.82, np.nan, np.nan)) == pytest.approx(1274.0)  # chip figure first
+
+
+def test_the_offered_chips_without_power_are_exactly_the_documented_ones():
+    off = catalog.offerings()
+    e = energy.offering_energy(0.9)
+    blank = set(off.set_index("offering").loc[e.index[e["energy_kwh_per_instance_hour"].isna()], "accelerator"])
+    assert blank == UNPOWERED
+    readme = " ".join((paths.ROOT / "README.md").read_text().split())
+    assert all(name in readme for name in ("TPU v5e, v5p and v6e", "Trainium", "Inferentia2"))
 
 
 def test_the_same_offer_in_two_regions_differs_in_co2_not_in_energy():

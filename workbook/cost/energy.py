@@ -9,9 +9,11 @@ The model, stated once (each piece names its source in its function):
 
 - **system overhead** (host CPUs, memory, NICs, switches, fans) is the ratio of a published system's
   maximum power to its accelerators' TDP (``data/system_power.csv``: DGX H100 10.2 kW / 8 x 700 W =
-  1.82, DGX A100 2.03, DGX B200 1.79), else Epoch AI's 1.82 for every system (``SYSTEM_OVERHEAD``);
-  a purchased system uses its own ``system_power_w`` (data/hardware.csv) instead of chips x TDP x
-  overhead.
+  1.82, DGX A100 2.03, DGX B200 1.79, DGX GH200 1.875 over the 1,000 W CPU+GPU module), else Epoch
+  AI's 1.82 for every system (``SYSTEM_OVERHEAD``); a chip whose own power is unpublished but whose
+  whole system's is (Google's ~10 MW, 9,216-chip Ironwood superpod) takes that system's power per
+  chip (``per_chip_system_w``); a purchased system uses its own ``system_power_w`` (data/hardware.csv)
+  instead of chips x TDP x overhead.
 - **draw**: rated power scaled linearly by ``pricing.utilization`` (the scenario's average load while
   the work runs), with no idle floor: no sourced idle power of these systems was found, so a lightly
   loaded fleet is under-counted. At full load the rating is an upper bound: 8-GPU H100 nodes training
@@ -51,7 +53,7 @@ SYSTEM_OVERHEAD = 1.82
 _SRC = {"source": Col("str", True), "as_of": Col("date", True), "notes": Col()}
 SCHEMAS = {
     "system_power": {"accelerator": Col("str", True), "system": Col("str", True),
-                     "chips_per_system": Col("int", True, 1, 1024), "system_power_w": Col("float", True, 10, 2e6),
+                     "chips_per_system": Col("int", True, 1, 100_000), "system_power_w": Col("float", True, 10, 1e8),
                      **_SRC},
     "pue": {"provider": Col("str", True), "pue": Col("float", True, 1, 3),
             "basis": Col("str", True, choices=("provider_fleet", "industry_average")),
@@ -88,6 +90,15 @@ def system_overhead(chip_power_w, system_power_w, chips_per_system):
     ratio = np.asarray(system_power_w, dtype=float) / (np.asarray(chips_per_system, dtype=float)
                                                        * np.asarray(chip_power_w, dtype=float))
     return np.where(np.isfinite(ratio), ratio, SYSTEM_OVERHEAD)
+
+
+def per_chip_system_w(chip_power_w, overhead, system_power_w, chips_per_system):
+    """A system's power per accelerator (W): chip power x system overhead; where the chip's own power
+    is not published but a whole system's is (data/system_power.csv, e.g. Google's Ironwood superpod),
+    that system's maximum power / its chips (the same quantity, read directly); NaN when neither is."""
+    direct = np.asarray(system_power_w, dtype=float) / np.asarray(chips_per_system, dtype=float)
+    via_chip = np.asarray(chip_power_w, dtype=float) * np.asarray(overhead, dtype=float)
+    return np.where(np.isfinite(via_chip), via_chip, direct)
 
 
 def it_power_w(chips, chip_power_w, overhead, utilization):
@@ -138,10 +149,11 @@ def offer_energy(offers: pd.DataFrame, utilization, own_pue: float | None = None
     acc = catalog.accelerators().set_index("accelerator")
     chip_w = o["accelerator"].map(acc["tdp_w"]).astype(float)
     sp = table("system_power").set_index("accelerator")
-    overhead = system_overhead(chip_w, o["accelerator"].map(sp["system_power_w"]),
-                               o["accelerator"].map(sp["chips_per_system"]))
+    sys_w = o["accelerator"].map(sp["system_power_w"]).astype(float)
+    sys_chips = o["accelerator"].map(sp["chips_per_system"]).astype(float)
+    overhead = system_overhead(chip_w, sys_w, sys_chips)
     chips = o["chips_per_instance"].astype(float)
-    it_w = it_power_w(chips, chip_w, overhead, utilization)
+    it_w = it_power_w(chips, per_chip_system_w(chip_w, overhead, sys_w, sys_chips), 1.0, utilization)
     owned = (o["provider_kind"] == "owned") if "provider_kind" in o else pd.Series(False, index=o.index)
     pue = o["provider"].map(table("pue").set_index("provider")["pue"]).astype(float)
     grid = _lookup(o["provider"], o["region"], "grid_gco2e_per_kwh").astype(float)
@@ -152,7 +164,7 @@ def offer_energy(offers: pd.DataFrame, utilization, own_pue: float | None = None
         pue = pue.mask(owned, np.nan if own_pue is None else own_pue)
         grid = grid.mask(owned, np.nan if own_grid_gco2e_per_kwh is None else own_grid_gco2e_per_kwh)
     kwh = energy_kwh_per_instance_hour(it_w, pue)
-    out = pd.DataFrame({"chip_power_w": chip_w, "system_overhead": np.where(owned, np.nan, overhead), "pue": pue,
+    out = pd.DataFrame({"chip_power_w": chip_w, "system_overhead": np.where(owned | chip_w.isna().to_numpy(), np.nan, overhead), "pue": pue,
                         "grid_gco2e_per_kwh": grid, "energy_kwh_per_instance_hour": kwh,
                         "co2_kg_per_instance_hour": co2_kg(kwh, grid)})
     out["energy_reason"] = _reasons(o, out, owned.reset_index(drop=True))
@@ -166,7 +178,7 @@ def _reasons(o: pd.DataFrame, e: pd.DataFrame, owned: pd.Series) -> pd.Series:
     no_kwh, no_grid = e["energy_kwh_per_instance_hour"].isna(), e["grid_gco2e_per_kwh"].isna()
     conditions = [o["provider"].isna(), no_kwh & e["chip_power_w"].isna() & ~owned, no_kwh, no_grid & owned, no_grid]
     texts = ["energy: not priced (no offering)",
-             "energy: no published chip power for " + acc + " (accelerators.csv tdp_w)",
+             "energy: no published chip power for " + acc + " (accelerators.csv tdp_w) nor system power (system_power.csv)",
              "energy: no PUE for provider " + prov + " (data/pue.csv)",
              "co2: own site: set pricing.grid_gco2e_per_kwh",
              "co2: no grid intensity for " + prov + " region " + region + " (data/grid_carbon.csv)"]
