@@ -23,7 +23,7 @@ from workbook.app import __main__ as launcher
 from workbook.app import server
 
 TOKEN = "s3cr3t-token-for-tests"
-CULL_S = 15          # long enough that page loads in a row are all alive (a load takes 2-8 s here)
+CULL_S = 25          # long enough that page loads in a row are all alive (a load takes 2-8 s alone, 10-12 s on a loaded 2-core machine, where 15 s let the first kernel be culled before the cap was reached)
 MAX_KERNELS = 2
 
 
