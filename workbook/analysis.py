@@ -262,8 +262,12 @@ def summary_json(a: Analysis) -> dict:
     """The JSON object of ``estimate --json`` (and of the reports' ``summary.json``)."""
     s = a.scenario
     options = records(a.perf)
+    keep = ["accelerator", "excluded_reason", "pricing_model", "offering", "provider", "block_days",
+            "usd_per_chip_hour_effective", "spare_instances", "as_of", "porting_usd", "hosting_usd", "user_rtt_ms",
+            *[k + x for k in COST_KEYS for x in ("", "_low", "_high")], *ENERGY_KEYS]
+    slim = a.priced[[c for c in keep if c in a.priced]]   # the columns _option_costs reads: fast filters
     for opt in options:
-        opt["costs"] = _option_costs(a.priced, opt["accelerator"])
+        opt["costs"] = _option_costs(slim, opt["accelerator"])
         opt.update(_option_energy(opt["costs"]))
     rec = a.recommendation
     return jsonable({

@@ -108,6 +108,19 @@ def test_erlang_c_matches_the_textbook_value():
     assert queueing.erlang_c(1, 0.7) == pytest.approx(0.7)  # M/M/1: P(wait) = ρ
 
 
+def test_erlang_c_matches_the_erlang_b_recursion_at_thousands_of_servers():
+    """Large deployments (thousands of batch slots): the log-space Poisson form equals the textbook
+    recursion B(k) = a·B(k−1) / (k + a·B(k−1)), C = B / (1 − ρ(1 − B)) (Tijms 2003 §5.1)."""
+    def recursion(c, a):
+        b = 1.0
+        for k in range(1, c + 1):
+            b = a * b / (k + a * b)
+        return b / (1.0 - a / c * (1.0 - b))
+    for c, a in [(10, 7.0), (100, 95.0), (2000, 1900.0), (5000, 4990.0)]:
+        assert queueing.erlang_c(c, a) == pytest.approx(recursion(c, a), rel=1e-9)
+    assert queueing.erlang_c(np.array([100, 2000]), 95.0).tolist() == pytest.approx([recursion(100, 95.0), recursion(2000, 95.0)], rel=1e-9)
+
+
 def test_ttft_tail_grows_with_load_and_is_infinite_past_saturation():
     waits = [queueing.wait_quantile_s(0.99, lam, 10.0, 100) for lam in (5.0, 9.0, 9.9, 10.0)]
     assert waits[0] <= waits[1] <= waits[2] and waits[2] > 0

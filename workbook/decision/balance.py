@@ -46,11 +46,15 @@ def _num(v) -> float:
     return f
 
 
-def _host(offering: str) -> dict | None:
+def _host_index() -> dict[str, dict]:
+    """Every offering's catalog row (host specs) by offering id, from ``data/offerings.csv``."""
+    off = catalog.offerings().drop_duplicates("offering")
+    return dict(zip(off["offering"], off.to_dict("records")))
+
+
+def _host(offering: str, hosts: dict[str, dict] | None = None) -> dict | None:
     """The offering's catalog row (host specs), None when it is not in ``data/offerings.csv``."""
-    off = catalog.offerings()
-    row = off.loc[off["offering"] == offering]
-    return None if row.empty else row.iloc[0].to_dict()
+    return (hosts if hosts is not None else _host_index()).get(offering)
 
 
 def _weights(s: Scenario) -> float:
@@ -68,12 +72,13 @@ def _share(option, cpi: float) -> float:
     return min(1.0, cpi / chips)
 
 
-def balance_flags(s: Scenario, option, weights_bytes: float | None = None) -> tuple[list[str], list[str]]:
+def balance_flags(s: Scenario, option, weights_bytes: float | None = None,
+                  hosts: dict[str, dict] | None = None) -> tuple[list[str], list[str]]:
     """(flags, checks) for one priced option (a row with ``offering``, ``chips`` and, for training,
     ``checkpoint_bytes``): each flag one sentence naming the shortfall and its source rule (module
     docstring); ``checks`` the checks that could be made (``cpu``, ``ram``, ``nvme``)."""
     host = option if "vcpus" in option and "host_memory_bytes" in option and "instance" in option else (
-        _host(option.get("offering")) if isinstance(option.get("offering"), str) else None)
+        _host(option.get("offering"), hosts) if isinstance(option.get("offering"), str) else None)
     if host is None:
         return [], []
     cpi = _num(host.get("chips_per_instance"))
@@ -113,7 +118,7 @@ def balance_table(s: Scenario, options: pd.DataFrame) -> pd.DataFrame:
     or the subset published) for every row of ``options`` (same index)."""
     if options is None or options.empty or "offering" not in options:
         return pd.DataFrame({"host_warnings": pd.Series(dtype=object), "host_checks": pd.Series(dtype=object)})
-    wb = _weights(s)
-    out = [balance_flags(s, r, wb) for r in options.to_dict("records")]
+    wb, hosts = _weights(s), _host_index()   # once per table, not per row
+    out = [balance_flags(s, r, wb, hosts) for r in options.to_dict("records")]
     return pd.DataFrame({"host_warnings": [" ".join(f) for f, _ in out],
                          "host_checks": [",".join(c) for _, c in out]}, index=options.index)

@@ -29,7 +29,8 @@ def erlang_c(servers, offered_load):
         return np.zeros_like(c) if np.ndim(servers) else 0.0
     kmax = int(np.nanmax(c))
     k = np.arange(kmax + 1, dtype=float)
-    logpmf = k * math.log(a) - a - np.array([math.lgamma(x + 1.0) for x in k])
+    log_k_factorial = np.concatenate(([0.0], np.cumsum(np.log(k[1:]))))   # ln k! = sum of ln 1..k
+    logpmf = k * math.log(a) - a - log_k_factorial
     logcdf = np.logaddexp.accumulate(logpmf)
     ci = c.astype(int)
     b = np.exp(logpmf[ci] - logcdf[ci])
