@@ -538,6 +538,16 @@ def lead_times() -> pd.DataFrame:
     return load("lead_times")
 
 
+def read_module_table(name: str, schema: dict[str, Col]) -> pd.DataFrame:
+    """``data/<name>.csv`` read and validated against ``schema`` by this module's reader, for tables whose
+    schema lives with the module that uses them (cost.energy, model.mamf); a missing file is one line."""
+    path = paths.DATA_DIR / f"{name}.csv"
+    rel = paths.rel(path)
+    if not path.exists():
+        raise InputError(f"{rel}: file not found")
+    return validate_frame(read_table(path, rel), schema, rel)
+
+
 def _optional(name: str) -> pd.DataFrame:
     """``data/<name>.csv``, or an empty frame of its columns when the file is absent."""
     if not (paths.DATA_DIR / f"{name}.csv").exists():

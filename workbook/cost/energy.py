@@ -68,11 +68,8 @@ SCHEMAS = {
 def table(name: str) -> pd.DataFrame:
     """``data/<name>.csv`` (``system_power``, ``pue``, ``grid_carbon``), validated once per process by the
     catalog's reader (malformed cells named by file, row and column; no duplicate keys)."""
-    path = paths.DATA_DIR / f"{name}.csv"
-    rel = paths.rel(path)
-    if not path.exists():
-        raise InputError(f"{rel}: file not found")
-    df = catalog.validate_frame(catalog.read_table(path, rel), SCHEMAS[name], rel)
+    df = catalog.read_module_table(name, SCHEMAS[name])
+    rel = paths.rel(paths.DATA_DIR / f"{name}.csv")
     key = {"system_power": ["accelerator"], "pue": ["provider"], "grid_carbon": ["provider", "region"]}[name]
     dup = df.duplicated(key)
     if dup.any():

@@ -35,11 +35,8 @@ REFERENCE_PRECISION = "bf16"
 @functools.lru_cache(maxsize=None)
 def table() -> pd.DataFrame:
     """``data/mamf.csv`` validated (ids resolved through the accelerator catalog), read once."""
-    path = paths.DATA_DIR / f"{FILE}.csv"
-    rel = paths.rel(path)
-    if not path.exists():
-        raise InputError(f"{rel}: file not found")
-    df = catalog.validate_frame(catalog.read_table(path, rel), SCHEMA, rel)
+    df = catalog.read_module_table(FILE, SCHEMA)
+    rel = paths.rel(paths.DATA_DIR / f"{FILE}.csv")
     known = catalog.resolve_map("accelerators")
     for i, a in enumerate(df["accelerator"]):
         if a not in known:
