@@ -4,7 +4,7 @@ import pytest
 
 from workbook import catalog
 from workbook.calibrate import runs as calruns
-from workbook.model import estimate, search, training
+from workbook.model import estimate, moe, search, training
 from workbook.model import profile as prof
 from workbook.model.efficiency import Efficiency
 from workbook.scenario import Parallelism, Workload, parse_scenario
@@ -137,23 +137,23 @@ def test_the_moe_search_is_no_longer_far_too_fast_for_qwen3_30b_on_16_h100():
 def test_fine_grained_experts_run_slower_than_the_layer_and_wide_ones_do_not_run_faster():
     eff, a = Efficiency.from_csv(), catalog.accelerator("H100-SXM5-80GB")
     qwen = prof.model_profile("qwen3-30b-a3b")  # experts of 768 at hidden 2,048
-    assert 0.3 < training.expert_width_ratio(qwen, eff, a, "fp8") < 1.0
-    assert training.expert_width_ratio(prof.model_profile("mixtral-8x7b"), eff, a, "bf16") == 1.0  # 14,336 at 4,096
-    assert training.expert_width_ratio(prof.model_profile("llama-3.1-8b"), eff, a, "bf16") == 1.0  # dense
+    assert 0.3 < moe.expert_width_ratio(qwen, eff, a, "fp8") < 1.0
+    assert moe.expert_width_ratio(prof.model_profile("mixtral-8x7b"), eff, a, "bf16") == 1.0  # 14,336 at 4,096
+    assert moe.expert_width_ratio(prof.model_profile("llama-3.1-8b"), eff, a, "bf16") == 1.0  # dense
 
 
 def test_token_permutation_moves_k_copies_of_the_token_twice_each_way():
     # Megatron-Core moe_utils.permute/unpermute: read + write of k·h 16-bit values, permute and unpermute.
     p = prof.model_profile("qwen3-30b-a3b")
-    assert training.moe_permute_bytes_per_token(p) == 2 * 2 * 8 * 2048 * 2
-    assert training.moe_permute_bytes_per_token(prof.model_profile("llama-3.1-8b")) == 0.0
+    assert moe.moe_permute_bytes_per_token(p) == 2 * 2 * 8 * 2048 * 2
+    assert moe.moe_permute_bytes_per_token(prof.model_profile("llama-3.1-8b")) == 0.0
 
 
 def test_a_capacity_factor_slows_moe_training_and_dropless_is_one():
     p, a = prof.model_profile("mixtral-8x7b"), catalog.accelerator("H100-SXM5-80GB")
     pin = Parallelism(tp=1, pp=1, ep=8, zero=1, micro_batch=1, recompute="none")
     base = _train("mixtral-8x7b", 4096, 64)
-    assert training.moe_capacity_factor(base) == 1.0
+    assert moe.moe_capacity_factor(base) == 1.0
     t1 = search.best_config(p, a, 64, base, pin, Efficiency.from_csv())["step_time_s"]
     t2 = search.best_config(p, a, 64, base.model_copy(update={"moe_capacity_factor": 1.25}), pin,
                             Efficiency.from_csv())["step_time_s"]

@@ -45,9 +45,9 @@ import pandas as pd
 from .. import catalog
 from ..errors import InputError
 from ..scenario import Constraints, Workload
-from . import comm
+from . import comm, moe
 from . import profile as prof
-from .efficiency import Efficiency, compute_efficiency, default, network_loss, width_factor, width_scale
+from .efficiency import Efficiency, compute_efficiency, default, network_loss
 from .profile import Profile
 
 RECOMPUTE = ("none", "selective", "full")
@@ -246,63 +246,26 @@ def _stage_shape(p: Profile, w: Workload, g: dict) -> dict:
     return st
 
 
-def moe_capacity_factor(w: Workload) -> float:
-    """Tokens each expert computes and receives over its even share of the routed tokens: the
-    scenario's ``moe_capacity_factor`` with token dropping (capacity-padded experts, GShard,
-    Lepikhin et al. 2020 §2.2), 1.0 for dropless routing with balanced experts (the published
-    Megatron-Bridge MoE benchmarks force-balance the routing and drop no token)."""
-    return float(w.moe_capacity_factor or 1.0)
-
-
-def expert_width_ratio(p: Profile, eff: Efficiency, acc, precision: str) -> float:
-    """Speed of the routed experts' grouped matmuls relative to the layer's other matmuls:
-    width_factor(f) / width_factor(h) with f the expert's ``moe_ffn_hidden``. The element-wise work
-    around an expert (its gated activation over f, the permuted copies of the token over h) per
-    matmul FLOP grows like 1/f where a dense layer's grows like 1/h (``efficiency.width_factor``),
-    so fine-grained experts (Qwen3-30B-A3B: f = 768 at h = 2048) lose more of the chip than the
-    layer's other matmuls. At most 1: an expert wider than the model (Mixtral: f = 14,336 at
-    h = 4,096) is not taken to outrun the layer's dense matmuls, since a grouped matmul splits the
-    tokens over the experts. 1 for dense models and a fixed efficiency."""
-    if not p.is_moe or eff.constant is not None:
-        return 1.0
-    h0 = width_scale(eff, acc, precision)
-    return float(min(1.0, width_factor(p.moe_ffn_hidden, h0) / width_factor(p.hidden, h0)))
-
-
-def moe_permute_bytes_per_token(p: Profile) -> float:
-    """HBM bytes per token, MoE layer and pass (forward, backward, recomputed forward) of the token
-    dispatcher's permutation: each pass permutes the token's ``experts_per_token`` copies into
-    expert order and un-permutes the outputs, a read and a write of k·h 16-bit values each
-    (Megatron-Core ``moe_utils.permute``/``unpermute``, NVIDIA/Megatron-LM @e61c384
-    megatron/core/transformer/moe/moe_utils.py). 0 for dense models."""
-    return 2.0 * 2.0 * p.experts_per_token * p.hidden * ACTIVATION_BYTES if p.is_moe else 0.0
-
-
 def _compute_parts(p: Profile, w: Workload, g: dict, st: dict, eff: Efficiency, acc, peak: float, grid: dict) -> dict:
     """FLOPs and compute time per micro-batch on the busiest stage: forward, backward, the
     recomputed forward and the attention core. FLOPs are counted as PaLM's model FLOPs (full
     attention), the definition the efficiency is calibrated on (MFU): a causal kernel that skips
     masked blocks shows up as a higher efficiency, not as fewer FLOPs. Mixture of experts: the
-    routed experts' matmuls run at ``expert_width_ratio`` of the layer's rate and on
-    ``moe_capacity_factor`` times their tokens, and the token permutation
-    (``moe_permute_bytes_per_token``) streams through HBM."""
+    routed experts' grouped matmuls and the token permutation (``model.moe``)."""
     s, L, h, V = float(w.seq_len), float(p.layers), float(p.hidden), float(p.vocab)
     head_grads = 0.0 if w.lora_rank else w.trainable_fraction  # a frozen output head has no weight gradients
     head_flops = (4.0 + 2.0 * head_grads) * V * h
     layer_flops = (float(prof.fine_tune_flops_per_token(p, w)) - head_flops) / L
     fwd_share = float(prof.train_flops_per_token(p, s) / 3.0) / float(prof.fine_tune_flops_per_token(p, w))
     attn_layer_fwd = float(prof.attention_flops_per_token(p, s, causal=False)) / L
-    # routed experts' FLOPs per layer and token (forward and backward, in the workload's count)
-    expert_flops = 2.0 * st["expert_layer"] * p.experts_per_token / p.experts / fwd_share if p.is_moe else 0.0
-    expert_time = moe_capacity_factor(w) / expert_width_ratio(p, eff, acc, w.precision)  # per FLOP, vs the rest
     tok_chip = g["mb"] * s / (g["tp"] * g["cp"])  # tokens per micro-batch per chip (sequence-parallel shards)
     e = np.clip(np.asarray(compute_efficiency(eff, acc, w.precision, "train", p, tp=grid["tp"], tokens=g["mb"] * s / g["cp"]),
                            dtype=float) * np.ones_like(g["tp"]), 1e-6, 1.0)
     rate = peak * e
     L_stage = st["L_stage"]
-    eff_layer_flops = layer_flops + expert_flops * (expert_time - 1.0)  # FLOPs at the layer's rate that take as long
+    eff_layer_flops = layer_flops + moe.expert_extra_flops_per_token(p, w, st["expert_layer"], eff, acc, fwd_share)
     t_fb = (L_stage * eff_layer_flops + head_flops) * tok_chip / rate
-    t_perm = L_stage * moe_permute_bytes_per_token(p) * tok_chip / float(acc["memory_bytes_per_s"])  # one pass
+    t_perm = moe.permute_s(p, L_stage, tok_chip, acc)  # one pass
     rc_flops = np.where(g["full"], L_stage * eff_layer_flops / 3.0, np.where(g["sel"], L_stage * attn_layer_fwd, 0.0))
     return {"efficiency": e, "tok_chip": tok_chip, "t_fwd": t_fb * fwd_share + t_perm,
             "t_bwd": t_fb * (1.0 - fwd_share) + t_perm, "t_rc": rc_flops * tok_chip / rate + np.where(g["full"], t_perm, 0.0),
@@ -312,7 +275,7 @@ def _compute_parts(p: Profile, w: Workload, g: dict, st: dict, eff: Efficiency, 
 def _model_parallel_comm(p: Profile, w: Workload, g: dict, st: dict, c: dict, topo: comm.Topology) -> dict:
     """Communication per micro-batch of tensor, context, expert and pipeline parallelism."""
     s, h, e = float(w.seq_len), float(p.hidden), ACTIVATION_BYTES
-    tp, cp, ep, pp, L_stage = g["tp"], g["cp"], g["ep"], g["pp"], st["L_stage"]
+    tp, cp, pp, L_stage = g["tp"], g["cp"], g["pp"], st["L_stage"]
     act = g["mb"] * (s / cp) * h * e  # a layer's activations for one micro-batch (before SP scattering)
     n_tp = tp_collectives_per_layer(g["rc"]) * L_stage
     out = {"tp_mb": comm.collective_s("all_gather", 2.0 * n_tp * act, tp, 1.0, topo, calls=2.0 * n_tp)}
@@ -320,12 +283,7 @@ def _model_parallel_comm(p: Profile, w: Workload, g: dict, st: dict, c: dict, to
     kv_bytes = g["mb"] * s * p.kv_cache_dim * (kv_heads_per_chip / p.kv_heads) * e  # full-sequence K and V per layer
     n_cp = np.where(g["full"], 4.0, 3.0) * L_stage  # forward all-gather; backward all-gather + reduce-scatter
     out["cp_mb"] = comm.collective_s("all_gather", n_cp * kv_bytes, cp, tp, topo, calls=n_cp)
-    if p.is_moe:
-        n_ep = np.where(g["full"], 6.0, 4.0) * L_stage  # dispatch + combine, forward and backward
-        a2a_bytes = c["tok_chip"] * p.experts_per_token * h * e * moe_capacity_factor(w)  # capacity-padded
-        out["ep_mb"] = comm.collective_s("all_to_all", n_ep * a2a_bytes, ep, tp * cp, topo, calls=n_ep)
-    else:
-        out["ep_mb"] = np.zeros_like(tp)
+    out["ep_mb"] = moe.expert_parallel_comm_s(p, w, g, L_stage, c["tok_chip"], topo)
     sends = 2.0 * g["v"]  # forward activation and backward gradient per (virtual) stage boundary
     out["pp_mb"] = np.where(pp > 1, comm.p2p_s(sends * act / tp, tp * cp * g["dp"], topo, calls=sends), 0.0)
     return out

@@ -1,0 +1,85 @@
+"""Mixture-of-experts terms of the training step: capacity factor, the routed experts' grouped
+matmuls, the token dispatcher's permutation and the expert-parallel all-to-all.
+
+``model.training`` calls one function of this module per term (``expert_extra_flops_per_token``,
+``permute_s``, ``expert_parallel_comm_s``) and otherwise knows nothing of experts beyond the weights
+it places on chips. Every function returns 0 (or 1, for factors) for a dense model.
+
+Sources: Lepikhin et al. 2020 "GShard" (expert capacity, all-to-all dispatch and combine);
+Megatron-Core MoE (NVIDIA/Megatron-LM, ``megatron/core/transformer/moe``: the token dispatcher's
+permutation and the alltoall dispatcher); "How to Scale Your Model" (scaling-book) ch. 12 (all-to-all
+inside a node and across nodes).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..scenario import Workload
+from . import comm
+from .efficiency import Efficiency, width_factor, width_scale
+from .profile import Profile
+
+ACTIVATION_BYTES = 2.0  # 16-bit activations exchanged by the dispatcher (Megatron-Core's alltoall dispatcher sends bf16)
+
+
+def moe_capacity_factor(w: Workload) -> float:
+    """Tokens each expert computes and receives over its even share of the routed tokens: the
+    scenario's ``moe_capacity_factor`` with token dropping (capacity-padded experts, GShard,
+    Lepikhin et al. 2020 §2.2), 1.0 for dropless routing with balanced experts (the published
+    Megatron-Bridge MoE benchmarks force-balance the routing and drop no token)."""
+    return float(w.moe_capacity_factor or 1.0)
+
+
+def expert_width_ratio(p: Profile, eff: Efficiency, acc, precision: str) -> float:
+    """Speed of the routed experts' grouped matmuls relative to the layer's other matmuls:
+    width_factor(f) / width_factor(h) with f the expert's ``moe_ffn_hidden``. The element-wise work
+    around an expert (its gated activation over f, the permuted copies of the token over h) per
+    matmul FLOP grows like 1/f where a dense layer's grows like 1/h (``efficiency.width_factor``),
+    so fine-grained experts (Qwen3-30B-A3B: f = 768 at h = 2048) lose more of the chip than the
+    layer's other matmuls. At most 1: an expert wider than the model (Mixtral: f = 14,336 at
+    h = 4,096) is not taken to outrun the layer's dense matmuls, since a grouped matmul splits the
+    tokens over the experts. 1 for dense models and a fixed efficiency."""
+    if not p.is_moe or eff.constant is not None:
+        return 1.0
+    h0 = width_scale(eff, acc, precision)
+    return float(min(1.0, width_factor(p.moe_ffn_hidden, h0) / width_factor(p.hidden, h0)))
+
+
+def moe_permute_bytes_per_token(p: Profile) -> float:
+    """HBM bytes per token, MoE layer and pass (forward, backward, recomputed forward) of the token
+    dispatcher's permutation: each pass permutes the token's ``experts_per_token`` copies into
+    expert order and un-permutes the outputs, a read and a write of k·h 16-bit values each
+    (Megatron-Core ``moe_utils.permute``/``unpermute``, NVIDIA/Megatron-LM @e61c384
+    megatron/core/transformer/moe/moe_utils.py). 0 for dense models."""
+    return 2.0 * 2.0 * p.experts_per_token * p.hidden * ACTIVATION_BYTES if p.is_moe else 0.0
+
+
+def expert_extra_flops_per_token(p: Profile, w: Workload, expert_layer_params: float, eff: Efficiency, acc,
+                                 fwd_share: float) -> float:
+    """FLOPs per token and layer to add to the layer's count so that, run at the layer's rate, they
+    take as long as the routed experts' extra time: the experts' FLOPs (2·k/E of the layer's expert
+    weights per token forward, the workload's forward share giving the backward) times
+    (``moe_capacity_factor`` / ``expert_width_ratio`` − 1). 0 for dense models."""
+    if not p.is_moe:
+        return 0.0
+    expert_flops = 2.0 * expert_layer_params * p.experts_per_token / p.experts / fwd_share
+    expert_time = moe_capacity_factor(w) / expert_width_ratio(p, eff, acc, w.precision)  # per FLOP, vs the rest
+    return expert_flops * (expert_time - 1.0)
+
+
+def permute_s(p: Profile, layers, tokens_per_chip, acc):
+    """Seconds of one pass (forward, backward or recomputed forward) of the token permutation over
+    ``layers`` MoE layers: ``moe_permute_bytes_per_token`` at the datasheet HBM bandwidth."""
+    return layers * moe_permute_bytes_per_token(p) * tokens_per_chip / float(acc["memory_bytes_per_s"])
+
+
+def expert_parallel_comm_s(p: Profile, w: Workload, g: dict, layers, tokens_per_chip, topo: comm.Topology):
+    """Seconds per micro-batch of the expert-parallel all-to-alls: dispatch and combine, forward and
+    backward (and the recomputed forward under full recomputation), each sending the chip's
+    tokens' k copies of h 16-bit values, padded by the capacity factor (GShard, Lepikhin et al. 2020
+    §2.2), over the EP group (ranks ``tp·cp`` apart) on the topology (``comm.collective_s``)."""
+    if not p.is_moe:
+        return np.zeros_like(g["tp"])
+    n_ep = np.where(g["full"], 6.0, 4.0) * layers  # dispatch + combine, forward and backward
+    a2a_bytes = tokens_per_chip * p.experts_per_token * float(p.hidden) * ACTIVATION_BYTES * moe_capacity_factor(w)
+    return comm.collective_s("all_to_all", n_ep * a2a_bytes, g["ep"], g["tp"] * g["cp"], topo, calls=n_ep)
