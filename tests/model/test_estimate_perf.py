@@ -8,9 +8,10 @@ from hypothesis import strategies as st
 
 import workbook as wb
 from workbook import catalog, terms
-from workbook.model import efficiency, estimate, serving, tables
+from workbook.model import efficiency, estimate, search, serving, tables
 from workbook.model import profile as prof
 from workbook.model.efficiency import Efficiency
+from workbook.scenario import Parallelism, Workload
 
 EFF = Efficiency.from_csv()
 
@@ -66,9 +67,18 @@ def test_fp8_runs_faster_than_bf16_but_not_twice_as_fast():
 
 
 def test_moe_training_reaches_a_smaller_fraction_of_peak_than_dense():
-    acc = catalog.accelerator_record("H100-SXM5-80GB")
-    dense = efficiency.compute_efficiency(EFF, acc, "bf16", "train", prof.model_profile("llama-3.1-70b"))
-    moe = efficiency.compute_efficiency(EFF, acc, "bf16", "train", prof.model_profile("gpt-oss-120b"))
+    # Megatron-Bridge's DGX-H100 table: GPT-OSS 120B at MFU 0.22-0.23, Llama 3 70B at 0.36-0.37 (BF16
+    # equivalent). On GPUs the MoE overhead is the dropless layers' host time (model.moe.host_s), a
+    # part of the step rather than of the matmul efficiency, so the step's MFU is compared.
+    acc = catalog.accelerator("H100-SXM5-80GB")
+
+    def mfu(model, par):
+        w = Workload(task="training", model=model, precision="bf16", seq_len=4096, global_batch_tokens=4096 * 512,
+                     tokens=1e12)
+        return search.best_config(prof.model_profile(model), acc, 64, w, par, EFF)["mfu"]
+
+    dense = mfu("llama-3.1-70b", Parallelism(tp=4, pp=4, micro_batch=1))
+    moe = mfu("gpt-oss-120b", Parallelism(tp=1, pp=4, ep=8, micro_batch=1))
     assert moe < 0.7 * dense
 
 

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from .. import catalog, paths
-from ..model import comm, mamf
+from ..model import comm, mamf, moe
 from ..model.efficiency import Efficiency, dp_bytes_per_s, width_factor, peak, _from_csv
 from . import generic, own
 from .runs import (predict_run, reference_runs, run_chips, run_profile, training_prediction, _n, calibration_table,
@@ -38,7 +38,7 @@ CEIL_GRID = np.arange(0.05, 1.0001, 0.025)
 # the fixed point of the training fit: start values (any reasonable values reach the same point) and
 # the stopping rule
 FIT_START = {("width_hidden_per_ridge", "pooled"): 4.0, ("matmul_ceiling", "pooled"): 0.6,
-             ("moe_bytes_per_flop", "pooled"): 0.0}
+             ("moe_bytes_per_flop", "pooled"): 0.0, ("moe_host_s_per_layer", "gpu"): 0.0}
 FIT_PASSES = 6
 FIT_TOLERANCE = 0.005
 # the synchronisation loss per doubling of fast domains (``efficiency.network_loss``): fitted only for a
@@ -69,8 +69,21 @@ def _training_features(df: pd.DataFrame, table: dict) -> pd.DataFrame:
                      "chips": chips, "doublings": float(np.log2(max(chips / max(domain, 1), 1.0))),
                      "series": f"{_n(r.get('model'), '')}|{_n(r.get('architecture'), '')}|{_n(r.get('framework'), '')}",
                      "mfu": cfg["mfu"], "share": cfg["mfu"] * cfg["step_time_s"] / core / cfg["efficiency"],
+                     "step": cfg["step_time_s"], **_moe_host_features(p, acc, cfg, table),
                      "obs": float(r["value"]), "split": r["split"]})
     return pd.DataFrame(rows)
+
+
+def _moe_host_features(p, acc, cfg: dict, table: dict) -> dict:
+    """A GPU MoE run's host-waiting MoE layer passes per step (``model.moe.host_passes`` x micro-batches,
+    the pipeline bubble repeating them (p-1)/v times) and the host time per pass it was priced at; 0
+    passes for dense runs and non-GPU chips (``moe_host_s_per_layer`` is fitted on GPUs only)."""
+    if not p.is_moe or str(acc["kind"]) != "gpu":
+        return {"moe_host_passes": 0.0, "moe_host_now": 0.0}
+    m, pp, v = float(cfg["microbatches"]), float(cfg["pp"]), float(cfg["vpp"])
+    layers = math.ceil(p.layers / (pp * v)) * v
+    passes = float(moe.host_passes(layers, cfg["recompute"] == "full")) * (m + (pp - 1.0) / v)
+    return {"moe_host_passes": passes, "moe_host_now": moe.host_s_per_layer(Efficiency.from_table(table), acc)}
 
 
 def _has_series(f: pd.DataFrame) -> bool:
@@ -135,8 +148,16 @@ def _fit_on_shares(f: pd.DataFrame) -> tuple[dict, dict]:
         params[("matmul_ceiling", kind)] = float(np.median([ceilings[fm] for fm in members]))
         prov[("matmul_ceiling", kind)] = [r for fm in members for r in prov[("matmul_ceiling", fm)]]
     # mixture of experts: target = dense / (1 + c·x·peak·dense/bw)  =>  c = (dense/target − 1)·bw / (x·peak·dense)
-    cs = {}
-    for i, r in f[f["moe_x"] > 0].iterrows():
+    cs, ts = {}, {}
+    for i, r in f[(f["moe_x"] > 0) & (f["moe_host_passes"] > 0)].iterrows():  # GPU MoE runs: the host time (model.moe.host_s)
+        t = r["moe_host_now"] + (r["step"] * r["mfu"] / r["obs"] - r["step"]) / r["moe_host_passes"]
+        ts.setdefault(r["platform"], []).append((max(t, 0.0), r["run"]))
+        ts.setdefault(r["kind"], []).append((max(t, 0.0), r["run"]))
+        cs.setdefault(r["platform"], []).append((0.0, r["run"]))
+    for scope, v in ts.items():
+        params[("moe_host_s_per_layer", scope)] = float(np.median([t for t, _ in v]))
+        prov[("moe_host_s_per_layer", scope)] = [r for _, r in v]
+    for i, r in f[(f["moe_x"] > 0) & (f["moe_host_passes"] == 0)].iterrows():
         ceil = params.get(("matmul_ceiling", r["family"]),
                           params.get(("matmul_ceiling", r["kind"]), params[("matmul_ceiling", "pooled")])) * r["mamf"]
         g = params.get(("network_loss_per_doubling", r["family"]), 0.0)
@@ -379,8 +400,11 @@ def _bands(runs: pd.DataFrame) -> tuple[dict, dict]:
     """The band parameters of every metric from the cross-validated residuals of the ``fit`` runs
     (``cv_residuals``; held-out runs stay unseen, so their coverage tests the band): per family with
     >= BAND_MIN_RUNS fit runs of the metric, pooled over families, and 'uncalibrated' (families
-    predicted from pooled values only)."""
+    predicted from pooled values only). Mixture-of-experts MFU runs form their own scope
+    (``model.moe.band_scope``) and stay out of the dense ones."""
     cv = cv_residuals(runs)
+    is_moe = {r["run"] for _, r in runs.iterrows() if r["metric"] == "mfu" and run_profile(r).is_moe}
+    moe_runs = cv["run"].isin(is_moe).to_numpy()
     params, prov = {}, {}
 
     def put(metric, scope, sel, column):
@@ -392,6 +416,9 @@ def _bands(runs: pd.DataFrame) -> tuple[dict, dict]:
 
     for metric in sorted(set(cv["metric"])):
         m = (cv["metric"] == metric).to_numpy()
+        if metric == "mfu":
+            put(metric, moe.BAND_SCOPE, m & moe_runs, "log_ratio")
+            m = m & ~moe_runs
         put(metric, "pooled", m, "log_ratio")
         put(metric, "uncalibrated", m, "log_ratio_pooled")
         for fam in sorted(set(cv.loc[m, "family"])):
@@ -435,6 +462,8 @@ PARAM_DOCS = {
                                "grid search (L1 of log error) over all dense training runs, at the fixed point"),
     "moe_bytes_per_flop": ("bytes per FLOP", "each MoE training run solved exactly at the fixed point, median per "
                            "platform; pooled = median of all"),
+    "moe_host_s_per_layer": ("seconds per MoE layer pass", "each GPU MoE training run solved exactly at the fixed point "
+                             "for the host time per MoE layer pass (model.moe.host_s), median per platform and kind"),
     "network_loss_per_doubling": ("per doubling of fast domains (step-time fraction)",
                                   f"grid search at the fixed point, only for a family whose fit runs hold one model "
                                   f"and framework at >= {GAMMA_MIN_SCALES} chip counts beyond one fast domain; none "

@@ -41,7 +41,7 @@ import pandas as pd
 from .. import catalog, paths
 from . import generic
 from ..errors import InputError
-from ..model import serving
+from ..model import moe, serving
 from ..model.efficiency import Efficiency, band, default
 from ..model.estimate import training_config
 from ..model.profile import (Profile, fine_tune_flops_per_token, model_profile, profile_from_architecture,
@@ -349,7 +349,8 @@ def _calibration_table(runs: pd.DataFrame) -> pd.DataFrame:
     out["error"] = pred / out["value"] - 1.0
     out["kind"] = out["metric"].map(KIND_OF_METRIC)
     eff = default(None)
-    lo_hi = [band(eff, m, f) for m, f in zip(out["metric"], out["family"])]
+    scopes = [moe.band_scope(run_profile(r), r["family"], eff) if r["metric"] == "mfu" else r["family"] for _, r in runs.iterrows()]
+    lo_hi = [band(eff, m, f) for m, f in zip(out["metric"], scopes)]
     out["low"] = pred * np.array([b[0] for b in lo_hi])
     out["high"] = pred * np.array([b[1] for b in lo_hi])
     out["in_band"] = (out["value"] >= out["low"]) & (out["value"] <= out["high"])

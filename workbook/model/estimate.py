@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from .. import catalog, terms
 from ..errors import InputError
 from ..scenario import Parallelism, Scenario, Workload
-from . import search, serving
+from . import moe, search, serving
 from .efficiency import Efficiency, band, compute_efficiency, default, network_loss, peak, scope_of
 from .profile import (Profile, activation_bytes, fine_tune_flops_per_token, optimizer_bytes_per_trainable_param, trainable_params,
                       training_state_bytes_per_param, training_weight_bytes_per_param, workload_profile)
@@ -529,7 +529,7 @@ def estimate_training_on(s: Scenario, acc: dict, pinned: int | None, par: Parall
     # A generic (non-transformer) model: the transformer-fitted ceiling times the factor fitted on the
     # published ResNet-50 runs, with their band (else the uncalibrated transformer band)
     lo_hi = band(eff, "generic_mfu", "pooled") if p.generic else (math.nan, math.nan)
-    _with_bands(out, *(lo_hi if not math.isnan(lo_hi[0]) else band(eff, "mfu", "generic" if p.generic else scope_of(eff, acc))))
+    _with_bands(out, *(lo_hi if not math.isnan(lo_hi[0]) else band(eff, "mfu", "generic" if p.generic else moe.band_scope(p, scope_of(eff, acc), eff))))
     dl = s.constraints.deadline_days
     out["meets_deadline"] = bool(days <= dl) if dl is not None else None
     if dl is not None and days > dl:

@@ -83,3 +83,49 @@ def expert_parallel_comm_s(p: Profile, w: Workload, g: dict, layers, tokens_per_
     n_ep = np.where(g["full"], 6.0, 4.0) * layers  # dispatch + combine, forward and backward
     a2a_bytes = tokens_per_chip * p.experts_per_token * float(p.hidden) * ACTIVATION_BYTES * moe_capacity_factor(w)
     return comm.collective_s("all_to_all", n_ep * a2a_bytes, g["ep"], g["tp"] * g["cp"], topo, calls=n_ep)
+
+
+def host_s(p: Profile, g: dict, layers, eff: Efficiency, acc):
+    """Seconds per micro-batch that the chip waits on its host in the MoE layers: ``layers`` MoE
+    layers x passes (forward, backward, and the recomputed forward under full recomputation) x
+    ``moe_host_s_per_layer`` (data/efficiency.csv, per platform; 0 where none is fitted).
+
+    Dropless routing sizes every all-to-all and grouped matmul from the token counts of the router,
+    so Megatron-Core's alltoall dispatcher copies them to the host and synchronises the stream in
+    every MoE layer (NVIDIA/Megatron-LM megatron/core/transformer/moe/token_dispatcher.py,
+    ``MoEAlltoAllTokenDispatcher``: "A cuda stream synchronization is needed ... because there are
+    several non-blocking DtoH data transfers"); after the sync the GPU runs only as fast as the host
+    launches the layer's remaining kernels (one per local expert and stage of the grouped MLP),
+    which NVIDIA's MoE report names as the host-boundedness of fine-grained MoE ("Scalable Training
+    of Mixture-of-Experts Models with Megatron Core", arXiv 2603.07685, §1: "many kernel launches").
+    The published runs show it directly: Qwen3-30B-A3B on 16 H100 takes 0.78 s per micro-batch and
+    stage at 2 sequences and 0.80 s at 1 (Megatron-Bridge 25.11 and 26.02), a time that does not
+    scale with the tokens. No source gives the time per layer, so it is fitted on the GPU MoE
+    runs (``calibrate.fit``). XLA (TPU) compiles static shapes and has no such sync: 0 there."""
+    if not p.is_moe or eff.constant is not None:
+        return np.zeros_like(g["tp"])
+    return host_passes(layers, g["full"]) * host_s_per_layer(eff, acc)
+
+
+def host_passes(layers, full):
+    """MoE layer passes per micro-batch that wait on the host: forward and backward of each layer,
+    plus the recomputed forward under full recomputation (``full``)."""
+    return np.asarray(layers, dtype=float) * (2.0 + np.asarray(full, dtype=float))
+
+
+def host_s_per_layer(eff: Efficiency, acc) -> float:
+    """``moe_host_s_per_layer`` of the accelerator's platform, else of its kind (``gpu``: the median
+    over the GPU platforms' runs), else 0 (TPUs, Trainium: compiled static shapes, no host sync)."""
+    t = eff.table
+    return float(t.get(("moe_host_s_per_layer", str(acc["platform"])), t.get(("moe_host_s_per_layer", str(acc["kind"])), 0.0)))
+
+
+BAND_SCOPE = "moe"
+
+
+def band_scope(p: Profile, family: str, eff: Efficiency) -> str:
+    """Scope of a training estimate's MFU band (``efficiency.band``): ``moe`` for a mixture of experts
+    once the fit has a band of MoE runs (``calibrate.fit``: the cross-validated residuals of every MoE
+    fit run, whose errors are larger than dense runs' and would otherwise widen the dense bands of
+    their families), else the family's."""
+    return BAND_SCOPE if p.is_moe and ("band_p10_mfu", BAND_SCOPE) in eff.table else family

@@ -55,7 +55,7 @@ ZERO_STAGES = (0, 1, 2, 3)
 ACTIVATION_BYTES = 2.0  # 16-bit activations exchanged by TP/CP/EP/PP (Korthikanti et al. 2022 assume 16-bit)
 
 RESULT_COLUMNS = ["tp", "pp", "dp", "ep", "cp", "vpp", "zero", "recompute", "micro_batch", "microbatches",
-                  "step_time_s", "compute_s", "exposed_comm_s", "bubble_s", "recompute_s", "optimizer_s", "sync_s", "dequant_s",
+                  "step_time_s", "compute_s", "exposed_comm_s", "bubble_s", "recompute_s", "optimizer_s", "sync_s", "dequant_s", "moe_host_s",
                   "comm_s", "tp_comm_s", "cp_comm_s", "ep_comm_s", "pp_comm_s", "dp_comm_s",
                   "memory_per_chip_bytes", "fits", "mfu", "tokens_per_s", "tokens_per_s_per_chip",
                   "efficiency", "global_batch_seqs"]
@@ -368,7 +368,8 @@ def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, gri
     o, m = overlap, g["m"]
     exposed_mb = ((1.0 - o.tp + s * o.tp) * mp["tp_mb"] + _hidden(mp["cp_mb"], c["t_attn"], o.cp, s)
                   + (1.0 - o.ep + s * o.ep) * mp["ep_mb"] + (1.0 - o.pp + s * o.pp) * mp["pp_mb"] + dpc["zero_mb"])
-    t_mb = c["t_fwd"] + c["t_bwd"] + c["t_rc"] + exposed_mb
+    moe_host_mb = moe.host_s(p, g, st["L_stage"], eff, acc)
+    t_mb = c["t_fwd"] + c["t_bwd"] + c["t_rc"] + exposed_mb + moe_host_mb
     compute_s, recompute_s = m * (c["t_fwd"] + c["t_bwd"]), m * c["t_rc"]
     exposed = m * exposed_mb + dpc["dp_step"]
     bubble = (g["pp"] - 1.0) / g["v"] * t_mb
@@ -378,7 +379,7 @@ def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, gri
     dq_bytes = prof.dequant_bytes_per_weight(w.precision) * prof.frozen_share(w) * st["L_stage"] * (
         st["dense_layer"] + st["expert_layer"] / g["ep"]) / g["tp"]  # the stage's frozen block weights on the chip
     dequant_s = m * (2.0 + g["full"]) * dq_bytes / float(acc["memory_bytes_per_s"])
-    step = compute_s + recompute_s + exposed + bubble + optimizer_s + dequant_s
+    step = compute_s + recompute_s + exposed + bubble + optimizer_s + dequant_s + m * moe_host_mb
     sync_s = sync_loss * math.log2(max(chips / max(topo.domain_chips, 1), 1.0)) * step
     step = step + sync_s
     memory = memory_per_chip_bytes(p, w, g, st, c)
@@ -392,6 +393,7 @@ def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, gri
         "microbatches": grid["microbatches"],
         "step_time_s": step, "compute_s": compute_s, "exposed_comm_s": exposed, "bubble_s": bubble,
         "recompute_s": recompute_s, "optimizer_s": optimizer_s, "sync_s": sync_s, "dequant_s": dequant_s,
+        "moe_host_s": m * moe_host_mb,
         "comm_s": m * (mp["tp_mb"] + mp["cp_mb"] + mp["ep_mb"] + mp["pp_mb"]) + dpc["dp_total"],
         "tp_comm_s": m * mp["tp_mb"], "cp_comm_s": m * mp["cp_mb"], "ep_comm_s": m * mp["ep_mb"],
         "pp_comm_s": m * mp["pp_mb"], "dp_comm_s": dpc["dp_total"], "memory_per_chip_bytes": memory,
