@@ -147,6 +147,16 @@ def _fit_on_shares(f: pd.DataFrame) -> tuple[dict, dict]:
         members = [fm for fm in ceilings if kinds[fm] == kind]
         params[("matmul_ceiling", kind)] = float(np.median([ceilings[fm] for fm in members]))
         prov[("matmul_ceiling", kind)] = [r for fm in members for r in prov[("matmul_ceiling", fm)]]
+    _fit_moe(f, target, kappa, params, prov)
+    return params, prov
+
+
+def _fit_moe(f: pd.DataFrame, target, kappa: float, params: dict, prov: dict) -> None:
+    """The mixture-of-experts parameters, into ``params``/``prov``: on GPUs each MoE run solved exactly
+    for the host time per MoE layer pass (``model.moe.host_s``: the step's shortfall over its
+    host-waiting passes, added to the time it was priced with), median per platform and for the kind
+    ``gpu``, and c = 0; elsewhere each run solved exactly for the MoE constant c, median per
+    platform (pooled: the median of all, GPU runs counting 0)."""
     # mixture of experts: target = dense / (1 + c·x·peak·dense/bw)  =>  c = (dense/target − 1)·bw / (x·peak·dense)
     cs, ts = {}, {}
     for i, r in f[(f["moe_x"] > 0) & (f["moe_host_passes"] > 0)].iterrows():  # GPU MoE runs: the host time (model.moe.host_s)
@@ -170,7 +180,6 @@ def _fit_on_shares(f: pd.DataFrame) -> tuple[dict, dict]:
     for plat, v in cs.items():
         params[("moe_bytes_per_flop", plat)] = float(np.median([c for c, _ in v]))
         prov[("moe_bytes_per_flop", plat)] = [r for _, r in v]
-    return params, prov
 
 
 def _close(a: dict, b: dict, tol: float) -> bool:

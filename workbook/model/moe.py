@@ -2,8 +2,9 @@
 matmuls, the token dispatcher's permutation and the expert-parallel all-to-all.
 
 ``model.training`` calls one function of this module per term (``expert_extra_flops_per_token``,
-``permute_s``, ``expert_parallel_comm_s``) and otherwise knows nothing of experts beyond the weights
-it places on chips. Every function returns 0 (or 1, for factors) for a dense model.
+``permute_s``, ``expert_parallel_comm_s``, ``host_s``) and otherwise knows nothing of experts beyond
+the weights it places on chips; ``band_scope`` picks the MoE uncertainty band. Every function
+returns 0 (or 1, for factors) for a dense model.
 
 Sources: Lepikhin et al. 2020 "GShard" (expert capacity, all-to-all dispatch and combine);
 Megatron-Core MoE (NVIDIA/Megatron-LM, ``megatron/core/transformer/moe``: the token dispatcher's
@@ -77,7 +78,13 @@ def expert_parallel_comm_s(p: Profile, w: Workload, g: dict, layers, tokens_per_
     """Seconds per micro-batch of the expert-parallel all-to-alls: dispatch and combine, forward and
     backward (and the recomputed forward under full recomputation), each sending the chip's
     tokens' k copies of h 16-bit values, padded by the capacity factor (GShard, Lepikhin et al. 2020
-    §2.2), over the EP group (ranks ``tp·cp`` apart) on the topology (``comm.collective_s``)."""
+    §2.2), over the EP group (ranks ``tp·cp`` apart) on the topology (``comm.collective_s``): the
+    members inside the fast domain over its links, the rest over the network per chip, whichever is
+    slower (scaling-book ch. 12). Priced at the link rates: dispatch and combine kernels reach them
+    (DeepEP on H800: 153 of ~160 GB/s over NVLink in a node, 43-58 GB/s per GPU over 400 Gb/s
+    InfiniBand across nodes; deepseek-ai/DeepEP README, "Normal kernels"). A top-k router with
+    k = ``experts_per_token`` sends k copies (a token routed to two experts on one chip is counted
+    twice: an upper bound for dispatchers that deduplicate them)."""
     if not p.is_moe:
         return np.zeros_like(g["tp"])
     n_ep = np.where(g["full"], 6.0, 4.0) * layers  # dispatch + combine, forward and backward

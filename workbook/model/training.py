@@ -18,6 +18,8 @@ The step of the busiest pipeline stage (``step_time_s``) is the sum of
   Narayanan et al. 2021 §2.2: bubble fraction (p-1)/(v·m) of the ideal time);
 - ``optimizer_s``: the memory-bound optimizer update of the chip's shard; ``dequant_s`` (QLoRA): the
   frozen 4-bit weights dequantised to bf16 in every (re)computed forward and backward, memory-bound;
+- ``moe_host_s`` (mixture of experts on GPUs): the time the chip waits on its host in dropless MoE
+  layers (``model.moe.host_s``), in every micro-batch and the pipeline bubble;
 - ``sync_s``: waiting for the slowest of the fast domains a step spans (stragglers and jitter at
   each synchronisation), γ·log2(chips / domain chips) of the rest of the step, γ per accelerator
   family from the calibration where the published runs demand one (``model.efficiency.network_loss``;
