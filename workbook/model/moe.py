@@ -82,7 +82,8 @@ def expert_parallel_comm_s(p: Profile, w: Workload, g: dict, layers, tokens_per_
     members inside the fast domain over its links, the rest over the network per chip, whichever is
     slower (scaling-book ch. 12). Priced at the link rates: dispatch and combine kernels reach them
     (DeepEP on H800: 153 of ~160 GB/s over NVLink in a node, 43-58 GB/s per GPU over 400 Gb/s
-    InfiniBand across nodes; deepseek-ai/DeepEP README, "Normal kernels"). A top-k router with
+    InfiniBand across nodes; deepseek-ai/DeepEP README, V1 "Normal kernels" table, docs/legacy.md
+    since V2 @0297fc8, read 2026-12-01). A top-k router with
     k = ``experts_per_token`` sends k copies (a token routed to two experts on one chip is counted
     twice: an upper bound for dispatchers that deduplicate them)."""
     if not p.is_moe:
