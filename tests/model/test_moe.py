@@ -87,3 +87,12 @@ def test_fine_grained_qwen3_30b_is_less_optimistic_than_before_the_host_term():
     r = _table_row("h100-sxm5-80gb-bridge-qwen3-30b-a3b-16")
     assert r["split"] == "holdout"
     assert 0.0 < r["error"] < 0.55
+
+
+def test_moe_estimates_take_the_band_of_the_moe_runs_and_dense_ones_their_family_band():
+    eff = Efficiency.from_csv()
+    assert moe.band_scope(prof.model_profile("qwen3-30b-a3b"), "nvidia-hopper", eff) == "moe"
+    assert moe.band_scope(prof.model_profile("llama-3.1-8b"), "nvidia-hopper", eff) == "nvidia-hopper"
+    # without a fitted MoE band (a table from before it) the family's band stays
+    old = Efficiency.from_table({k: v for k, v in eff.table.items() if k[1] != "moe"})
+    assert moe.band_scope(prof.model_profile("qwen3-30b-a3b"), "nvidia-hopper", old) == "nvidia-hopper"
