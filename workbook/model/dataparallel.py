@@ -125,8 +125,10 @@ def data_parallel_comm(g: dict, st: dict, c: dict, topo: comm.Topology, overlap,
     P_n, P_e, D_n, D_e = st["P_n"], st["P_e"], st["D_n"], st["D_e"]
     G_n, G_e = st["gb"] * frac * P_n, st["gb"] * frac * P_e
     W_n, W_e = st["wb"] * P_n, st["wb"] * P_e
-    nb_n, nb_e = buckets(P_n, D_n, z), buckets(P_e, D_e, z)
+    has_e = np.asarray(P_e) > 0  # dense models make no expert-group calls (no latency either)
+    nb_n, nb_e = buckets(P_n, D_n, z), np.where(has_e, buckets(P_e, D_e, z), 0.0)
     L = st["L_stage"]  # FSDP: one unit per layer
+    L_e = np.where(has_e, L, 0.0)
 
     def both(kind, n_bytes, e_bytes, calls_n, calls_e):
         return (comm.collective_s(kind, n_bytes, D_n, tp, topo, calls_n)
@@ -134,7 +136,7 @@ def data_parallel_comm(g: dict, st: dict, c: dict, topo: comm.Topology, overlap,
 
     ar, rs, ag = (both(k, a, b, nb_n, nb_e) for k, a, b in (("all_reduce", G_n, G_e), ("reduce_scatter", G_n, G_e),
                                                             ("all_gather", W_n, W_e)))
-    rs3, ag3 = both("reduce_scatter", G_n, G_e, L, L), both("all_gather", W_n, W_e, L, L)
+    rs3, ag3 = both("reduce_scatter", G_n, G_e, L, L_e), both("all_gather", W_n, W_e, L, L_e)
     fwd, bwd = c["t_fwd"], c["t_bwd"] + c["t_rc"]
     o, s, nb = overlap, slowdown, np.maximum(nb_n, nb_e)
     zero_mb = np.where(z == 2, overlapped_s(rs, bwd, o.dp, s, nb),
