@@ -200,6 +200,8 @@ class Parallelism(_Strict):
     zero: Literal[0, 1, 2, 3] | None = None
     micro_batch: Ways | None = None
     recompute: Literal["none", "selective", "full"] | None = None
+    tp_comm_overlap: bool | None = Field(None, description=terms.FIELD_HELP["tp_comm_overlap"])
+    grad_reduce_in_fp32: bool | None = Field(None, description=terms.FIELD_HELP["grad_reduce_in_fp32"])
 
 
 class Cluster(_Strict):

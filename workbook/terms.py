@@ -267,3 +267,14 @@ MEASUREMENTS_DESCRIPTION = (
 # reports and the app, ``estimate --json`` key ``estimate_label``): its efficiency is the
 # transformer-fitted one, which published runs of such models show to be optimistic.
 GENERIC_ESTIMATE_LABEL = "uncalibrated/optimistic"
+
+# Data-parallel software switches of a pinned layout (cluster.parallelism; issue 15)
+FIELD_HELP.update({
+    "tp_comm_overlap": (
+        "Training layout pin: the tensor-parallel collectives are overlapped with the layer's matmuls "
+        "(Megatron-LM --tp-comm-overlap, NeMo ub_tp_comm_overlap), charged the GPU overlap slowdown; "
+        "default: not overlapped"),
+    "grad_reduce_in_fp32": (
+        "Training layout pin: gradients are accumulated and reduced in fp32 (4 bytes; Megatron-LM's default "
+        "for bf16), so the distributed optimizer (zero: 1) holds 6 + 12/d bytes per parameter; default: 16-bit"),
+})

@@ -5,10 +5,12 @@ from workbook.calibrate import layouts
 
 
 def test_a_published_run_is_its_own_nearest_published_layout():
-    # Megatron-LM README (Megatron-Core r0.8.0): the 70B-class run on 768 H100 at 4,096 tokens, TP8 PP2 DP48.
+    # Megatron-LM README (Megatron-Core r0.8.0): the 70B-class run on 768 H100 at 4,096 tokens, TP8 PP2 DP48,
+    # with --overlap-param-gather, which requires the distributed optimizer (ZeRO-1; issue 15 pins it).
+    # The software switches (tp_comm_overlap, grad_reduce_in_fp32) are pins, not layout dimensions.
     n = layouts.nearest_published(7.0e10, catalog.accelerator_record("H100-SXM5-80GB"), 768, 4096)
     assert n["run"] == "h100-megatron-70b-768"
-    assert n["layout"] == {"tp": 8, "pp": 2, "dp": 48} and n["layout_text"] == "TP8 PP2 DP48"
+    assert n["layout"] == {"tp": 8, "pp": 2, "dp": 48, "zero": 1} and n["layout_text"] == "TP8 PP2 DP48 ZeRO-1"
     assert n["mfu"] == 0.42
 
 

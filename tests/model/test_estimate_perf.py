@@ -263,10 +263,16 @@ def test_the_load_sets_the_number_of_replicas():
 
 
 def test_bands_are_wider_for_an_uncalibrated_family():
-    """Families without their own parameters use pooled ones and the spread of family-out predictions."""
+    """Families without their own parameters use pooled ones and the spread of family-out predictions.
+
+    The band is mean ± t·s of the log residuals, so a wider band can sit lower: with the fms-fsdp A100
+    runs of issue 15 (under-predicted by 11%) the family-out residuals centre lower and the
+    uncalibrated band (0.79-1.217, 1.54x) is wider than Hopper's own (0.83-1.224, 1.47x) yet ends 0.6%
+    below it at the top. Wider is the property: width, and the lower end below Hopper's."""
     lo_c, hi_c = efficiency.band(EFF, "mfu", "nvidia-hopper")
     lo_u, hi_u = efficiency.band(EFF, "mfu", "amd-cdna3")
-    assert lo_u < lo_c < 1 < hi_c < hi_u
+    assert lo_u < lo_c < 1 < hi_c and 1 < hi_u
+    assert hi_u / lo_u > hi_c / lo_c
 
 
 def test_generic_workload_trains_from_flops_per_sample():

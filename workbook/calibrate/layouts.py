@@ -52,7 +52,7 @@ def _published() -> pd.DataFrame:
         if not isinstance(r.get("parallelism"), str) or not r["parallelism"].strip():
             continue
         par, limits = parse_parallelism(r["parallelism"], f"reference_runs.csv: run {r['run']}: parallelism")
-        layout = {k: v for k, v in (par.model_dump(exclude_none=True) if par else {}).items()} | limits
+        layout = {k: v for k, v in (par.model_dump(exclude_none=True) if par else {}).items() if k in LAYOUT_KEYS} | limits
         acc = catalog.accelerator_record(r["accelerator"])
         rows.append({"run": r["run"], "family": acc["family"], "kind": acc["kind"], "accelerator": r["accelerator"],
                      "model": r["model"] if isinstance(r.get("model"), str) else "(inline shape)",

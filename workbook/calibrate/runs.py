@@ -192,14 +192,19 @@ def _n(x, default=None):
 
 def parse_parallelism(text, where: str = "parallelism") -> tuple[Parallelism | None, dict]:
     """A published layout ``"tp=8;pp=4;vpp=20;micro_batch=1;recompute=full"``: the pins of
-    ``cluster.parallelism`` (tp, pp, dp, ep, cp, zero, micro_batch, recompute) and the grid limits
-    that are not scenario keys (``vpp``: interleaved stages per chip)."""
+    ``cluster.parallelism`` (tp, pp, dp, ep, cp, zero, micro_batch, recompute; the switches
+    tp_comm_overlap and grad_reduce_in_fp32 as 0/1) and the grid limits that are not scenario keys
+    (``vpp``: interleaved stages per chip)."""
     if not isinstance(text, str) or not text.strip():
         return None, {}
     pins, limits = {}, {}
     for k, v in _key_values(text, where):
         if k == "vpp":
             limits["vpp"] = int(v)
+        elif k in ("tp_comm_overlap", "grad_reduce_in_fp32"):
+            if v not in ("0", "1"):
+                raise InputError(f"{where}: {k}: expected 0 or 1, got {v!r}")
+            pins[k] = v == "1"
         elif k in Parallelism.model_fields:
             pins[k] = v if k == "recompute" else int(v)
         else:

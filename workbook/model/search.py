@@ -222,7 +222,7 @@ def search(profile: Profile, acc: pd.Series, chips: int, workload: Workload, par
     if len(grid["tp"]) == 0:
         return pd.DataFrame(columns=RESULT_COLUMNS)
     df = evaluate(profile, acc, chips, workload, grid, efficiency, topology=topology, overlap=overlap,
-                  memory_headroom=memory_headroom, sync_loss=sync_loss)
+                  memory_headroom=memory_headroom, sync_loss=sync_loss, parallelism=parallelism)
     df = df[df["fits"].to_numpy() & np.isfinite(df["step_time_s"].to_numpy())]
     df = df.sort_values(["step_time_s", "memory_per_chip_bytes", "tp", "pp"], kind="stable").reset_index(drop=True)
     return df[RESULT_COLUMNS]
@@ -242,7 +242,7 @@ def best_config(profile: Profile, acc: pd.Series, chips: int, workload: Workload
     if len(grid["tp"]) == 0:
         return None
     r = _price(profile, acc, chips, workload, grid, efficiency, topology=topology, overlap=overlap,
-               memory_headroom=memory_headroom, sync_loss=sync_loss)
+               memory_headroom=memory_headroom, sync_loss=sync_loss, parallelism=parallelism)
     ok = np.flatnonzero(np.asarray(r["fits"]) & np.isfinite(r["step_time_s"]))
     if len(ok) == 0:
         return None

@@ -13,7 +13,8 @@ The step of the busiest pipeline stage (``step_time_s``) is the sum of
   (``model.efficiency.compute_efficiency`` of the ``Efficiency`` given; the fitted one by default);
 - ``recompute_s``: the extra forward of activation recomputation (full: the whole layer; selective:
   the attention core, Korthikanti et al. 2022 §5);
-- ``exposed_comm_s``: the part of each communication not hidden behind compute, per ``Overlap``;
+- ``exposed_comm_s``: the part of each communication not hidden behind compute, per ``Overlap``
+  (data-parallel schedules and the distributed optimizer: ``model.dataparallel``);
 - ``bubble_s``: pipeline fill and drain, (pp-1)/v micro-batch times (1F1B with v interleaved stages,
   Narayanan et al. 2021 §2.2: bubble fraction (p-1)/(v·m) of the ideal time);
 - ``optimizer_s``: the memory-bound optimizer update of the chip's shard; ``dequant_s`` (QLoRA): the
@@ -39,21 +40,21 @@ parallelism (KV exchange around the CP ring, overlapped with attention); Lepikhi
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import pandas as pd
 
 from .. import catalog
 from ..errors import InputError
-from ..scenario import Constraints, Workload
+from ..scenario import Constraints, Parallelism, Workload
 from . import comm, moe
 from . import profile as prof
+from .dataparallel import ZERO_STAGES, data_parallel_comm, overlapped_s, state_bytes_per_param, zero_state_bytes  # noqa: F401 (re-exported)
 from .efficiency import Efficiency, compute_efficiency, default, network_loss
 from .profile import Profile
 
 RECOMPUTE = ("none", "selective", "full")
-ZERO_STAGES = (0, 1, 2, 3)
 ACTIVATION_BYTES = 2.0  # 16-bit activations exchanged by TP/CP/EP/PP (Korthikanti et al. 2022 assume 16-bit)
 
 RESULT_COLUMNS = ["tp", "pp", "dp", "ep", "cp", "vpp", "zero", "recompute", "micro_batch", "microbatches",
@@ -74,8 +75,10 @@ class Overlap:
     - ``pp = 0``: pipeline point-to-point sends are blocking in 1F1B (Narayanan et al. 2021 §4.1).
     - ``dp = 1``: gradient reduction is bucketed and overlapped with the backward pass (Li et al.
       2020 "PyTorch Distributed", VLDB; Megatron-Core overlap_grad_reduce), the parameter
-      all-gather of ZeRO-1/2 with the next forward (overlap_param_gather); only the part longer
-      than the window (one micro-batch's backward or forward) is exposed.
+      all-gather of ZeRO-1/2 with the next forward (overlap_param_gather); the last bucket and the
+      part longer than the window (one micro-batch's backward or forward: the last micro-batch's
+      for a once-per-step collective) are exposed (``model.dataparallel``, which holds the
+      schedule of each ZeRO stage and the distributed optimizer).
     - ``fsdp = 1``: ZeRO-3/FSDP prefetches the next layer's weights during the current layer
       (Zhao et al. 2023 "PyTorch FSDP" §3.3). Checked against the calibration runs pinned to
       ZeRO-3 (llm-foundry MPT, MaxText on TPU v4): any value >= 0.5 prices them the same and a
@@ -90,7 +93,10 @@ class Overlap:
       overlaps it is slowed by the collective's kernels (SMs, HBM and L2 shared with NCCL): 18.9% on
       average (at most 40%) over GPT and Llama training kernels on A100, H100, MI250 and MI210
       (arXiv 2507.03114, "Characterizing Compute-Communication Overlap in GPU-Accelerated
-      Distributed Deep Learning", 2025, abstract). Each second of communication hidden behind
+      Distributed Deep Learning", 2025, abstract: the slowdown of the compute that runs while
+      communication runs, against the same compute alone, on 4 GPUs of one node). It is charged only
+      on the compute a collective actually overlaps (``dataparallel.overlapped_s``: the hidden
+      seconds, never the whole step). Each second of communication hidden behind
       compute adds ``slowdown`` seconds to the step, so layouts that hide much communication
       (ZeRO-3/FSDP over many replicas, context parallelism) pay for it; ``slowdown = 0`` is the
       earlier free overlap. GPUs only (``gpu_overlap_slowdown``): the study measured GPUs, where
@@ -122,29 +128,6 @@ def pipeline_bubble_fraction(pp, microbatches, vpp=1):
     """Bubble time over ideal time for 1F1B: (p-1)/m; interleaved with v stages per chip:
     (p-1)/(v·m) (Narayanan et al. 2021 §2.2.1-2.2.2). As a share of the whole step: (p-1)/(v·m+p-1)."""
     return (np.asarray(pp, dtype=float) - 1.0) / (np.asarray(vpp, dtype=float) * np.asarray(microbatches, dtype=float))
-
-
-def zero_state_bytes(params, shards, zero, weight_bytes, grad_bytes, optim_bytes, trainable=1.0):
-    """Bytes per chip of weights, gradients and optimizer states for ``params`` weights held by the
-    chip, sharded ``shards`` ways by ZeRO stage ``zero`` (Rajbhandari et al. 2020 Fig. 1):
-    0 = nothing sharded, 1 = optimizer states, 2 = + gradients, 3 = + weights (FSDP).
-    Only the ``trainable`` fraction carries gradients and optimizer states (fine-tuning)."""
-    P = np.asarray(params, dtype=float)
-    D = np.asarray(shards, dtype=float)
-    z = np.asarray(zero)
-    w = weight_bytes * P * np.where(z >= 3, 1.0 / D, 1.0)
-    g = grad_bytes * trainable * P * np.where(z >= 2, 1.0 / D, 1.0)
-    o = optim_bytes * trainable * P * np.where(z >= 1, 1.0 / D, 1.0)
-    return w + g + o
-
-
-def state_bytes_per_param(precision: str, optimizer: str) -> tuple[float, float, float]:
-    """(weights, gradients, optimizer states) bytes per parameter, splitting
-    ``profile.training_state_bytes_per_param``: 16-bit weights and gradients in mixed precision
-    (fp32 training: 4 + 4), the rest is optimizer state with the fp32 master copy (ZeRO §3.1)."""
-    total = prof.training_state_bytes_per_param("fp32" if precision == "fp32" else "bf16", optimizer)
-    w = 4.0 if precision == "fp32" else 2.0
-    return w, w, total - 2.0 * w
 
 
 def tp_collectives_per_layer(recompute):
@@ -206,13 +189,15 @@ def _num(v, default=np.nan) -> float:
 
 def evaluate(profile: Profile, acc: pd.Series, chips: int, workload: Workload, grid: dict, efficiency: Efficiency | None = None, *,
              topology: comm.Topology | None = None, overlap: Overlap = DEFAULT_OVERLAP,
-             memory_headroom: float | None = None, sync_loss: float | None = None) -> pd.DataFrame:
+             memory_headroom: float | None = None, sync_loss: float | None = None,
+             parallelism: Parallelism | None = None) -> pd.DataFrame:
     """Memory per chip, communication, step time, MFU and throughput of every configuration in
     ``grid`` (from ``configurations``), feasible or not. See the module docstring for the terms.
     ``sync_loss`` is γ of ``sync_s`` (default: the efficiency's ``network_loss`` for the family; 0
-    for ``Efficiency.fixed``)."""
+    for ``Efficiency.fixed``). ``parallelism`` (the pins) carries the software switches of a
+    published layout: ``tp_comm_overlap`` and ``grad_reduce_in_fp32`` (``software_options``)."""
     return pd.DataFrame(_price(profile, acc, chips, workload, grid, efficiency, topology=topology, overlap=overlap,
-                               memory_headroom=memory_headroom, sync_loss=sync_loss))
+                               memory_headroom=memory_headroom, sync_loss=sync_loss, parallelism=parallelism))
 
 
 def _grid_arrays(grid: dict) -> dict:
@@ -223,11 +208,11 @@ def _grid_arrays(grid: dict) -> dict:
     return g
 
 
-def _stage_shape(p: Profile, w: Workload, g: dict) -> dict:
+def _stage_shape(p: Profile, w: Workload, g: dict, grad_reduce_in_fp32: bool = False) -> dict:
     """Weights of the busiest pipeline stage: layers per stage (``L_stage``), dense and expert
     weights per layer, the embedding and head on the first and last stage, the non-expert
     (``P_n``) and expert (``P_e``) weights on one chip, the ZeRO shard counts (``D_n``, ``D_e``) and
-    the bytes per parameter of weights, gradients and optimizer states."""
+    the bytes per parameter of weights, gradients (4 with ``grad_reduce_in_fp32``) and optimizer states."""
     L, h = float(p.layers), float(p.hidden)
     tied = math.isclose(p.params_matmul_active, p.params_active)
     head_params = 0.0 if tied else float(p.vocab) * h
@@ -241,7 +226,7 @@ def _stage_shape(p: Profile, w: Workload, g: dict) -> dict:
     st["P_e"] = st["L_stage"] * st["expert_layer"] / (g["tp"] * g["ep"])  # expert weights on the chip
     st["D_n"] = g["dp"] * g["cp"]  # data-parallel replicas of non-expert weights (ZeRO shards over DP x CP)
     st["D_e"] = g["dp"] * g["cp"] / g["ep"]
-    st["wb"], st["gb"], st["ob"] = state_bytes_per_param(w.precision, w.optimizer)
+    st["wb"], st["gb"], st["ob"] = state_bytes_per_param(w.precision, w.optimizer, grad_reduce_in_fp32)
     # fine-tuning: frozen weights at their stored precision, states for the trainable share only
     st["wb"], st["frac"] = prof.training_weight_bytes_per_param(p, w), prof.trainable_params(p, w) / p.params_total
     st["ob"] = prof.optimizer_bytes_per_trainable_param(w)
@@ -292,39 +277,27 @@ def _model_parallel_comm(p: Profile, w: Workload, g: dict, st: dict, c: dict, to
 
 
 def _hidden(t, window, fraction, slowdown=0.0):
-    """The time a communication of ``t`` seconds adds to the step when up to ``fraction`` of
-    ``window`` seconds of compute can hide it: the part not hidden, plus ``slowdown`` x the part
-    hidden (``Overlap.slowdown``: the overlapped compute runs slower)."""
-    hidden = np.minimum(t, fraction * window)
-    return (t - hidden) + slowdown * hidden
+    """``dataparallel.overlapped_s`` without buckets: the part of ``t`` not hidden behind up to
+    ``fraction`` of ``window``, plus ``slowdown`` x the part hidden."""
+    return overlapped_s(t, window, fraction, slowdown)
+
+
+def software_options(par: Parallelism | None, overlap: Overlap) -> tuple[Overlap, bool]:
+    """The overlap and gradient precision a layout's pins switch on: ``tp_comm_overlap`` hides the
+    tensor-parallel collectives behind the layer's GEMMs (Megatron-LM ``--tp-comm-overlap``,
+    Transformer Engine userbuffers; NeMo ``ub_tp_comm_overlap``), charged the overlap slowdown like
+    every hidden collective; ``grad_reduce_in_fp32`` keeps and reduces fp32 gradients (Megatron-LM's
+    default for bf16: ``accumulate_allreduce_grads_in_fp32``, megatron/training/arguments.py)."""
+    if par is None:
+        return overlap, False
+    if getattr(par, "tp_comm_overlap", None):
+        overlap = replace(overlap, tp=1.0)
+    return overlap, bool(getattr(par, "grad_reduce_in_fp32", None))
 
 
 def gpu_overlap_slowdown(o: Overlap, acc) -> float:
     """``Overlap.slowdown`` on a GPU (``kind`` gpu), 0 on TPUs and ASICs (see ``Overlap``)."""
     return float(o.slowdown) if str(acc.get("kind", "gpu")) == "gpu" else 0.0
-
-
-def _data_parallel_comm(w: Workload, g: dict, st: dict, c: dict, topo: comm.Topology, o: Overlap, s: float) -> dict:
-    """Data-parallel / ZeRO communication: exposed per micro-batch (``zero_mb``: ZeRO-2 reduce-scatters
-    every micro-batch, ZeRO-3 also gathers weights forward and backward), exposed once per step
-    (``dp_step``) and in total before overlap (``dp_total``)."""
-    frac, tp, ep, z, m = st["frac"], g["tp"], g["ep"], g["z"], g["m"]
-    G_n, G_e = st["gb"] * frac * st["P_n"], st["gb"] * frac * st["P_e"]
-    W_n, W_e = st["wb"] * st["P_n"], st["wb"] * st["P_e"]
-    D_n, D_e, calls = st["D_n"], st["D_e"], st["L_stage"]  # one bucket per layer
-
-    def both(kind, n_bytes, e_bytes):
-        return comm.collective_s(kind, n_bytes, D_n, tp, topo, calls) + comm.collective_s(kind, e_bytes, D_e, tp * ep, topo, calls)
-
-    ar, rs, ag = both("all_reduce", G_n, G_e), both("reduce_scatter", G_n, G_e), both("all_gather", W_n, W_e)
-    t_fwd, t_bwd, t_rc = c["t_fwd"], c["t_bwd"], c["t_rc"]
-    zero_mb = np.where(z == 2, _hidden(rs, t_bwd, o.dp, s),
-                       np.where(z == 3, _hidden(ag, t_fwd, o.fsdp, s) + _hidden(ag + rs, t_bwd + t_rc, o.fsdp, s), 0.0))
-    dp_step = np.where(z == 0, _hidden(ar, t_bwd, o.dp, s),
-                       np.where(z == 1, _hidden(rs, t_bwd, o.dp, s) + _hidden(ag, t_fwd, o.dp, s),
-                                np.where(z == 2, _hidden(ag, t_fwd, o.dp, s), 0.0)))
-    dp_total = np.where(z == 0, ar, np.where(z == 1, rs + ag, np.where(z == 2, m * rs + ag, m * (2.0 * ag + rs))))
-    return {"zero_mb": zero_mb, "dp_step": dp_step, "dp_total": dp_total}
 
 
 def memory_per_chip_bytes(p: Profile, w: Workload, g: dict, st: dict, c: dict):
@@ -352,23 +325,26 @@ def memory_per_chip_bytes(p: Profile, w: Workload, g: dict, st: dict, c: dict):
 
 def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, grid: dict, efficiency: Efficiency | None = None, *,
            topology: comm.Topology | None = None, overlap: Overlap = DEFAULT_OVERLAP,
-           memory_headroom: float | None = None, sync_loss: float | None = None) -> dict:
+           memory_headroom: float | None = None, sync_loss: float | None = None,
+           parallelism: Parallelism | None = None) -> dict:
     """``evaluate`` as a dict of numpy arrays (the search's fast path): the step of the busiest stage
     from its parts (module docstring), memory per chip and throughput."""
     p, w = profile, workload
     _check_transformer(p)
+    overlap, fp32_grads = software_options(parallelism, overlap)
     eff = default(efficiency)
     sync_loss = network_loss(eff, acc) if sync_loss is None else sync_loss
     topo = topology or comm.topology(acc, chips)
     peak = _peak(acc, w.precision)
     g = _grid_arrays(grid)
-    st = _stage_shape(p, w, g)
+    st = _stage_shape(p, w, g, fp32_grads)
     c = _compute_parts(p, w, g, st, eff, acc, peak, grid)
     mp = _model_parallel_comm(p, w, g, st, c, topo)
     s = gpu_overlap_slowdown(overlap, acc)
-    dpc = _data_parallel_comm(w, g, st, c, topo, overlap, s)
+    dpc = data_parallel_comm(g, st, c, topo, overlap, s)
     o, m = overlap, g["m"]
-    exposed_mb = ((1.0 - o.tp + s * o.tp) * mp["tp_mb"] + _hidden(mp["cp_mb"], c["t_attn"], o.cp, s)
+    t_compute_mb = c["t_fwd"] + c["t_bwd"] + c["t_rc"]  # what async TP can hide behind (its GEMMs)
+    exposed_mb = (_hidden(mp["tp_mb"], t_compute_mb, o.tp, s) + _hidden(mp["cp_mb"], c["t_attn"], o.cp, s)
                   + (1.0 - o.ep + s * o.ep) * mp["ep_mb"] + (1.0 - o.pp + s * o.pp) * mp["pp_mb"] + dpc["zero_mb"])
     moe_host_mb = moe.host_s(p, g, st["L_stage"], eff, acc)
     t_mb = c["t_fwd"] + c["t_bwd"] + c["t_rc"] + exposed_mb + moe_host_mb

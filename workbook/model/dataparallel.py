@@ -1,0 +1,148 @@
+"""Data-parallel sharding: the weight, gradient and optimizer-state shards a chip holds, and the
+communication of each data-parallel scheme per step, with the compute each collective overlaps.
+
+The four schemes (``zero`` of a layout, ``cluster.parallelism.zero``):
+
+- ``0`` plain data parallelism (PyTorch DDP, Megatron DDP): every replica holds everything; the
+  gradients are all-reduced once per step, after the last micro-batch (DDP's ``no_sync`` during
+  gradient accumulation, Li et al. 2020 "PyTorch Distributed", VLDB, §3.2.4), bucketed and
+  overlapped with that micro-batch's backward.
+- ``1`` the distributed optimizer (Megatron-LM ``--use-distributed-optimizer``; ZeRO-1, Rajbhandari
+  et al. 2020 §5.1 "P_os"): the optimizer states and the fp32 main parameters are sharded over the
+  data-parallel ranks, the gradient buffer is not. The gradients are reduce-scattered ONCE per step,
+  after the last micro-batch (``--overlap-grad-reduce``: bucketed, overlapped with the last
+  micro-batch's backward only), and the updated parameters are all-gathered once per step
+  (``--overlap-param-gather``: overlapped with the next step's first forward). Megatron Core user
+  guide, "Distributed Optimizer" (docs.nvidia.com/megatron-core/developer-guide/latest/api-guide/
+  dist_optimizer.html, read 2026-12-01): "distribute all 'non-overlapping' optimizer state ... [no]
+  distribute model gradients, [no] distribute model parameters".
+- ``2`` ZeRO-2 as DeepSpeed runs it (Rajbhandari et al. 2020 §5.2 "P_os+g"): the gradients are
+  sharded too, so each micro-batch's gradients are reduce-scattered into the shard as its backward
+  produces them (DeepSpeed ``overlap_comm``), m times per step; parameters all-gathered once per step.
+- ``3`` ZeRO-3/FSDP (§5.3 "P_os+g+p"; Zhao et al. 2023 "PyTorch FSDP", VLDB, §3.2-3.3): parameters
+  sharded too; every micro-batch all-gathers each layer's weights before its forward, again before its
+  backward (the weights are freed after the forward, ``reshard_after_forward``), and reduce-scatters
+  each layer's gradients, prefetched one layer ahead.
+
+Bucketing: a collective split into buckets starts as soon as its first bucket is ready, but its last
+bucket cannot overlap anything (the backward has ended, or the forward waits for it), so one bucket's
+time is exposed (``overlapped_s``), and every bucket is one collective call (its latency counted).
+Megatron-Core's default bucket is max(40M, 1M x dp) parameters (``DistributedDataParallelConfig.
+bucket_size``, NVIDIA/Megatron-LM megatron/core/distributed/distributed_data_parallel_config.py) for
+schemes 0 and 1; DeepSpeed's ZeRO-2 buckets are 5e8 elements (``reduce_bucket_size`` and
+``allgather_bucket_size`` defaults, DeepSpeed configuration JSON docs); FSDP's unit is one layer.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import comm
+from . import profile as prof
+
+ZERO_STAGES = (0, 1, 2, 3)
+BUCKET_MIN_PARAMS = 40e6      # Megatron-Core default bucket: max(40,000,000, 1,000,000 x dp) parameters
+BUCKET_PARAMS_PER_RANK = 1e6
+DEEPSPEED_BUCKET_PARAMS = 5e8  # DeepSpeed zero_optimization.reduce_bucket_size / allgather_bucket_size default
+
+
+# --- memory --------------------------------------------------------------------------------------
+
+def state_bytes_per_param(precision: str, optimizer: str, grad_reduce_in_fp32: bool = False) -> tuple[float, float, float]:
+    """(weights, gradients, optimizer states) bytes per parameter, splitting
+    ``profile.training_state_bytes_per_param``: 16-bit weights and gradients in mixed precision
+    (fp32 training: 4 + 4), the rest is optimizer state with the fp32 master copy (ZeRO §3.1: K = 12
+    for Adam). ``grad_reduce_in_fp32``: the gradients are accumulated and reduced in fp32 (Megatron-LM
+    sets ``accumulate_allreduce_grads_in_fp32`` for bf16, megatron/training/arguments.py), 4 bytes."""
+    total = prof.training_state_bytes_per_param("fp32" if precision == "fp32" else "bf16", optimizer)
+    w = 4.0 if precision == "fp32" else 2.0
+    return w, (4.0 if grad_reduce_in_fp32 else w), total - 2.0 * w
+
+
+def distributed_optimizer_bytes_per_param(param_bytes: float, grad_bytes: float, d) -> np.ndarray:
+    """Bytes per parameter with Megatron's distributed optimizer (Adam) over ``d`` data-parallel
+    ranks: the model parameters and gradients stay whole, the fp32 main parameters (unless the
+    parameters are fp32 already), an fp32 main-gradient copy (unless the gradients are fp32 already)
+    and Adam's two fp32 moments are sharded. Megatron Core user guide, "Distributed Optimizer"
+    (read 2026-12-01), table of theoretical bytes per parameter: fp16 parameters and gradients
+    20 -> 4 + 16/d; bf16 parameters, fp32 gradients 18 -> 6 + 12/d; fp32 parameters and gradients
+    16 -> 8 + 8/d (``d = 1`` gives the non-distributed figure)."""
+    sharded = 8.0 + (4.0 if param_bytes < 4 else 0.0) + (4.0 if grad_bytes < 4 else 0.0)
+    return param_bytes + grad_bytes + sharded / np.asarray(d, dtype=float)
+
+
+def zero_state_bytes(params, shards, zero, weight_bytes, grad_bytes, optim_bytes, trainable=1.0):
+    """Bytes per chip of weights, gradients and optimizer states for ``params`` weights held by the
+    chip, sharded ``shards`` ways by ZeRO stage ``zero`` (Rajbhandari et al. 2020 Fig. 1):
+    0 = nothing sharded, 1 = optimizer states (the distributed optimizer), 2 = + gradients,
+    3 = + weights (FSDP). Only the ``trainable`` fraction carries gradients and optimizer states
+    (fine-tuning). Stage 1 with 16-bit weights, fp32 gradients and Adam (2, 4, 12) is the Megatron
+    table's 6 + 12/d (``distributed_optimizer_bytes_per_param``)."""
+    P = np.asarray(params, dtype=float)
+    D = np.asarray(shards, dtype=float)
+    z = np.asarray(zero)
+    w = weight_bytes * P * np.where(z >= 3, 1.0 / D, 1.0)
+    g = grad_bytes * trainable * P * np.where(z >= 2, 1.0 / D, 1.0)
+    o = optim_bytes * trainable * P * np.where(z >= 1, 1.0 / D, 1.0)
+    return w + g + o
+
+
+# --- overlap -------------------------------------------------------------------------------------
+
+def overlapped_s(t, window, fraction, slowdown=0.0, buckets=np.inf):
+    """The time a communication of ``t`` seconds adds to the step when up to ``fraction`` of
+    ``window`` seconds of compute can hide it. Of ``buckets`` equal buckets the last cannot overlap
+    (exposed, t / buckets); of the rest, what the window holds is hidden and the compute it overlaps
+    runs ``slowdown`` slower (``training.Overlap.slowdown``: arXiv 2507.03114 measured the slowdown
+    of the compute kernels that run while a collective runs, 18.9% on average, against the same
+    kernels alone), so each hidden second adds ``slowdown`` seconds; what the window cannot hold is
+    exposed. The slowdown is charged only on the overlapped compute, never on the whole step."""
+    t = np.asarray(t, dtype=float)
+    tail = np.where(np.asarray(fraction) > 0, t / np.asarray(buckets, dtype=float), t)
+    hidden = np.minimum(t - tail, fraction * np.asarray(window, dtype=float))
+    return (t - hidden) + slowdown * hidden
+
+
+def buckets(params, dp, zero):
+    """Buckets (collective calls) of ``params`` parameters: Megatron-Core's default bucket of
+    max(40M, 1M x dp) parameters for ZeRO 0 and 1, DeepSpeed's 5e8 elements for ZeRO-2 (at least one)."""
+    size = np.where(np.asarray(zero) == 2, DEEPSPEED_BUCKET_PARAMS,
+                    np.maximum(BUCKET_MIN_PARAMS, BUCKET_PARAMS_PER_RANK * np.asarray(dp, dtype=float)))
+    return np.maximum(1.0, np.ceil(np.asarray(params, dtype=float) / size))
+
+
+# --- communication -------------------------------------------------------------------------------
+
+def data_parallel_comm(g: dict, st: dict, c: dict, topo: comm.Topology, overlap, slowdown: float) -> dict:
+    """Data-parallel communication of a layout grid (``training._grid_arrays``, ``_stage_shape``,
+    ``_compute_parts``): the time added per micro-batch (``zero_mb``: ZeRO-2's reduce-scatter, ZeRO-3's
+    gathers and reduce-scatter), the time added once per step (``dp_step``) and all of it before
+    overlap (``dp_total``), per the schedules of the module docstring. Gradients move at the stage's
+    gradient bytes (``st["gb"]``: 4 when reduced in fp32), parameters at its weight bytes; dense and
+    expert weights reduce over their own data-parallel groups (``D_n`` = dp x cp, ``D_e`` = D_n / ep).
+    Windows: a backward is the micro-batch's backward plus its recomputed forward, a forward its
+    forward; ``overlap.dp`` (ZeRO 0-2) and ``overlap.fsdp`` (ZeRO-3) are the fractions that can hide."""
+    frac, tp, ep, z, m = st["frac"], g["tp"], g["ep"], g["z"], g["m"]
+    P_n, P_e, D_n, D_e = st["P_n"], st["P_e"], st["D_n"], st["D_e"]
+    G_n, G_e = st["gb"] * frac * P_n, st["gb"] * frac * P_e
+    W_n, W_e = st["wb"] * P_n, st["wb"] * P_e
+    has_e = np.asarray(P_e) > 0  # dense models make no expert-group calls (no latency either)
+    nb_n, nb_e = buckets(P_n, D_n, z), np.where(has_e, buckets(P_e, D_e, z), 0.0)
+    L = st["L_stage"]  # FSDP: one unit per layer
+    L_e = np.where(has_e, L, 0.0)
+
+    def both(kind, n_bytes, e_bytes, calls_n, calls_e):
+        return (comm.collective_s(kind, n_bytes, D_n, tp, topo, calls_n)
+                + comm.collective_s(kind, e_bytes, D_e, tp * ep, topo, calls_e))
+
+    ar, rs, ag = (both(k, a, b, nb_n, nb_e) for k, a, b in (("all_reduce", G_n, G_e), ("reduce_scatter", G_n, G_e),
+                                                            ("all_gather", W_n, W_e)))
+    rs3, ag3 = both("reduce_scatter", G_n, G_e, L, L_e), both("all_gather", W_n, W_e, L, L_e)
+    fwd, bwd = c["t_fwd"], c["t_bwd"] + c["t_rc"]
+    o, s, nb = overlap, slowdown, np.maximum(nb_n, nb_e)
+    zero_mb = np.where(z == 2, overlapped_s(rs, bwd, o.dp, s, nb),
+                       np.where(z == 3, overlapped_s(ag3, fwd, o.fsdp, s, L) + overlapped_s(ag3 + rs3, bwd, o.fsdp, s, L), 0.0))
+    dp_step = np.where(z == 0, overlapped_s(ar, bwd, o.dp, s, nb),
+                       np.where(z == 1, overlapped_s(rs, bwd, o.dp, s, nb) + overlapped_s(ag, fwd, o.dp, s, nb),
+                                np.where(z == 2, overlapped_s(ag, fwd, o.dp, s, nb), 0.0)))
+    dp_total = np.where(z == 0, ar, np.where(z == 1, rs + ag, np.where(z == 2, m * rs + ag, m * (2.0 * ag3 + rs3))))
+    return {"zero_mb": zero_mb, "dp_step": dp_step, "dp_total": dp_total}
