@@ -48,8 +48,10 @@ def parse_generic(text: str, where: str) -> GenericProfile:
 def _workload(row) -> Workload:
     g = parse_generic(row["architecture"], f"reference_runs.csv: run {row.get('run')}: architecture")
     task = "training" if row["kind"] == "training" else "inference"
-    batch = float(row["global_batch_seqs"]) if task == "training" else float(row["batch"])
-    extra = {"samples": 1e9, "global_batch_tokens": batch} if task == "training" else {"concurrency": int(batch)}
+    if task == "training":
+        extra = {"samples": 1e9, "global_batch_tokens": float(row["global_batch_seqs"])}
+    else:  # an MLPerf Offline run publishes no batch: best throughput (no concurrency)
+        extra = {} if pd.isna(row.get("batch")) else {"concurrency": int(float(row["batch"]))}
     return Workload(task=task, generic=g, precision=row["precision"], **extra)
 
 
