@@ -267,3 +267,7 @@ MEASUREMENTS_DESCRIPTION = (
 # reports and the app, ``estimate --json`` key ``estimate_label``): its efficiency is the
 # transformer-fitted one, which published runs of such models show to be optimistic.
 GENERIC_ESTIMATE_LABEL = "uncalibrated/optimistic"
+
+# The label of a generic estimate whose workload is an MLPerf benchmark the generic efficiency is
+# fitted on (``model.generic.estimate_label``; same places as ``GENERIC_ESTIMATE_LABEL``).
+GENERIC_CALIBRATED_LABEL = "calibrated on MLPerf {benchmark}"
