@@ -213,8 +213,9 @@ def _first_feasible(p: Profile, acc: dict, s: Scenario, counts: np.ndarray, eff:
     ok = r["fits"]
     if not ok.any():
         return None
+    step = generic.train_step_time_s(r["step_time_s"], default(eff)) if p.generic else r["step_time_s"]
     with np.errstate(divide="ignore", invalid="ignore"):
-        days = training_tokens(w) / (_tokens_per_step(w, counts) / r["step_time_s"]) / 86400.0
+        days = training_tokens(w) / (_tokens_per_step(w, counts) / step) / 86400.0
     dl = s.constraints.deadline_days
     good = ok & (days <= dl) if dl is not None else ok
     if good.any():
