@@ -7,13 +7,13 @@ weight-gradient kernels, the optimizer's pass over all weights, and the latency 
 all-reduce. Per chip, step time = per-image time x images per chip + ``generic_step_overhead_s``
 (the linear 'fixed cost plus per-item cost' model of a batched step).
 
-The published MLPerf Training ResNet-50 logs need the fixed term: at 16 images per GPU per step (NVIDIA,
-2,528 H100, v4.0) a step takes 6.3 ms, at 400 per GPU (ASUSTeK, 8 H100, v3.1) 57.1 ms, so the
-per-image time is 0.132 ms and the fixed time 4.2 ms; on A100 (NVIDIA v2.0: 408 per GPU on 8 GPUs,
-120.0 ms; 51 on 64 GPUs, 19.7 ms) 0.281 ms and 5.3 ms (step times from ``data/reference_runs.csv``,
-``*-mlperf-resnet-*`` rows: global batch / chips / images per chip per second). Without it a
-prediction is 3x too fast at the largest scale. Its value is fitted with the generic efficiency scale
-(``calibrate.fit.fit_generic``) on the generic ``fit`` runs; none fitted = 0.
+Source of the form: the MLPerf Training ResNet-50 result logs at different images per chip
+(``data/reference_runs.csv``, ``*-mlperf-resnet-*`` rows; step time = images per chip / images per
+chip per second): on H100 16 images per GPU take 6.3 ms a step (NVIDIA Eos, 2,528 GPUs, v4.0) and 400
+take 57.1 ms (ASUSTeK, 8 GPUs, v3.1), a line of 0.132 ms per image plus 4.2 ms; on A100 408 take
+124.1 ms (8 GPUs) and 51 take 19.7 ms (64 GPUs, both NVIDIA v2.0), 0.293 ms per image plus 4.7 ms.
+The value used is fitted with the generic efficiency scale (``calibrate.fit.fit_generic``) on the
+generic ``fit`` runs; none fitted = 0.
 """
 from __future__ import annotations
 
