@@ -19,7 +19,7 @@ import pandas as pd
 from . import catalog, cost, decision, paths
 from .calibrate import layouts, own as own_runs
 from .cost import reliability
-from .model import estimate, offers as model_offers
+from .model import estimate, generic as model_generic, offers as model_offers
 from .model.efficiency import Efficiency
 from .model.profile import workload_profile
 from .errors import InputError
@@ -274,7 +274,7 @@ def summary_json(a: Analysis) -> dict:
         "scenario": s.name,
         "title": s.title,
         "task": s.workload.task,
-        "estimate_label": terms.GENERIC_ESTIMATE_LABEL if s.workload.generic is not None else None,
+        "estimate_label": model_generic.estimate_label(s.workload),
         "options": options,
         "recommendation": rec.as_dict() if rec is not None else None,
         "monte_carlo": records(a.mc),

@@ -11,7 +11,7 @@ import sys
 
 import pandas as pd
 
-from . import analysis, catalog, diff, prices
+from . import analysis, catalog, diff, prices, terms
 from .calibrate import fit as calibrate
 from .calibrate import layouts
 from .plan import command as plan_command
@@ -101,9 +101,13 @@ def _estimate_table(result: dict) -> str:
     with pd.option_context("display.width", 200, "display.max_columns", None, "display.float_format", "{:,.3g}".format):
         lines.append(df.to_string(index=False, na_rep="-"))
     lines += layouts.comparison_lines(result.get("published_layouts") or [])
-    if result.get("estimate_label"):
-        lines.append(f"(generic model: every figure above is {result['estimate_label']}: the transformer-fitted "
-                     "efficiency scaled on a few ResNet-50 GPU runs; read times and costs as lower bounds)")
+    label = result.get("estimate_label")
+    if label == terms.GENERIC_ESTIMATE_LABEL:
+        lines.append(f"(generic model: every figure above is {label}: the efficiency is fitted on published "
+                     "ResNet-50 runs, not on this model; read times and costs as lower bounds)")
+    elif label:
+        lines.append(f"(generic model, {label}: efficiency and fixed step time fitted on the published MLPerf "
+                     "runs of data/reference_runs.csv; other chips and batches are extrapolated, see the band)")
     lines += ["", text.recommendation_text(result.get("recommendation") or {})]
     return "\n".join(lines)
 

@@ -278,3 +278,6 @@ FIELD_HELP.update({
         "Training layout pin: gradients are accumulated and reduced in fp32 (4 bytes; Megatron-LM's default "
         "for bf16), so the distributed optimizer (zero: 1) holds 6 + 12/d bytes per parameter; default: 16-bit"),
 })
+# The label of a generic estimate whose workload is an MLPerf benchmark the generic efficiency is
+# fitted on (``model.generic.estimate_label``; same places as ``GENERIC_ESTIMATE_LABEL``).
+GENERIC_CALIBRATED_LABEL = "calibrated on MLPerf {benchmark}"

@@ -14,6 +14,7 @@ import pandas as pd
 from .. import catalog, cost
 from .. import terms
 from ..terms import usd
+from ..model.profile import mlperf_benchmark
 from ..scenario import Scenario
 from ..terms import DAYS_PER_MONTH, FRAMEWORK_LABEL, PLATFORM_LABEL, PRICING_MODEL_IDS, pricing_label
 from .balance import balance_flags
@@ -200,11 +201,15 @@ def recommendation_warnings(s: Scenario, perf_df: pd.DataFrame, win, today: _dt.
         out.append(f"Stale price: {win['offering']} ({pricing_label(win['pricing_model'])}) was valid on "
                    f"{valid.isoformat()}, {age / 365.25:.1f} years ago; check the provider's current price.")
     row = perf_df[perf_df["accelerator"] == win["accelerator"]]
-    if s.workload.generic is not None:
+    bench = mlperf_benchmark(s.workload.generic, s.workload.task) if s.workload.generic is not None else None
+    if s.workload.generic is not None and bench is None:
         out.append(f"Optimistic, uncalibrated estimate ({terms.GENERIC_ESTIMATE_LABEL}): a generic (non-transformer) "
-                   "model runs at the transformer-fitted efficiency scaled by one factor fitted on a few published "
-                   "ResNet-50 runs on GPUs; no other architecture or chip kind is checked, so read time and cost as "
-                   "lower bounds.")
+                   "model runs at the efficiency fitted on published ResNet-50 runs (MLPerf, NVIDIA "
+                   "DeepLearningExamples); no run of this model checks it, so read time and cost as lower bounds.")
+    elif bench is not None:
+        out.append(f"Generic estimate {terms.GENERIC_CALIBRATED_LABEL.format(benchmark=bench)}: its efficiency (and, "
+                   f"for training, a fixed time per step) is fitted on the published {bench} runs of "
+                   "data/reference_runs.csv; chips and per-chip batches those runs do not cover are extrapolated.")
     elif "calibrated" in row and len(row) and row["calibrated"].iloc[0] is not None and not bool(row["calibrated"].iloc[0]):
         out.append(f"Uncalibrated estimate: no published run on {win['accelerator']}'s chip family set its efficiency; "
                    "the wider uncalibrated band applies.")

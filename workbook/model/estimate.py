@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from .. import catalog, terms
 from ..errors import InputError
 from ..scenario import Parallelism, Scenario, Workload
-from . import moe, search, serving
+from . import generic, moe, search, serving
 from .efficiency import Efficiency, band, compute_efficiency, default, network_loss, peak, scope_of
 from .profile import (Profile, activation_bytes, fine_tune_flops_per_token, optimizer_bytes_per_trainable_param, trainable_params,
                       training_state_bytes_per_param, training_weight_bytes_per_param, workload_profile)
@@ -213,8 +213,9 @@ def _first_feasible(p: Profile, acc: dict, s: Scenario, counts: np.ndarray, eff:
     ok = r["fits"]
     if not ok.any():
         return None
+    step = generic.train_step_time_s(r["step_time_s"], default(eff)) if p.generic else r["step_time_s"]
     with np.errstate(divide="ignore", invalid="ignore"):
-        days = training_tokens(w) / (_tokens_per_step(w, counts) / r["step_time_s"]) / 86400.0
+        days = training_tokens(w) / (_tokens_per_step(w, counts) / step) / 86400.0
     dl = s.constraints.deadline_days
     good = ok & (days <= dl) if dl is not None else ok
     if good.any():
@@ -464,7 +465,7 @@ def _generic_training(p: Profile, acc: dict, s: Scenario, pinned: int | None, ef
         return {"chips": int(n), "fits": False,
                 "reason": f"does not fit: {float(r['memory_per_chip_bytes']) / 1e9:.0f} GB per chip needed "
                           f"(sharded data parallel, ZeRO-3)"}
-    return {"chips": int(n), "fits": True, "step_time_s": float(r["step_time_s"]),
+    return {"chips": int(n), "fits": True, "step_time_s": float(generic.train_step_time_s(r["step_time_s"], eff)),
             "memory_per_chip_bytes": float(r["memory_per_chip_bytes"])}
 
 

@@ -194,6 +194,24 @@ def workload_profile(w: Workload) -> Profile:
                    infer_flops_per_sample=g.infer_flops_per_sample, bytes_per_sample=g.bytes_per_sample)
 
 
+# The per-image cost of the MLPerf benchmarks the generic calibration is fitted on
+# (``data/reference_runs.csv``, ``*-mlperf-resnet*`` rows): ResNet-50 v1.5 at 224x224, 3.8e9
+# multiply-adds (He et al. 2016, Table 1), x2 FLOPs per multiply-add, x3 for forward + backward.
+MLPERF_GENERIC_BENCHMARKS = {"ResNet-50": {"train_flops_per_sample": 2.28e10, "infer_flops_per_sample": 7.6e9}}
+BENCHMARK_MATCH = 0.05  # a generic workload within 5% of a benchmark's per-sample FLOPs is that benchmark
+
+
+def mlperf_benchmark(g, task: str) -> str | None:
+    """The MLPerf benchmark whose per-sample FLOPs (of the task: training or inference) a generic
+    workload ``g`` (``scenario.GenericProfile``) matches within ``BENCHMARK_MATCH``, else None."""
+    key = "infer_flops_per_sample" if task == "inference" else "train_flops_per_sample"
+    v = getattr(g, key, None)
+    for name, cost in MLPERF_GENERIC_BENCHMARKS.items():
+        if v and abs(v / cost[key] - 1.0) <= BENCHMARK_MATCH:
+            return name
+    return None
+
+
 # --- FLOPs -------------------------------------------------------------------------------------
 
 def attention_flops_per_token(p: Profile, context, causal: bool = True):
