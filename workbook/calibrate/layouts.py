@@ -20,6 +20,7 @@ import pandas as pd
 
 from .. import catalog
 from ..model.estimate import training_config
+from ..model.search import SOFTWARE_KEYS
 from ..terms import LAYOUT_KEYS
 from .runs import (CALIBRATION_HEADROOM, parse_parallelism, reference_runs, run_chips, run_profile, run_workload,
                    training_prediction)
@@ -120,14 +121,17 @@ def free_vs_published(runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every published layout's run predicted twice: with its layout pinned (``pinned_mfu``, as the
     calibration does) and searched freely (``free_mfu``: nothing pinned, the practical grid with the
     realism prior, as ``estimate`` does), against the published MFU (errors predicted/published − 1),
-    with the free search's layout."""
+    with the free search's layout. The free search keeps what the run's code had
+    (``search.SOFTWARE_KEYS``: no sequence parallelism or FlashAttention in 2021 Megatron-LM): a
+    layout is free, the software it ran is not."""
     pub = _published()
     runs = reference_runs() if runs is None else runs
     rows = []
     for _, r in runs[runs["run"].isin(pub["run"])].iterrows():
         acc = catalog.accelerator_record(r["accelerator"])
         pinned = training_prediction(r)
-        free = training_config(run_profile(r), acc, run_chips(r), run_workload(r), None, CALIBRATION_HEADROOM)
+        software = {k: v for k, v in pub.set_index("run").loc[r["run"], "layout"].items() if k in SOFTWARE_KEYS}
+        free = training_config(run_profile(r), acc, run_chips(r), run_workload(r), None, CALIBRATION_HEADROOM, **software)
         if free is None:
             continue
         value = float(r["value"])

@@ -217,7 +217,9 @@ def _grid_arrays(grid: dict) -> dict:
     """The grid's dimensions as float arrays (``rc``/``z`` kept as given), with the recompute masks."""
     g = {k: grid[src].astype(float) for k, src in (("tp", "tp"), ("cp", "cp"), ("pp", "pp"), ("dp", "dp"), ("ep", "ep"),
                                                    ("mb", "micro_batch"), ("m", "microbatches"), ("v", "vpp"))}
-    g.update(rc=grid["recompute"], z=grid["zero"], full=grid["recompute"] == "full", sel=grid["recompute"] == "selective")
+    g.update(rc=grid["recompute"], z=grid["zero"], full=grid["recompute"] == "full", sel=grid["recompute"] == "selective",
+             sp=bool(grid.get("sequence_parallel", True)), flash=bool(grid.get("flash_attention", True)),
+             tpo=bool(grid.get("tp_comm_overlap", False)))
     return g
 
 
@@ -376,7 +378,11 @@ def memory_per_chip_bytes(p: Profile, w: Workload, g: dict, st: dict, c: dict):
     s, V, frac = float(w.seq_len), float(p.vocab), st["frac"]
     tp, cp, pp, ep, z = g["tp"], g["cp"], g["pp"], g["ep"], g["z"]
     tok_chip, L_stage, wb, gb, ob = c["tok_chip"], st["L_stage"], st["wb"], st["gb"], st["ob"]
-    act_tok = {r: float(prof.activation_bytes_per_token_per_layer(p, s, r)) for r in RECOMPUTE}
+    act_tok = {r: float(prof.activation_bytes_per_token_per_layer(p, s, r, g["flash"])) for r in RECOMPUTE}
+    # without sequence parallelism every TP rank keeps the whole 10h of norms, dropout masks and block inputs
+    # (2h, the layer input, under full recompute): Korthikanti et al. 2022 Table 2, sbh(10 + 24/t) against 34/t
+    rep = 0.0 if g["sp"] else float(p.hidden) * (tp - 1.0)
+    act_tok = {r: v + (2.0 if r == "full" else 10.0) * rep for r, v in act_tok.items()}
     stored = np.select([g["full"], g["sel"]], [act_tok["full"], act_tok["selective"]], act_tok["none"]) * tok_chip
     working = np.where(g["full"], act_tok["none"] * tok_chip, 0.0)  # the layer being recomputed
     logits = 4.0 * g["mb"] * s * V / (tp * cp)  # fp32 logits for the loss (Korthikanti et al. 2022 §4.3)
@@ -408,7 +414,8 @@ def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, gri
     s = gpu_overlap_slowdown(overlap, acc)
     dpc = _data_parallel_comm(w, g, st, c, topo, overlap, s)
     o, m = overlap, g["m"]
-    exposed_mb = ((1.0 - o.tp + s * o.tp) * mp["tp_mb"] + _hidden(mp["cp_mb"], c["t_attn"], o.cp, s)
+    otp = 1.0 if g["tpo"] else o.tp  # search.SOFTWARE_KEYS: TP overlap published for the run
+    exposed_mb = ((1.0 - otp + s * otp) * mp["tp_mb"] + _hidden(mp["cp_mb"], c["t_attn"], o.cp, s)
                   + (1.0 - o.ep + s * o.ep) * mp["ep_mb"] + (1.0 - o.pp + s * o.pp) * mp["pp_mb"] + dpc["zero_mb"])
     t_mb = c["t_fwd"] + c["t_bwd"] + c["t_rc"] + exposed_mb
     compute_s, recompute_s = m * (c["t_fwd"] + c["t_bwd"]), m * c["t_rc"]
