@@ -250,3 +250,8 @@ def test_the_b200_over_h100_fp8_speed_up_on_llama_405b_is_no_longer_over_predict
                   ("b200-sxm-180gb-bridge-llama-3-1-405b-128", "h100-sxm5-80gb-bridge-llama-3-1-405b-1024"))
     assert b200 / h100 - 1.0 < 0.10
     assert abs(h100 - 1.0) < 0.10  # the H100 run itself is no longer 22% slow
+    # Megatron-Bridge 25.11, Llama 3 8B FP8 on 8 GPUs, TP1 (no TP term): B200 30,624 against H100 14,451
+    # tokens/s/GPU (2.12x); the model is over by 14% (B200 +6%, H100 FSDP -7%), under a quarter.
+    b8, h8 = (t.loc[r, "predicted"] / t.loc[r, "value"] for r in
+              ("b200-sxm-180gb-bridge-llama-3-8b-8", "h100-sxm5-80gb-bridge-llama-3-8b-8"))
+    assert b8 / h8 - 1.0 < 0.20
