@@ -12,7 +12,7 @@ import sys
 import pandas as pd
 
 from . import analysis, catalog, diff, prices, terms
-from .calibrate import fit as calibrate
+from .calibrate import command as calibrate
 from .calibrate import layouts
 from .plan import command as plan_command
 from .errors import InputError

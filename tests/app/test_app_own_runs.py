@@ -32,10 +32,23 @@ def _words(markup: str) -> str:
     return re.sub(r"\s+", " ", html.unescape(re.sub("<[^>]+>", " ", markup))).strip()
 
 
+def _cost_only(a) -> None:
+    """Weights on cost alone. Under the scenario's own weights its recommendation is a tie within the
+    model's noise (H200, H100 and TPU v6e, decided by the cost tie-breaker before the issue-15 refit;
+    H200 outright after it, its band narrower): on cost alone TPU v6e leads outside any tie, so what
+    these tests check (the runs move the decision) does not hang on that tie."""
+    a.quiet = True
+    for k, w in a.weights.items():
+        w.value = 1.0 if k == "cost" else 0.0
+    a.quiet = False
+    a._recompute()
+
+
 @pytest.fixture(scope="module")
 def loaded():
-    """One page, on the fine-tuning scenario, before and after uploading the TPU v6e runs."""
+    """One page, on the fine-tuning scenario weighted on cost, before and after uploading the TPU v6e runs."""
     a = page.Page(SCENARIO)
+    _cost_only(a)
     before = a.analysis.recommendation.accelerator
     a.upload.value = _upload("v6e runs.csv", V6E_RUNS.read_bytes())
     return a, before
@@ -84,6 +97,7 @@ def test_a_bad_upload_is_one_line_naming_the_uploaded_file(loaded):
 
 def test_forgetting_the_runs_restores_the_published_calibration():
     a = page.Page(SCENARIO)
+    _cost_only(a)
     a.upload.value = _upload("runs.csv", SAMPLE.read_bytes())
     assert a.analysis.adjustments is not None and not a.forget.disabled
     a.forget.click()

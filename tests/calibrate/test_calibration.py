@@ -138,8 +138,10 @@ def test_calibrate_markdown_is_a_table():
     out = io.StringIO()
     with redirect_stdout(out):
         assert main(["calibrate", "--markdown"]) == 0
-    lines = out.getvalue().strip().splitlines()
-    assert lines[0].startswith("| kind | family") and all(line.startswith("|") for line in lines)
+    # two markdown tables separated by one blank line: per kind and family, then per case (calibrate.cases)
+    tables = [t.splitlines() for t in out.getvalue().strip().split("\n\n")]
+    assert len(tables) == 2 and tables[0][0].startswith("| kind | family") and tables[1][0].startswith("| case |")
+    assert all(line.startswith("|") for t in tables for line in t)
 
 
 def test_a_bad_inline_architecture_names_the_key():

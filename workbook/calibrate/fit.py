@@ -1,5 +1,5 @@
 """Fit the efficiency parameters on the reference runs and write ``data/efficiency.csv`` (each number
-with the runs that set it); the ``calibrate`` command.
+with the runs that set it); the ``calibrate`` command is ``calibrate.command``.
 
 The fit (``fit``) is deliberately small: for training a matmul ceiling per accelerator family, one
 pooled width constant κ (the element-wise penalty h / (h + κ · ridge point), which also sets how
@@ -17,7 +17,6 @@ the data leave one only for TPU v5e's MaxText multi-slice runs (the H100 GPT-3 1
 from __future__ import annotations
 
 import math
-import sys
 
 import numpy as np
 import pandas as pd
@@ -25,10 +24,9 @@ import pandas as pd
 from .. import catalog, paths
 from ..model import comm, mamf, moe
 from ..model.efficiency import Efficiency, dp_bytes_per_s, width_factor, peak, _from_csv
-from . import generic, own
+from . import generic
 from ..model.generic import STEP_OVERHEAD
-from .runs import (predict_run, reference_runs, run_chips, run_profile, training_prediction, _n, calibration_table,
-                   coverage_markdown, coverage_summary, error_summary, summary_markdown)
+from .runs import predict_run, reference_runs, run_chips, run_profile, training_prediction, _n
 
 # --- the fit ---------------------------------------------------------------------------------------
 
@@ -540,53 +538,3 @@ def write_parameters(path=None) -> pd.DataFrame:
     catalog.load.cache_clear()
     _from_csv.cache_clear()
     return df
-
-
-# --- command line -------------------------------------------------------------------------------------
-
-def add_arguments(p) -> None:
-    p.add_argument("--write", action="store_true", help="refit the parameters and write data/efficiency.csv first")
-    p.add_argument("--markdown", action="store_true", help="print only the summary as a markdown table")
-    p.add_argument("--csv", action="store_true", help="print the per-run table as CSV")
-    p.add_argument("--params", action="store_true", help="print the fitted parameters (data/efficiency.csv)")
-    p.add_argument("--runs", metavar="FILE", help="compare the model with the team's own runs (a measurements CSV) "
-                                                  "instead of the published ones")
-
-
-def run(args) -> int:
-    if args.write:
-        df = write_parameters()
-        print(f"wrote data/efficiency.csv ({len(df)} parameters)", file=sys.stderr)
-    if args.params:
-        df = catalog.load("efficiency")[["parameter", "scope", "value", "unit", "n_runs"]]
-        with pd.option_context("display.max_rows", None, "display.width", 200):
-            print(df.to_string(index=False))
-        return 0
-    table = own.calibration_table(own.to_runs(own.read_measurements(args.runs))) if args.runs else calibration_table()
-    summary = error_summary(table)
-    if args.markdown:
-        print(summary_markdown(summary))
-        return 0
-    if args.csv:
-        table.to_csv(sys.stdout, index=False)
-        return 0
-    view = table[["run", "family", "metric", "published_value", "published_metric", "value", "predicted", "error", "split"]].copy()
-    view["error"] = (view["error"] * 100).round(1).astype(str) + "%"
-    for c in ("value", "predicted"):
-        view[c] = view[c].map(lambda v: f"{v:.4g}")
-    view["published_metric"] = view["published_metric"].str.slice(0, 34)
-    with pd.option_context("display.max_rows", None, "display.width", 250, "display.max_colwidth", 60):
-        print(view.to_string(index=False))
-        print()
-        s = summary.copy()
-        for c in ("median_abs_error", "median_abs_error_holdout"):
-            s[c] = s[c].map(lambda v: "-" if pd.isna(v) else f"{v:.1%}")
-        print(s.to_string(index=False))
-        if "in_band" in table:
-            print()
-            print("P10-P90 band coverage of the held-out runs (a P10-P90 band should cover about 80%):")
-            c = coverage_summary(table)
-            c["band_coverage_holdout"] = c["band_coverage_holdout"].map(lambda v: "-" if pd.isna(v) else f"{v:.0%}")
-            c["median_band_width"] = c["median_band_width"].map(lambda v: "-" if pd.isna(v) else f"{v:.2f}x")
-            print(c.to_string(index=False))
-    return 0

@@ -20,6 +20,9 @@ import pandas as pd
 
 from .. import catalog
 from ..model.estimate import training_config
+from ..model.search import SOFTWARE_KEYS
+from ..model.training import SWITCH_KEYS
+from ..scenario import Parallelism
 from ..terms import LAYOUT_KEYS
 from .runs import (CALIBRATION_HEADROOM, parse_parallelism, reference_runs, run_chips, run_profile, run_workload,
                    training_prediction)
@@ -52,12 +55,13 @@ def _published() -> pd.DataFrame:
         if not isinstance(r.get("parallelism"), str) or not r["parallelism"].strip():
             continue
         par, limits = parse_parallelism(r["parallelism"], f"reference_runs.csv: run {r['run']}: parallelism")
-        layout = {k: v for k, v in (par.model_dump(exclude_none=True) if par else {}).items() if k in LAYOUT_KEYS} | limits
+        pins = par.model_dump(exclude_none=True) if par else {}
+        layout = {k: v for k, v in pins.items() if k in LAYOUT_KEYS} | limits
         acc = catalog.accelerator_record(r["accelerator"])
         rows.append({"run": r["run"], "family": acc["family"], "kind": acc["kind"], "accelerator": r["accelerator"],
                      "model": r["model"] if isinstance(r.get("model"), str) else "(inline shape)",
                      "params": float(run_profile(r).params_total), "moe": bool(run_profile(r).is_moe), "chips": run_chips(r), "seq_len": int(r["seq_len"]),
-                     "layout": layout, "mfu": float(r["value"]), "framework": r.get("framework"), "source": r["source"]})
+                     "layout": layout, "switches": {k: v for k, v in pins.items() if k in SWITCH_KEYS}, "mfu": float(r["value"]), "framework": r.get("framework"), "source": r["source"]})
     return pd.DataFrame(rows)
 
 
@@ -120,14 +124,20 @@ def free_vs_published(runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every published layout's run predicted twice: with its layout pinned (``pinned_mfu``, as the
     calibration does) and searched freely (``free_mfu``: nothing pinned, the practical grid with the
     realism prior, as ``estimate`` does), against the published MFU (errors predicted/published − 1),
-    with the free search's layout."""
+    with the free search's layout. The free search keeps what the run's code had
+    (``search.SOFTWARE_KEYS``: no sequence parallelism or FlashAttention in 2021 Megatron-LM; the
+    ``training.SWITCH_KEYS`` pins such as tensor-parallel overlap): a layout is free, the software it
+    ran is not."""
     pub = _published()
     runs = reference_runs() if runs is None else runs
     rows = []
     for _, r in runs[runs["run"].isin(pub["run"])].iterrows():
         acc = catalog.accelerator_record(r["accelerator"])
         pinned = training_prediction(r)
-        free = training_config(run_profile(r), acc, run_chips(r), run_workload(r), None, CALIBRATION_HEADROOM)
+        published = pub.set_index("run").loc[r["run"]]
+        software = {k: v for k, v in published["layout"].items() if k in SOFTWARE_KEYS}
+        switches = Parallelism(**published["switches"]) if published["switches"] else None
+        free = training_config(run_profile(r), acc, run_chips(r), run_workload(r), switches, CALIBRATION_HEADROOM, **software)
         if free is None:
             continue
         value = float(r["value"])

@@ -44,6 +44,8 @@ from ..errors import InputError
 from ..model import moe, serving
 from ..model.efficiency import Efficiency, band, default
 from ..model.estimate import training_config
+from ..model.search import SOFTWARE_KEYS
+from ..model.training import SWITCH_KEYS
 from ..model.profile import (Profile, fine_tune_flops_per_token, model_profile, profile_from_architecture,
                              train_flops_per_token)
 from ..scenario import Architecture, Parallelism, Workload
@@ -194,21 +196,26 @@ def parse_parallelism(text, where: str = "parallelism") -> tuple[Parallelism | N
     """A published layout ``"tp=8;pp=4;vpp=20;micro_batch=1;recompute=full"``: the pins of
     ``cluster.parallelism`` (tp, pp, dp, ep, cp, zero, micro_batch, recompute; the switches
     tp_comm_overlap and grad_reduce_in_fp32 as 0/1) and the grid limits that are not scenario keys
-    (``vpp``: interleaved stages per chip)."""
+    (``vpp``: interleaved stages per chip; ``sequence_parallel``, ``flash_attention`` and
+    ``distributed_optimizer``, 0 or 1: what the run's code had, ``search.SOFTWARE_KEYS``)."""
     if not isinstance(text, str) or not text.strip():
         return None, {}
     pins, limits = {}, {}
     for k, v in _key_values(text, where):
         if k == "vpp":
             limits["vpp"] = int(v)
-        elif k in ("tp_comm_overlap", "grad_reduce_in_fp32"):
+        elif k in SWITCH_KEYS:
             if v not in ("0", "1"):
                 raise InputError(f"{where}: {k}: expected 0 or 1, got {v!r}")
             pins[k] = v == "1"
+        elif k in SOFTWARE_KEYS:
+            if v not in ("0", "1"):
+                raise InputError(f"{where}: {k}: expected 0 or 1, got {v!r}")
+            limits[k] = v == "1"
         elif k in Parallelism.model_fields:
             pins[k] = v if k == "recompute" else int(v)
         else:
-            raise InputError(f"{where}: unknown key {k!r}{catalog._suggest(k, list(Parallelism.model_fields) + ['vpp'])}")
+            raise InputError(f"{where}: unknown key {k!r}{catalog._suggest(k, list(Parallelism.model_fields) + ['vpp', *SOFTWARE_KEYS])}")
     try:
         return (Parallelism.model_validate(pins) if pins else None), limits
     except Exception as e:  # pydantic ValidationError -> one line

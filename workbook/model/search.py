@@ -23,6 +23,21 @@ from .training import (DEFAULT_OVERLAP, RECOMPUTE, RESULT_COLUMNS, ZERO_STAGES, 
 INTERLEAVE = (1, 2, 4)  # virtual pipeline stages per chip tried by the search
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32, 64)  # micro-batch sizes (sequences) tried by the search
 MAX_CP = 32
+# What the training code has, beside the layout (grid limits of ``configurations``, keys of a
+# published run's ``parallelism``): sequence parallelism (Korthikanti et al. 2022, arXiv:2205.05198,
+# §4.2.2) and FlashAttention (Dao et al. 2022, arXiv:2205.14135). The model assumes both (default
+# True); Megatron-LM as Narayanan et al. 2021 (arXiv:2104.04473) ran it had neither, so its
+# activations are Korthikanti et al.'s Table 2 "tensor parallel" row, sbh(10 + 24/t + 5as/(ht)). Nor
+# had it a distributed optimizer (ZeRO-1 sharding of the optimizer states): that entered NVIDIA's GPT
+# stack in 2022 (NVIDIA/NeMo pull request 4487, "Add support for Apex distributed Adam optimizer with
+# GPT-3", July 2022, rebased on the sequence-parallel support of pull request 4380), so its optimizer
+# states are replicated on every data-parallel rank (ZeRO stage 0). Tensor-parallel communication
+# overlap is the opposite case, off by default (``Overlap.tp`` = 0) and on where a run's published
+# configuration turns it on (the ``cluster.parallelism.tp_comm_overlap`` pin, ``training.software_options``): Transformer Engine userbuffers split each TP all-gather/reduce-scatter
+# into chunks that run under the matmul they feed (Megatron-Bridge ``comm_overlap.tp_comm_overlap_cfg``,
+# set for Llama 3.1 405B on H100 TP8 and on B200 TP4 in NVIDIA-NeMo/Megatron-Bridge @f53a722
+# scripts/performance/configs/llama/llama31_llm_pretrain.py).
+SOFTWARE_KEYS = ("sequence_parallel", "flash_attention", "distributed_optimizer")
 
 def _recompute_options(w: Workload, par: Parallelism | None) -> tuple:
     if par is not None and par.recompute is not None:
@@ -41,7 +56,8 @@ def _pin_error(field: str, value, why: str):
 def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism | None = None, *,
                    max_tp: int | None = None, max_pp: int | None = None, micro_batches=None, interleave=None,
                    vpp: int | None = None, min_cp_tokens: int | None = None, max_cp: int | None = None,
-                   recompute_choices=None) -> dict:
+                   recompute_choices=None, sequence_parallel: bool = True, flash_attention: bool = True,
+                   distributed_optimizer: bool = True) -> dict:
     """Every candidate configuration for ``chips`` chips as numpy arrays of one length (the grid
     the search prices). Structural rules: tp divides the attention heads (Megatron); cp divides
     the sequence into 2·cp chunks (Megatron-Core load balancing); pp ≤ layers (stages may hold
@@ -52,7 +68,10 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
     ``max_pp``; ``micro_batches`` and ``interleave`` replace ``MICRO_BATCHES`` and ``INTERLEAVE``;
     ``vpp`` pins the interleaving (a published layout); ``min_cp_tokens``: context parallelism only
     when each rank keeps at least that many tokens of a sequence, ``max_cp``: at most that degree
-    (``published_max_cp``; a pinned ``cp`` is kept for both); ``recompute_choices`` replaces ``RECOMPUTE`` when neither the workload nor the pins fix it."""
+    (``published_max_cp``; a pinned ``cp`` is kept for both); ``recompute_choices`` replaces ``RECOMPUTE`` when neither the workload nor the pins fix it.
+    ``sequence_parallel``, ``flash_attention`` and ``distributed_optimizer`` (``SOFTWARE_KEYS``) say
+    whether the code has them: the first two set the activation memory of every row
+    (``training.memory_per_chip_bytes``), the third allows ZeRO stages above 0 (unless ``zero`` is pinned)."""
     _check_transformer(p)
     par = parallelism or Parallelism()
     B = _global_batch_seqs(w)
@@ -92,8 +111,9 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
                     eps = [e for e in eps if e == par.ep]
                 for ep in eps:
                     rows.append((tp, cp, pp, dp, ep))
+    software = {"sequence_parallel": bool(sequence_parallel), "flash_attention": bool(flash_attention)}
     empty = {k: np.zeros(0, dtype=int) for k in ("tp", "cp", "pp", "dp", "ep", "micro_batch", "vpp", "zero")} | {
-        "recompute": np.zeros(0, dtype=object), "microbatches": np.zeros(0, dtype=int)}
+        "recompute": np.zeros(0, dtype=object), "microbatches": np.zeros(0, dtype=int)} | software
     if not rows:
         pins = {k: v for k, v in par.model_dump(exclude_none=True).items() if k in ("tp", "pp", "dp", "cp", "ep")}
         if pins:
@@ -126,7 +146,7 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
     if recompute_choices is not None and len(rc_opts) > 1:
         rc_opts = tuple(recompute_choices)
     rcs = np.array(rc_opts, dtype=object)
-    zs = np.array([par.zero] if par.zero is not None else ZERO_STAGES, dtype=np.int64)
+    zs = np.array([par.zero] if par.zero is not None else ZERO_STAGES if distributed_optimizer else (0,), dtype=np.int64)
     n_base = len(g)
     reps = len(rcs) * len(zs)
     g = np.repeat(g, reps, axis=0)
@@ -136,7 +156,7 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
     keep = (z == 0) | (g[:, 3] * g[:, 1] > 1) | (par.zero is not None)  # ZeRO needs data-parallel replicas
     g, mb, m, v, rc, z = g[keep], mb[keep], m[keep], v[keep], rc[keep], z[keep]
     return {"tp": g[:, 0], "cp": g[:, 1], "pp": g[:, 2], "dp": g[:, 3], "ep": g[:, 4], "micro_batch": mb,
-            "microbatches": m, "vpp": v, "recompute": rc, "zero": z}
+            "microbatches": m, "vpp": v, "recompute": rc, "zero": z} | software
 
 
 # Limits of the practical search (``practical_limits``): what ``model.estimate`` and the

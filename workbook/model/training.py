@@ -204,7 +204,8 @@ def _grid_arrays(grid: dict) -> dict:
     """The grid's dimensions as float arrays (``rc``/``z`` kept as given), with the recompute masks."""
     g = {k: grid[src].astype(float) for k, src in (("tp", "tp"), ("cp", "cp"), ("pp", "pp"), ("dp", "dp"), ("ep", "ep"),
                                                    ("mb", "micro_batch"), ("m", "microbatches"), ("v", "vpp"))}
-    g.update(rc=grid["recompute"], z=grid["zero"], full=grid["recompute"] == "full", sel=grid["recompute"] == "selective")
+    g.update(rc=grid["recompute"], z=grid["zero"], full=grid["recompute"] == "full", sel=grid["recompute"] == "selective",
+             sp=bool(grid.get("sequence_parallel", True)), flash=bool(grid.get("flash_attention", True)))
     return g
 
 
@@ -282,6 +283,9 @@ def _hidden(t, window, fraction, slowdown=0.0):
     return overlapped_s(t, window, fraction, slowdown)
 
 
+SWITCH_KEYS = ("tp_comm_overlap", "grad_reduce_in_fp32")  # the software switches of cluster.parallelism
+
+
 def software_options(par: Parallelism | None, overlap: Overlap) -> tuple[Overlap, bool]:
     """The overlap and gradient precision a layout's pins switch on: ``tp_comm_overlap`` hides the
     tensor-parallel collectives behind the layer's GEMMs (Megatron-LM ``--tp-comm-overlap``,
@@ -309,7 +313,11 @@ def memory_per_chip_bytes(p: Profile, w: Workload, g: dict, st: dict, c: dict):
     s, V, frac = float(w.seq_len), float(p.vocab), st["frac"]
     tp, cp, pp, ep, z = g["tp"], g["cp"], g["pp"], g["ep"], g["z"]
     tok_chip, L_stage, wb, gb, ob = c["tok_chip"], st["L_stage"], st["wb"], st["gb"], st["ob"]
-    act_tok = {r: float(prof.activation_bytes_per_token_per_layer(p, s, r)) for r in RECOMPUTE}
+    act_tok = {r: float(prof.activation_bytes_per_token_per_layer(p, s, r, g["flash"])) for r in RECOMPUTE}
+    # without sequence parallelism every TP rank keeps the whole 10h of norms, dropout masks and block inputs
+    # (2h, the layer input, under full recompute): Korthikanti et al. 2022 Table 2, sbh(10 + 24/t) against 34/t
+    rep = 0.0 if g["sp"] else float(p.hidden) * (tp - 1.0)
+    act_tok = {r: v + (2.0 if r == "full" else 10.0) * rep for r, v in act_tok.items()}
     stored = np.select([g["full"], g["sel"]], [act_tok["full"], act_tok["selective"]], act_tok["none"]) * tok_chip
     working = np.where(g["full"], act_tok["none"] * tok_chip, 0.0)  # the layer being recomputed
     logits = 4.0 * g["mb"] * s * V / (tp * cp)  # fp32 logits for the loss (Korthikanti et al. 2022 §4.3)
