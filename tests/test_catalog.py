@@ -280,12 +280,29 @@ def test_provider_coverage_includes_tencent_and_alibaba_cloud_with_sourced_host_
 def test_monthly_prices_are_sourced_and_below_the_same_shapes_hourly_list():
     off = catalog.offerings()
     monthly = off[off["monthly_usd"].notna()]
-    assert len(monthly) >= 5
-    assert monthly["source"].str.contains("qcloud-documents").all() and monthly["notes"].str.contains("DERIVED").all()
-    assert monthly["vcpus"].notna().all()
+    assert len(monthly) >= 5 and monthly["notes"].str.contains("DERIVED").all()
+    tencent = monthly[monthly["provider"] == "Tencent Cloud"]
+    assert tencent["source"].str.contains("qcloud-documents").all() and tencent["vcpus"].notna().all()
+    assert monthly[monthly["provider"] != "Tencent Cloud"]["price_as_of"].notna().all()
     # a monthly subscription costs less per hour than the pay-as-you-go price of the same shape (Tencent's USD list)
     intl = off[off["offering"].str.startswith("tencent-") & off["on_demand_usd_per_hour"].notna()].set_index("instance")
     both = monthly[monthly["instance"].isin(intl.index)]
     assert len(both) >= 2
     for r in both.itertuples():
         assert r.monthly_usd / 730 < intl.loc[r.instance, "on_demand_usd_per_hour"]
+
+
+def test_dedicated_servers_are_dated_with_their_source_term_and_host():
+    # Qubrid AI's bare-metal servers are rented by the year (api-evangelist/qubrid-ai plans @499baca,
+    # 'period: year'): monthly_usd = annual / 12 with a 12-month least term, so a short run pays the year
+    off = catalog.offerings()
+    ded = off[off["provider_kind"] == "dedicated"]
+    assert len(ded) >= 4 and ded["monthly_usd"].notna().all() and ded["price_as_of"].notna().all()
+    assert (ded["monthly_min_term_months"] == 12).all()
+    h100 = ded.set_index("offering").loc["qubrid-8x-h100-sxm-bare-metal"]
+    assert h100["monthly_usd"] * 12 == pytest.approx(133414.80, abs=0.1)
+    assert h100["host_memory_bytes"] == 16 * 64 * 2 ** 30 and h100["local_nvme_bytes"] == pytest.approx(6 * 3.84e12)
+    # a row with both prices: a month costs no more than 730 hours at its hourly price (OVHcloud l4-90)
+    both = off[off["monthly_usd"].notna() & off["on_demand_usd_per_hour"].notna()]
+    assert len(both) >= 1 and (both["monthly_usd"] <= both["on_demand_usd_per_hour"] * 730).all()
+    assert off["monthly_min_term_months"].dropna().between(1, 120).all()
