@@ -35,6 +35,8 @@ GIB = 2 ** 30
 
 SKYPILOT_COLUMNS = ("InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "MemoryGiB", "GpuInfo",
                     "Price", "SpotPrice", "Region", "AvailabilityZone")
+# SkyPilot's files for clouds without zones (lambda, nebius) have no AvailabilityZone column.
+SKYPILOT_REQUIRED = tuple(c for c in SKYPILOT_COLUMNS if c != "AvailabilityZone")
 GPUHUNT_COLUMNS = ("instance_name", "location", "price", "cpu", "memory", "gpu_count", "gpu_name",
                    "gpu_memory", "spot", "disk_size", "gpu_vendor")
 
@@ -264,7 +266,7 @@ def _sky_groups(rel: str, rows, imp: Imported) -> dict[tuple[str, str, str], dic
 def read_skypilot(path: Path, provider: str | None = None) -> Imported:
     """Offerings rows from a SkyPilot ``vms.csv`` (AZ rows collapsed: spot = lowest AZ spot price)."""
     path = Path(path)
-    rel, rows = _read_rows(path, SKYPILOT_COLUMNS)
+    rel, rows = _read_rows(path, SKYPILOT_REQUIRED)
     key, prov, kind = _provider(path, provider)
     imp = Imported(pd.DataFrame())
     groups = _sky_groups(rel, rows, imp)

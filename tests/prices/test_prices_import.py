@@ -53,6 +53,18 @@ def test_skypilot_v8_aws_leaves_local_zones_out_of_the_region_and_maps_the_a100_
     assert set(rows["price_as_of"]) == {"2025-06-01"}
 
 
+def test_skypilot_files_without_zones_are_read_nebius():
+    """catalogs/v8/nebius/vms.csv @0082b04 has no AvailabilityZone column (a cloud without zones); CPU-only
+    shapes are skipped and the GPU shapes keep their own host (gpu-h100-sxm_8gpu-128vcpu-1600gb)."""
+    rows = _by_id(prices.import_file(FIX / "skypilot-v8" / "nebius" / "vms.csv", "skypilot", today=TODAY))
+    h100 = rows.loc["nebius-gpu-h100-sxm-8gpu-128vcpu-1600gb-eu-north1"]
+    assert (h100["provider"], h100["accelerator"], h100["chips_per_instance"]) == ("Nebius", "H100-SXM5-80GB", 8)
+    assert (h100["on_demand_usd_per_hour"], h100["spot_usd_per_hour"], h100["vcpus"]) == (23.6, 10.0, 128)
+    assert h100["host_memory_bytes"] == 1600 * 2 ** 30 and h100["price_as_of"] is None  # undated file
+    assert rows["accelerator"].value_counts()["L40S"] == 12 and len(rows) == 21
+    assert not rows.index.str.startswith("nebius-cpu").any()
+
+
 def test_skypilot_gcp_adds_the_host_vm_to_gpu_rows_and_reads_tpu_slices():
     imp = prices.import_file(FIX / "gcp" / "vms.csv", "skypilot", today=TODAY)
     rows = _by_id(imp)
