@@ -2,10 +2,11 @@
 
 Two formats are read (see data/README.md, section offerings, for how to fetch fresh copies):
 
-- SkyPilot's ``catalogs/v7/<cloud>/vms.csv`` (github.com/skypilot-org/skypilot-catalog): one row per
-  instance type and availability zone, columns ``InstanceType, AcceleratorName, AcceleratorCount,
+- SkyPilot's ``catalogs/v7/<cloud>/vms.csv`` and ``v8`` (github.com/skypilot-org/skypilot-catalog): one row
+  per instance type and availability zone, columns ``InstanceType, AcceleratorName, AcceleratorCount,
   vCPUs, MemoryGiB, GpuInfo, Price, SpotPrice, Region, AvailabilityZone`` (the GCP file orders them
-  differently; columns are matched by name). In the GCP file an accelerator row has no
+  differently; columns are matched by name; clouds without zones, Lambda and Nebius, have no
+  ``AvailabilityZone``; AWS Local Zone rows are not a region's zones and are left out). In the GCP file an accelerator row has no
   ``InstanceType``: TPU slice rows are whole prices, A2/A3 GPU rows are added to their fixed host VM row.
 - gpuhunt's catalog CSV (github.com/dstackai/gpuhunt, ``RawCatalogItem``): one row per instance,
   location and spot flag, columns ``instance_name, location, price, cpu, memory, gpu_count, gpu_name,
