@@ -381,6 +381,9 @@ def test_uploading_own_runs_changes_the_decision_and_a_bad_file_is_a_sentence(ap
 
     runs = Path(__file__).resolve().parents[1] / "fixtures" / "measurements_tpu_v6e.csv"
     act(page, lambda: page.select_option(".wb-scenario select", label=load_scenario("llama-8b-finetune").title))
+    # the scenario itself now picks AWS H100 spot (issue 12's AWS refresh): untick H100 so that TPU v6e
+    # is the published-runs choice the upload moves
+    act(page, lambda: candidate_box(page, "H100-SXM5-80GB").uncheck())
     assert recommendation(page)["accelerator"] == "TPU-v6e"
     act(page, lambda: upload(page, runs))
     rec = recommendation(page)
