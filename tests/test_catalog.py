@@ -193,7 +193,7 @@ def test_a100_80gb_gcp_shapes_1_2_4_8_are_priced_dated_and_specced():
 def test_host_spec_coverage_does_not_regress():
     off = catalog.offerings()
     both = (off["vcpus"].notna() & off["host_memory_bytes"].notna()).mean()
-    assert both >= 0.80  # data/README.md offerings: 98 of 118 rows (issue 12 target 0.80)
+    assert both >= 0.80  # data/README.md offerings: 136 of 163 rows (issue 12 target 0.80)
     cpu_per_chip = off["vcpus"] / off["chips_per_instance"]
     assert (cpu_per_chip.dropna() >= 1).all()
 
@@ -280,12 +280,45 @@ def test_provider_coverage_includes_tencent_and_alibaba_cloud_with_sourced_host_
 def test_monthly_prices_are_sourced_and_below_the_same_shapes_hourly_list():
     off = catalog.offerings()
     monthly = off[off["monthly_usd"].notna()]
-    assert len(monthly) >= 5
-    assert monthly["source"].str.contains("qcloud-documents").all() and monthly["notes"].str.contains("DERIVED").all()
-    assert monthly["vcpus"].notna().all()
+    assert len(monthly) >= 5 and monthly["notes"].str.contains("DERIVED").all()
+    tencent = monthly[monthly["provider"] == "Tencent Cloud"]
+    assert tencent["source"].str.contains("qcloud-documents").all() and tencent["vcpus"].notna().all()
+    assert monthly[monthly["provider"] != "Tencent Cloud"]["price_as_of"].notna().all()
     # a monthly subscription costs less per hour than the pay-as-you-go price of the same shape (Tencent's USD list)
     intl = off[off["offering"].str.startswith("tencent-") & off["on_demand_usd_per_hour"].notna()].set_index("instance")
     both = monthly[monthly["instance"].isin(intl.index)]
     assert len(both) >= 2
     for r in both.itertuples():
         assert r.monthly_usd / 730 < intl.loc[r.instance, "on_demand_usd_per_hour"]
+
+
+def test_dedicated_servers_are_dated_with_their_source_term_and_host():
+    # Qubrid AI's bare-metal servers are rented by the year (api-evangelist/qubrid-ai plans @499baca,
+    # 'period: year'): monthly_usd = annual / 12 with a 12-month least term, so a short run pays the year
+    off = catalog.offerings()
+    ded = off[off["provider_kind"] == "dedicated"]
+    assert len(ded) >= 4 and ded["monthly_usd"].notna().all() and ded["price_as_of"].notna().all()
+    assert (ded["monthly_min_term_months"] == 12).all()
+    h100 = ded.set_index("offering").loc["qubrid-8x-h100-sxm-bare-metal"]
+    assert h100["monthly_usd"] * 12 == pytest.approx(133414.80, abs=0.1)
+    assert h100["host_memory_bytes"] == 16 * 64 * 2 ** 30 and h100["local_nvme_bytes"] == pytest.approx(6 * 3.84e12)
+    # a row with both prices: a month costs no more than 730 hours at its hourly price (OVHcloud l4-90)
+    both = off[off["monthly_usd"].notna() & off["on_demand_usd_per_hour"].notna()]
+    assert len(both) >= 1 and (both["monthly_usd"] <= both["on_demand_usd_per_hour"] * 730).all()
+    assert off["monthly_min_term_months"].dropna().between(1, 120).all()
+
+
+def test_prices_are_dated_by_validity_not_by_the_day_they_were_read():
+    # Capacity Blocks: the pricing page lists these rates as the ones in force until its update scheduled
+    # for 2025-01-01 (mirror of aws.amazon.com/ec2/capacityblocks/pricing, read 2026-12-01)
+    off = catalog.offerings()
+    cb = off[off["other_price_model"].fillna("").str.startswith("capacity_block")]
+    assert len(cb) == 6 and (cb["price_as_of"] == "2024-12-31").all()
+    assert set(cb["other_usd_per_hour"]) == {39.33, 43.26, 14.75, 15.49}
+    # the skypilot-catalog v8 AWS snapshot: 2025-06-01 is a lower bound (it lists the post-cut p5 55.04)
+    v8 = off[off["source"].str.contains("catalogs/v8/aws/vms.csv @00148f2", regex=False)]
+    assert len(v8) >= 13 and (v8["price_as_of"] == "2025-06-01").all() and (v8["as_of"] == "2026-12-01").all()
+    assert (v8.loc[v8["instance"] == "p5.48xlarge", "on_demand_usd_per_hour"] == 55.04).all()
+    # every row read in this pass from a dated list carries that list's date
+    dated = off[off["source"].str.contains("api-evangelist", regex=False)]
+    assert len(dated) >= 23 and dated["price_as_of"].isin(["2026-09-20", "2026-10-07"]).all()

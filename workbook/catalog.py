@@ -20,7 +20,6 @@ from . import paths
 from .errors import InputError
 
 
-
 @dataclass(frozen=True)
 class Col:
     kind: str = "str"  # str | float | int | bool | date
@@ -73,6 +72,7 @@ SCHEMAS: dict[str, dict[str, Col]] = {
         "commit_1y_usd_per_hour": Col("float", False, 0.01, 5000),
         "commit_3y_usd_per_hour": Col("float", False, 0.01, 5000),
         "monthly_usd": Col("float", False, 1, 1e7),
+        "monthly_min_term_months": Col("float", False, 1, 120),  # the source's least term for monthly_usd
         "other_usd_per_hour": Col("float", False, 0.01, 5000),
         "other_price_model": Col(),
         **_SRC,

@@ -2,10 +2,11 @@
 
 Two formats are read (see data/README.md, section offerings, for how to fetch fresh copies):
 
-- SkyPilot's ``catalogs/v7/<cloud>/vms.csv`` (github.com/skypilot-org/skypilot-catalog): one row per
-  instance type and availability zone, columns ``InstanceType, AcceleratorName, AcceleratorCount,
+- SkyPilot's ``catalogs/v7/<cloud>/vms.csv`` and ``v8`` (github.com/skypilot-org/skypilot-catalog): one row
+  per instance type and availability zone, columns ``InstanceType, AcceleratorName, AcceleratorCount,
   vCPUs, MemoryGiB, GpuInfo, Price, SpotPrice, Region, AvailabilityZone`` (the GCP file orders them
-  differently; columns are matched by name). In the GCP file an accelerator row has no
+  differently; columns are matched by name; clouds without zones, Lambda and Nebius, have no
+  ``AvailabilityZone``; AWS Local Zone rows are not a region's zones and are left out). In the GCP file an accelerator row has no
   ``InstanceType``: TPU slice rows are whole prices, A2/A3 GPU rows are added to their fixed host VM row.
 - gpuhunt's catalog CSV (github.com/dstackai/gpuhunt, ``RawCatalogItem``): one row per instance,
   location and spot flag, columns ``instance_name, location, price, cpu, memory, gpu_count, gpu_name,
@@ -35,6 +36,8 @@ GIB = 2 ** 30
 
 SKYPILOT_COLUMNS = ("InstanceType", "AcceleratorName", "AcceleratorCount", "vCPUs", "MemoryGiB", "GpuInfo",
                     "Price", "SpotPrice", "Region", "AvailabilityZone")
+# SkyPilot's files for clouds without zones (lambda, nebius) have no AvailabilityZone column.
+SKYPILOT_REQUIRED = tuple(c for c in SKYPILOT_COLUMNS if c != "AvailabilityZone")
 GPUHUNT_COLUMNS = ("instance_name", "location", "price", "cpu", "memory", "gpu_count", "gpu_name",
                    "gpu_memory", "spot", "disk_size", "gpu_vendor")
 
@@ -175,7 +178,7 @@ def map_accelerator(name: str | None, memory_gb: float | None, instance: str) ->
         return None, None, "no accelerator name"
     target = NAME_MAP.get(raw.upper())
     if isinstance(target, dict):
-        target = target.get(int(round(memory_gb))) if memory_gb else None
+        target = _by_memory(target, memory_gb)
         if target is None:
             return None, None, f"no mapping for {memory_gb or '?'} GB per chip"
     if target is None:
@@ -186,6 +189,15 @@ def map_accelerator(name: str | None, memory_gb: float | None, instance: str) ->
             if target is None:
                 return None, None, f"in {instance}: form factor not in data/accelerators.csv"
     return target, None, ""
+
+
+def _by_memory(choices: dict[int, str], memory_gb: float | None) -> str | None:
+    """The chip whose nominal memory (GB) is nearest ``memory_gb``, within 10%: SkyPilot's AWS rows give
+    ``SizeInMiB`` (40960 MiB = 42.9 GB for the 40 GB A100, 81920 MiB = 85.9 GB for the 80 GB part)."""
+    if not memory_gb:
+        return None
+    nominal = min(choices, key=lambda gb: abs(gb - memory_gb))
+    return choices[nominal] if abs(nominal - memory_gb) <= 0.1 * nominal else None
 
 
 def _gpu_memory_gb(gpu_info: str) -> float | None:
@@ -219,14 +231,23 @@ def _catalog_version(path: Path) -> str | None:
 # ---------------------------------------------------------------- SkyPilot vms.csv
 
 
+# An AWS Local Zone id names a metro inside the zone id (use1-atl2-az1: Atlanta, listed under us-east-1);
+# Local Zones are other cities with their own prices, so they are not the region's zones.
+LOCAL_ZONE = re.compile(r"^[a-z]+\d+-[a-z]+\d+-az\d+$")
+
+
 def _sky_groups(rel: str, rows, imp: Imported) -> dict[tuple[str, str, str], dict]:
-    """Group AZ rows by (instance, accelerator, region): on-demand price, lowest spot price, host specs."""
+    """Group AZ rows by (instance, accelerator, region): on-demand price, lowest spot price, host specs.
+    AWS Local Zone rows (``LOCAL_ZONE``) are left out and counted in ``imp.skipped``."""
     groups: dict[tuple[str, str, str], dict] = {}
     for i, r in rows:
         inst, acc, region = (r.get("InstanceType") or "").strip(), (r.get("AcceleratorName") or "").strip(), \
             (r.get("Region") or "").strip()
         if not region:
             raise InputError(f"{rel}: row {i}: Region: expected a value, got an empty cell")
+        if LOCAL_ZONE.match((r.get("AvailabilityZone") or "").strip()):
+            imp.skip("AWS Local Zone row (another city than the region's own zones)")
+            continue
         price = _number(r.get("Price"), rel, i, "Price")
         spot = _number(r.get("SpotPrice"), rel, i, "SpotPrice")
         count = _number(r.get("AcceleratorCount"), rel, i, "AcceleratorCount")
@@ -246,7 +267,7 @@ def _sky_groups(rel: str, rows, imp: Imported) -> dict[tuple[str, str, str], dic
 def read_skypilot(path: Path, provider: str | None = None) -> Imported:
     """Offerings rows from a SkyPilot ``vms.csv`` (AZ rows collapsed: spot = lowest AZ spot price)."""
     path = Path(path)
-    rel, rows = _read_rows(path, SKYPILOT_COLUMNS)
+    rel, rows = _read_rows(path, SKYPILOT_REQUIRED)
     key, prov, kind = _provider(path, provider)
     imp = Imported(pd.DataFrame())
     groups = _sky_groups(rel, rows, imp)
@@ -397,7 +418,8 @@ def merge(existing: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, pd.D
 
     A new id is added; an existing id with the same prices is unchanged; otherwise it is updated
     unless the existing price is newer than the imported one (an undated import never replaces a
-    dated price: ``kept``). An update keeps the row's network columns and notes it does not bring."""
+    dated price: ``kept``). An update keeps the row's network columns it does not bring and names the
+    previous source, the prices that changed and their date in ``notes``."""
     cols = list(existing.columns)
     index = {o: i for i, o in enumerate(existing["offering"])}
     out = existing.copy()
@@ -420,7 +442,9 @@ def merge(existing: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, pd.D
         for c in ("inter_node_bytes_per_s", "fabric", "local_nvme_bytes", "provider_kind"):
             if c in cols and not row[c]:
                 row[c] = old.get(c, "")
-        row["notes"] = f"{row['notes']} Previous row: {old.get('source', '')}.".strip()
+        was = ", ".join(f"{c} {old[c] or 'blank'}" for c in PRICE_COLUMNS if old.get(c, "") != row.get(c, ""))
+        row["notes"] = f"{row['notes']} Previous row: {old.get('source', '')} ({was}, price_as_of " \
+                       f"{old.get('price_as_of') or 'blank'}).".strip()
         out.iloc[index[oid]] = [row[c] for c in cols]
         actions.append((row["provider"], "updated", oid))
     summary = pd.DataFrame(actions, columns=["provider", "action", "offering"])

@@ -389,6 +389,9 @@ def test_uploading_own_runs_changes_the_decision_and_a_bad_file_is_a_sentence(ap
         if float(page.locator(f".wb-weight-{k} .widget-readout").inner_text().strip()) > 0:
             page.locator(f".wb-weight-{k} .noUi-handle").focus()
             act(page, lambda: page.keyboard.press("Home"))
+    # the scenario itself now picks AWS H100 spot (issue 12's AWS refresh): untick H100 so that TPU v6e
+    # is the published-runs choice the upload moves
+    act(page, lambda: candidate_box(page, "H100-SXM5-80GB").uncheck())
     assert recommendation(page)["accelerator"] == "TPU-v6e"
     act(page, lambda: upload(page, runs))
     rec = recommendation(page)

@@ -63,4 +63,5 @@ def test_balance_table_marks_every_option_and_catalog_rows_are_checked():
     opts = pd.DataFrame([{"offering": "aws-p5.48xlarge-us-east-1", "chips": 8},
                          {"offering": "not-in-the-catalog", "chips": 8}])
     t = balance_table(s, opts)
-    assert list(t["host_checks"]) == ["cpu,ram", ""] and list(t["host_warnings"]) == ["", ""]
+    # p5.48xlarge: vCPUs and RAM (SkyPilot) and 8 x 3.84 TB NVMe (the Capacity Blocks page) are all checked
+    assert list(t["host_checks"]) == ["cpu,ram,nvme", ""] and list(t["host_warnings"]) == ["", ""]

@@ -34,6 +34,37 @@ def test_skypilot_aws_collapses_zones_and_takes_the_lowest_spot():
     assert "aws-a1.large-us-east-1" not in rows.index  # CPU-only VM
 
 
+def test_skypilot_v8_aws_leaves_local_zones_out_of_the_region_and_maps_the_a100_by_mib():
+    """Rows of skypilot-catalog catalogs/v8/aws/vms.csv @00148f2 (fixtures/skypilot-v8): us-east-1 lists the
+    Atlanta Local Zone (use1-atl2-az1: p5.48xlarge spot 10.2397, p6-b200 13.0338), another city; the
+    region's own zones' lowest spot is 17.6289 (use1-az6) and 21.0148 (use1-az6)."""
+    imp = prices.import_file(FIX / "skypilot-v8" / "aws" / "vms.csv", "skypilot", price_as_of="2025-06-01", today=TODAY,
+                             regions=["us-east-1", "us-east-2", "us-west-2"])
+    rows = _by_id(imp)
+    assert rows.loc["aws-p5.48xlarge-us-east-1", "spot_usd_per_hour"] == pytest.approx(17.6289)
+    assert rows.loc["aws-p6-b200.48xlarge-us-east-1", "spot_usd_per_hour"] == pytest.approx(21.0148)
+    assert rows.loc["aws-p6-b200.48xlarge-us-east-1", "accelerator"] == "B200-SXM-180GB"
+    assert imp.skipped["AWS Local Zone row (another city than the region's own zones)"] == 3
+    p4d = rows.loc["aws-p4d.24xlarge-us-east-1"]  # 'A100' with 40960 MiB per GPU
+    assert (p4d["accelerator"], p4d["on_demand_usd_per_hour"]) == ("A100-SXM4-40GB", pytest.approx(21.957642))
+    one = rows.loc["aws-p5.4xlarge-us-east-2"]
+    assert one["chips_per_instance"] == 1 and pd.isna(one["spot_usd_per_hour"]) and one["vcpus"] == 16
+    assert "aws-p5.48xlarge-eu-west-2" not in rows.index  # --region
+    assert set(rows["price_as_of"]) == {"2025-06-01"}
+
+
+def test_skypilot_files_without_zones_are_read_nebius():
+    """catalogs/v8/nebius/vms.csv @0082b04 has no AvailabilityZone column (a cloud without zones); CPU-only
+    shapes are skipped and the GPU shapes keep their own host (gpu-h100-sxm_8gpu-128vcpu-1600gb)."""
+    rows = _by_id(prices.import_file(FIX / "skypilot-v8" / "nebius" / "vms.csv", "skypilot", today=TODAY))
+    h100 = rows.loc["nebius-gpu-h100-sxm-8gpu-128vcpu-1600gb-eu-north1"]
+    assert (h100["provider"], h100["accelerator"], h100["chips_per_instance"]) == ("Nebius", "H100-SXM5-80GB", 8)
+    assert (h100["on_demand_usd_per_hour"], h100["spot_usd_per_hour"], h100["vcpus"]) == (23.6, 10.0, 128)
+    assert h100["host_memory_bytes"] == 1600 * 2 ** 30 and h100["price_as_of"] is None  # undated file
+    assert rows["accelerator"].value_counts()["L40S"] == 12 and len(rows) == 21
+    assert not rows.index.str.startswith("nebius-cpu").any()
+
+
 def test_skypilot_gcp_adds_the_host_vm_to_gpu_rows_and_reads_tpu_slices():
     imp = prices.import_file(FIX / "gcp" / "vms.csv", "skypilot", today=TODAY)
     rows = _by_id(imp)
@@ -79,6 +110,9 @@ def test_unknown_names_are_reported_and_skipped_not_guessed():
     ("tpu-v4-8", None, "", ("TPU-v4", 4)),
     ("H100", 94, "Standard_NC40ads_H100_v5", (None, None)),
     ("A100", 24, "x", (None, None)),
+    ("A100", 40960 * 2 ** 20 / 1e9, "p4d.24xlarge", ("A100-SXM4-40GB", None)),  # SkyPilot AWS GpuInfo SizeInMiB
+    ("A100", 81920 * 2 ** 20 / 1e9, "p4de.24xlarge", ("A100-SXM4-80GB", None)),
+    ("A100", 60, "x", (None, None)),  # 50% from 40 GB, 25% from 80 GB: neither within 10%
     ("Gaudi HL-205", 32, "dl1.24xlarge", (None, None)),
 ])
 def test_name_mapping(name, memory, instance, expected):
@@ -113,6 +147,13 @@ def test_merge_summary_counts_added_updated_unchanged_and_kept_by_provider():
     assert summary3["action"].str.startswith("kept").any()  # an older price never replaces a newer one
     text = prices.summary_table(summary, imp)
     assert "AWS" in text
+    newer = imp.rows.assign(spot_usd_per_hour=imp.rows["spot_usd_per_hour"] * 2, price_as_of="2026-12-01")
+    updated, summary4 = prices.merge(merged, newer)
+    oid = summary4.loc[summary4["action"] == "updated", "offering"].iloc[0]
+    note = updated.set_index("offering").loc[oid, "notes"]
+    was = merged.set_index("offering").loc[oid, "spot_usd_per_hour"]
+    was_date = merged.set_index("offering").loc[oid, "price_as_of"]
+    assert "Previous row: " in note and f"spot_usd_per_hour {was}" in note and f"price_as_of {was_date}" in note
 
 
 def test_merged_file_still_loads_in_the_catalog(tmp_path):

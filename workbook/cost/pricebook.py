@@ -5,7 +5,8 @@
 - Rented models take the published price after ``negotiated_discount`` (spot: the market price);
   a commitment without a published price is on-demand x (1 - ``commit_*_discount``) on hyperscaler
   rows; a monthly server is ``monthly_usd`` / 730 h, billed in whole months with a minimum term of
-  ``pricing.monthly_min_term_months`` (``min_term_months``); a capacity block (AWS EC2 Capacity
+  ``pricing.monthly_min_term_months`` or the row's own ``monthly_min_term_months``, the larger
+  (``min_term_months``); a capacity block (AWS EC2 Capacity
   Blocks) is ``other_usd_per_hour`` of the rows whose ``other_price_model`` starts with
   ``capacity_block``, billed for whole blocks (``rates.capacity_block_hours``).
 - A purchase is the list price spread over ``pricing.depreciation_years`` (``capital_usd_per_instance_hour``)
@@ -53,10 +54,20 @@ def _list_price(s: Scenario, off: pd.DataFrame, model: str, superseded: pd.Serie
         return published.fillna(derived) * (1 - p.negotiated_discount), pd.Series(basis, index=off.index)
     if model == "capacity_block":
         return _capacity_block_price(s, off)
-    # monthly: whole months, at least the minimum term
-    basis = (f"published monthly / 730 h, whole months, minimum {p.monthly_min_term_months:g} month(s) "
-             "(pricing.monthly_min_term_months)")
+    # monthly: whole months, at least the minimum term (the scenario's or the source's, the larger)
+    least = monthly_min_term_months(s, off)
+    basis = [f"published monthly / 730 h, whole months, minimum {m:g} month(s) "
+             + ("(pricing.monthly_min_term_months)" if m <= p.monthly_min_term_months else
+                "(the source's term, offerings monthly_min_term_months)") for m in least]
     return off["monthly_usd"] / HOURS_PER_MONTH * (1 - p.negotiated_discount), pd.Series(basis, index=off.index)
+
+
+def monthly_min_term_months(s: Scenario, off: pd.DataFrame) -> pd.Series:
+    """The least term a monthly server bills, per offering: the larger of ``pricing.monthly_min_term_months``
+    and the row's own ``monthly_min_term_months`` (a term its source states: a bare-metal server rented
+    by the year is 12, so a one-month run still pays twelve months)."""
+    own = off["monthly_min_term_months"] if "monthly_min_term_months" in off else pd.Series(np.nan, index=off.index)
+    return np.maximum(pd.to_numeric(own, errors="coerce").fillna(0.0), s.pricing.monthly_min_term_months)
 
 
 def _capacity_block_price(s: Scenario, off: pd.DataFrame) -> tuple[pd.Series, pd.Series]:
@@ -139,7 +150,7 @@ def offer_prices(s: Scenario, offerings: pd.DataFrame | None = None, systems: pd
         base["pricing_model"] = model
         term = capacity_block_term_months(s) if model == "capacity_block" else TERM_MONTHS.get(model, 0.0)
         base["term_months"] = term
-        base["min_term_months"] = s.pricing.monthly_min_term_months if model == "monthly" else term
+        base["min_term_months"] = monthly_min_term_months(s, off) if model == "monthly" else term
         base["energy_usd_per_instance_hour"] = 0.0
         base["hosting_usd_per_instance_hour"] = 0.0
         base["on_demand_usd_per_hour"] = off["on_demand_usd_per_hour"].where(~superseded)
