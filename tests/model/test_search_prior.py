@@ -257,3 +257,41 @@ def test_the_b200_over_h100_fp8_speed_up_on_llama_405b_is_no_longer_over_predict
     b8, h8 = (t.loc[r, "predicted"] / t.loc[r, "value"] for r in
               ("b200-sxm-180gb-bridge-llama-3-8b-8", "h100-sxm5-80gb-bridge-llama-3-8b-8"))
     assert b8 / h8 - 1.0 < 0.20
+
+
+# --- the prior: GPU mixture-of-experts layouts as the Megatron-Bridge recipes run them ------------
+
+def test_the_moe_prior_table_holds_the_published_recipes_limits_with_their_sources():
+    # NVIDIA-NeMo/Megatron-Bridge scripts/performance/configs (read 2026-12-01): qwen3 @01b2977, deepseek
+    # @0426418, gpt_oss @07eea52 run micro-batches of 1-4 on H100/B200 (8 only on 288 GB GB300/B300);
+    # recipes/qwen/h100/qwen3_moe.py @0cabbd5 sets use_distributed_optimizer=True, use_megatron_fsdp=False.
+    prior = {k: v for k, v, _ in search.PUBLISHED_MOE_GPU}
+    assert prior == {"max_micro_batch": 4, "zero_stages": (0, 1)}
+    assert all("@" in src for _, _, src in search.PUBLISHED_MOE_GPU[1:]) and "B200" in search.PUBLISHED_MOE_GPU[0][2]
+
+
+def test_the_moe_prior_limits_gpu_moe_searches_only():
+    h100, v5p = catalog.accelerator_record("H100-SXM5-80GB"), catalog.accelerator_record("TPU-v5p")
+    assert search.published_moe_limits(h100, 128) == {"micro_batches": (1, 2, 4), "zero_stages": (0, 1)}
+    assert search.published_moe_limits(h100, 1) == {} and search.published_moe_limits(v5p, 256) == {}
+    lim = search.practical_limits(h100, seq_len=4096, experts=128)
+    assert lim["micro_batches"] == (1, 2, 4) and lim["zero_stages"] == (0, 1)
+    dense = search.practical_limits(h100, seq_len=4096)
+    assert dense["micro_batches"] == (1, 2, 4, 8) and "zero_stages" not in dense
+
+
+def test_zero_stages_limit_the_grid_and_a_pinned_stage_is_kept():
+    p, w = prof.model_profile("qwen3-30b-a3b"), _train("qwen3-30b-a3b", 4096, 64)
+    assert set(search.configurations(p, 16, w)["zero"]) == {0, 1, 2, 3}
+    assert set(search.configurations(p, 16, w, zero_stages=(0, 1))["zero"]) == {0, 1}
+    assert set(search.configurations(p, 16, w, Parallelism(zero=3), zero_stages=(0, 1))["zero"]) == {3}
+
+
+def test_the_free_search_of_qwen3_235b_on_64_b200_takes_a_recipe_like_layout():
+    # Megatron-Bridge docs/performance-summary.md @00b7660 (25.11): Qwen3-235B-A22B FP8 on 64 B200, PP8 EP8
+    # VP2, micro-batch 1, the distributed optimizer, 3,269 tokens/s/GPU (MFU 0.1215, held out). Without the
+    # prior the free search took DP64 ZeRO-3 with 8-sequence micro-batches at +48%; with it (recorded
+    # 2026-12-01) PP2 DP32 EP8 VP4 ZeRO-1 with 4-sequence micro-batches and full recomputation at +13%.
+    cfg, published = _free("b200-sxm-180gb-bridge-qwen3-235b-a22b-64")
+    assert (cfg["pp"], cfg["dp"], cfg["ep"], cfg["zero"], cfg["micro_batch"], cfg["recompute"]) == (2, 32, 8, 1, 4, "full")
+    assert cfg["mfu"] / published - 1 == pytest.approx(0.13, abs=0.05)

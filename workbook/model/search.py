@@ -57,7 +57,7 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
                    max_tp: int | None = None, max_pp: int | None = None, micro_batches=None, interleave=None,
                    vpp: int | None = None, min_cp_tokens: int | None = None, max_cp: int | None = None,
                    recompute_choices=None, sequence_parallel: bool = True, flash_attention: bool = True,
-                   distributed_optimizer: bool = True) -> dict:
+                   distributed_optimizer: bool = True, zero_stages=None) -> dict:
     """Every candidate configuration for ``chips`` chips as numpy arrays of one length (the grid
     the search prices). Structural rules: tp divides the attention heads (Megatron); cp divides
     the sequence into 2·cp chunks (Megatron-Core load balancing); pp ≤ layers (stages may hold
@@ -69,6 +69,7 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
     ``vpp`` pins the interleaving (a published layout); ``min_cp_tokens``: context parallelism only
     when each rank keeps at least that many tokens of a sequence, ``max_cp``: at most that degree
     (``published_max_cp``; a pinned ``cp`` is kept for both); ``recompute_choices`` replaces ``RECOMPUTE`` when neither the workload nor the pins fix it.
+    ``zero_stages`` replaces ``ZERO_STAGES`` (``PUBLISHED_MOE_GPU``; a pinned ``zero`` wins).
     ``sequence_parallel``, ``flash_attention`` and ``distributed_optimizer`` (``SOFTWARE_KEYS``) say
     whether the code has them: the first two set the activation memory of every row
     (``training.memory_per_chip_bytes``), the third allows ZeRO stages above 0 (unless ``zero`` is pinned)."""
@@ -146,7 +147,8 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
     if recompute_choices is not None and len(rc_opts) > 1:
         rc_opts = tuple(recompute_choices)
     rcs = np.array(rc_opts, dtype=object)
-    zs = np.array([par.zero] if par.zero is not None else ZERO_STAGES if distributed_optimizer else (0,), dtype=np.int64)
+    stages = ZERO_STAGES if zero_stages is None else tuple(zero_stages)
+    zs = np.array([par.zero] if par.zero is not None else stages if distributed_optimizer else (0,), dtype=np.int64)
     n_base = len(g)
     reps = len(rcs) * len(zs)
     g = np.repeat(g, reps, axis=0)
@@ -185,6 +187,43 @@ PUBLISHED_CP = (
 )
 
 
+# The realism prior on GPU mixture-of-experts layouts: what the published Megatron-Bridge MoE recipes
+# for H100 and B200 run (NVIDIA-NeMo/Megatron-Bridge scripts/performance/configs, read 2026-12-01:
+# qwen/qwen3_workload_base_configs.py @01b2977, deepseek/deepseek_workload_base_configs.py @0426418,
+# gpt_oss/gpt_oss_workload_base_configs.py @07eea52; the reference runs `*-bridge-*` of 25.11 and 26.02).
+# Each entry: (limit, value, what the recipes show).
+PUBLISHED_MOE_GPU = (
+    ("max_micro_batch", 4,
+     "micro-batch 1 by default (Qwen3-235B-A22B, DeepSeek-V3, GPT-OSS 120B on H100, Qwen3-Next 80B), 2 on GB300, "
+     "4 for Qwen3-30B-A3B on 8 B200/GB200 and GPT-OSS 120B on 64 B200 at EP64; 8 only on 288 GB GB300/B300 "
+     "(not catalogued)"),
+    ("zero_stages", (0, 1),
+     "the distributed optimizer (ZeRO-1: ddp.use_distributed_optimizer = True, ddp.use_megatron_fsdp = False, "
+     "Megatron-Bridge src/megatron/bridge/recipes/qwen/h100/qwen3_moe.py @0cabbd5); no MoE recipe shards "
+     "parameters or gradients (ZeRO-2/3, FSDP)"),
+)
+# Not a limit: the same recipes run expert parallelism 8-128 for every model of 128 or more routed experts
+# (Qwen3-30B-A3B EP8 on B200, EP16 on H100; Qwen3-235B-A22B EP8-64; DeepSeek-V3 EP8-64; GPT-OSS 120B EP8/64;
+# Qwen3-Next 80B EP64/128), but an EP floor of 8 is not imposed: the model does not price the recipes'
+# all-to-all overlap (moe_a2a_overlap, set for Qwen3-235B-A22B on H100), so EP8 x TP2 across two nodes
+# moves the pinned Qwen3-235B-A22B on 256 H100 from -8% to -30%. With ZeRO-1 the memory already forces
+# expert parallelism on the large models.
+
+
+def published_moe_limits(acc, experts: int) -> dict:
+    """Grid limits (``configurations`` keywords) of the GPU mixture-of-experts prior
+    (``PUBLISHED_MOE_GPU``): micro-batches of at most 4 sequences and ZeRO stage 0 or 1 (the distributed
+    optimizer), as the published Megatron-Bridge H100/B200 MoE recipes run. Without it the fixed host time
+    per MoE layer pass (``model.moe.host_s``) makes 8-sequence micro-batches with ZeRO-3 the fastest
+    layout, which no MoE recipe runs. Empty for dense models and for non-GPU chips (no TPU or Trainium
+    MoE recipe was read for it; TPUs keep no host time per MoE layer either)."""
+    if int(experts) <= 1 or str(acc.get("kind")) != "gpu":
+        return {}
+    prior = {k: v for k, v, _ in PUBLISHED_MOE_GPU}
+    return {"micro_batches": tuple(m for m in PRACTICAL_MICRO_BATCHES if m <= prior["max_micro_batch"]),
+            "zero_stages": prior["zero_stages"]}
+
+
 def published_max_cp(seq_len: int) -> int:
     """The largest context-parallel degree published tuned runs use at ``seq_len`` tokens or
     shorter (``PUBLISHED_CP``): 1 below 8,192 tokens, 2 from 8,192 (Llama 3.1 405B on H100/B200),
@@ -196,7 +235,8 @@ def published_max_cp(seq_len: int) -> int:
     return out
 
 
-def practical_limits(acc: pd.Series, topology: comm.Topology | None = None, seq_len: int | None = None) -> dict:
+def practical_limits(acc: pd.Series, topology: comm.Topology | None = None, seq_len: int | None = None,
+                     experts: int = 1) -> dict:
     """Keyword limits for ``configurations`` that keep the search to layouts people run (and fast
     enough for ``estimate.compare`` over the whole catalog): tensor parallelism inside one node of a
     switched or meshed fabric (``chips_per_node``: Megatron-LM keeps TP within an NVLink server,
@@ -208,14 +248,15 @@ def practical_limits(acc: pd.Series, topology: comm.Topology | None = None, seq_
     layouts and direct searches); recomputation none or full (with FlashAttention the attention
     scores are never stored, so selective recomputation, which recomputes exactly them, saves no
     memory in ``profile.activation_bytes_per_token_per_layer`` and only adds time; a workload or pin
-    that asks for it still gets it)."""
+    that asks for it still gets it); for a mixture of ``experts`` routed experts on GPUs, the MoE prior
+    (``published_moe_limits``)."""
     node = int(_num(acc.get("chips_per_node"), 1))
     torus = (topology.fabric == "torus") if topology is not None else int(_num(acc.get("torus_dims"), 0)) >= 1
     out = {"max_tp": max(node, TORUS_MAX_TP) if torus else node, "micro_batches": PRACTICAL_MICRO_BATCHES,
            "min_cp_tokens": PRACTICAL_MIN_CP_TOKENS, "recompute_choices": ("none", "full")}
     if seq_len is not None:
         out["max_cp"] = published_max_cp(int(seq_len))
-    return out
+    return out | published_moe_limits(acc, experts)
 
 
 def search(profile: Profile, acc: pd.Series, chips: int, workload: Workload, parallelism: Parallelism | None = None,
