@@ -15,9 +15,9 @@ RESNET = {"name": "resnet-label", "workload": {"task": "training", "precision": 
           "cluster": {"accelerator": "TPU-v5e", "chips": 8}}
 
 
-def _run(tmp_path, *extra):
-    f = tmp_path / "resnet-label.yaml"
-    f.write_text(yaml.safe_dump(RESNET))
+def _run(tmp_path, *extra, scenario=RESNET):
+    f = tmp_path / f"{scenario['name']}.yaml"
+    f.write_text(yaml.safe_dump(scenario))
     out = io.StringIO()
     with redirect_stdout(out):
         main(["estimate", str(f), *extra])
@@ -55,12 +55,7 @@ RESNET50 = {**RESNET, "name": "resnet50-label",
 
 
 def _run_resnet50(tmp_path, *extra):
-    f = tmp_path / "resnet50-label.yaml"
-    f.write_text(yaml.safe_dump(RESNET50))
-    out = io.StringIO()
-    with redirect_stdout(out):
-        main(["estimate", str(f), *extra])
-    return out.getvalue()
+    return _run(tmp_path, *extra, scenario=RESNET50)
 
 
 def test_mlperf_resnet50_is_labelled_calibrated_on_it(tmp_path):

@@ -107,13 +107,18 @@ def test_parallelism_grammar_takes_the_software_switches():
     assert training.software_options(None, training.Overlap()) == (training.Overlap(), False)
 
 
-def test_fp32_gradient_reduction_adds_two_bytes_per_parameter_on_the_chip():
-    w = Workload(task="training", model="llama-2-7b", precision="bf16", seq_len=4096, global_batch_tokens=16 * 4096.0,
+def _one_layout(model: str, seqs: int, **layout):
+    """An H100 workload of ``seqs`` 4,096-token sequences and a one-row grid of ``layout`` (ZeRO-1, full recompute)."""
+    w = Workload(task="training", model=model, precision="bf16", seq_len=4096, global_batch_tokens=seqs * 4096.0,
                  tokens=1e12)
     p, acc = workload_profile(w), catalog.accelerators().set_index("accelerator").loc["H100-SXM5-80GB"]
-    grid = {k: np.array([v]) for k, v in dict(tp=1, cp=1, pp=1, dp=16, ep=1, micro_batch=1, microbatches=1, vpp=1,
-                                              zero=1).items()}
+    grid = {k: np.array([v]) for k, v in dict(cp=1, pp=1, ep=1, micro_batch=1, vpp=1, zero=1, **layout).items()}
     grid["recompute"] = np.array(["full"], dtype=object)
+    return w, p, acc, grid
+
+
+def test_fp32_gradient_reduction_adds_two_bytes_per_parameter_on_the_chip():
+    w, p, acc, grid = _one_layout("llama-2-7b", 16, tp=1, dp=16, microbatches=1)
     base = training.evaluate(p, acc, 16, w, grid)
     fp32 = training.evaluate(p, acc, 16, w, grid, parallelism=Parallelism(zero=1, grad_reduce_in_fp32=True))
     extra = float(fp32["memory_per_chip_bytes"].iloc[0] - base["memory_per_chip_bytes"].iloc[0])
@@ -122,12 +127,7 @@ def test_fp32_gradient_reduction_adds_two_bytes_per_parameter_on_the_chip():
 
 
 def test_tp_comm_overlap_hides_tensor_parallel_collectives_at_the_slowdown():
-    w = Workload(task="training", model="llama-2-70b", precision="bf16", seq_len=4096, global_batch_tokens=64 * 4096.0,
-                 tokens=1e12)
-    p, acc = workload_profile(w), catalog.accelerators().set_index("accelerator").loc["H100-SXM5-80GB"]
-    grid = {k: np.array([v]) for k, v in dict(tp=8, cp=1, pp=1, dp=8, ep=1, micro_batch=1, microbatches=8, vpp=1,
-                                              zero=1).items()}
-    grid["recompute"] = np.array(["full"], dtype=object)
+    w, p, acc, grid = _one_layout("llama-2-70b", 64, tp=8, dp=8, microbatches=8)
     off = training.evaluate(p, acc, 64, w, grid).iloc[0]
     on = training.evaluate(p, acc, 64, w, grid, parallelism=Parallelism(tp_comm_overlap=True)).iloc[0]
     saved = off["exposed_comm_s"] - on["exposed_comm_s"]
