@@ -24,7 +24,6 @@ from .model.efficiency import Efficiency
 from .model.profile import workload_profile
 from .errors import InputError
 from .scenario import Scenario, with_overrides
-from . import terms
 from .terms import usd
 
 COST_KEYS = ("cost_usd", "usd_per_million_tokens", "usd_per_month")

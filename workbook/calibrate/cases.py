@@ -30,7 +30,7 @@ import pandas as pd
 from .. import catalog
 from . import generic
 from .layouts import free_vs_published
-from .runs import calibration_table, reference_runs, run_profile
+from .runs import calibration_table, key_values, reference_runs, run_profile
 
 # "batch 1-ish": the low-batch latency runs (FasterTransformer, vLLM at concurrency 1 and 4, Neuron b1)
 LOW_BATCH_MAX = 4
@@ -40,11 +40,11 @@ CASES = ("free layout search", "ZeRO-3/FSDP", "MoE training", "Blackwell", "gene
          "low-batch latency")
 
 
-def _layout(text) -> dict:
-    """``tp=8;pp=12;zero=1`` as a dict of strings ({} when blank)."""
+def _layout(text, run: str) -> dict:
+    """``tp=8;pp=12;zero=1`` as a dict of strings ({} when blank), read as the calibration reads it."""
     if not isinstance(text, str):
         return {}
-    return {k.strip(): v.strip() for k, _, v in (p.partition("=") for p in text.split(";") if "=" in p)}
+    return dict(key_values(text, f"reference_runs.csv: run {run}: parallelism"))
 
 
 def _is_moe(row) -> bool:
@@ -65,7 +65,7 @@ def tag_cases(runs: pd.DataFrame) -> pd.DataFrame:
     for _, r in runs.iterrows():
         acc = recs[catalog.resolve("accelerators", r["accelerator"])]
         training = r["kind"] == "training" and r["metric"] not in generic.METRICS
-        lay = _layout(r.get("parallelism"))
+        lay = _layout(r.get("parallelism"), r["run"])
         framework = str(r.get("framework") or "")
         chips = _num(r.get("chips"), 0.0)
         batch = _num(r.get("batch"))

@@ -55,7 +55,7 @@ RUNS_FILE = "reference_runs"
 # --- reading the runs ------------------------------------------------------------------------------
 
 
-def _key_values(text: str, where: str):
+def key_values(text: str, where: str):
     """``"a=1;b=2"`` as (key, value) string pairs; InputError naming ``where`` on a malformed part."""
     for part in str(text).split(";"):
         part = part.strip()
@@ -70,7 +70,7 @@ def _key_values(text: str, where: str):
 def parse_architecture(text: str, where: str = "architecture") -> Architecture:
     """An inline shape ``"layers=48;hidden=6144;..."`` (keys of ``scenario.Architecture``)."""
     data = {}
-    for k, v in _key_values(text, where):
+    for k, v in key_values(text, where):
         if k not in Architecture.model_fields:
             raise InputError(f"{where}: unknown key {k!r}{catalog._suggest(k, list(Architecture.model_fields))}")
         data[k] = v.lower() in ("true", "1", "yes") if k in ("gated_mlp", "tied_embeddings") else int(float(v))
@@ -201,7 +201,7 @@ def parse_parallelism(text, where: str = "parallelism") -> tuple[Parallelism | N
     if not isinstance(text, str) or not text.strip():
         return None, {}
     pins, limits = {}, {}
-    for k, v in _key_values(text, where):
+    for k, v in key_values(text, where):
         if k == "vpp":
             limits["vpp"] = int(v)
         elif k in SWITCH_KEYS:
