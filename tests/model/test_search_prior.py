@@ -4,7 +4,7 @@ import pytest
 
 from workbook import catalog
 from workbook.calibrate import runs as calruns
-from workbook.model import estimate, moe, search, training
+from workbook.model import dataparallel, estimate, moe, search, training
 from workbook.model import profile as prof
 from workbook.model.efficiency import Efficiency
 from workbook.scenario import Parallelism, Workload, parse_scenario
@@ -71,9 +71,9 @@ def test_a_pinned_context_parallel_degree_is_kept_beyond_the_prior():
 def test_hidden_communication_costs_the_measured_compute_slowdown():
     # arXiv 2507.03114: compute overlapped with collectives runs 18.9% slower on average.
     assert training.Overlap().slowdown == pytest.approx(0.189)
-    assert training._hidden(1.0, 2.0, 1.0, 0.189) == pytest.approx(0.189)   # fully hidden: 18.9% of it
-    assert training._hidden(3.0, 2.0, 1.0, 0.189) == pytest.approx(1.0 + 0.189 * 2.0)  # 1 s exposed + 2 s hidden
-    assert training._hidden(3.0, 2.0, 1.0) == pytest.approx(1.0)  # the old free overlap
+    assert dataparallel.overlapped_s(1.0, 2.0, 1.0, 0.189) == pytest.approx(0.189)   # fully hidden: 18.9% of it
+    assert dataparallel.overlapped_s(3.0, 2.0, 1.0, 0.189) == pytest.approx(1.0 + 0.189 * 2.0)  # 1 s exposed + 2 s hidden
+    assert dataparallel.overlapped_s(3.0, 2.0, 1.0) == pytest.approx(1.0)  # the old free overlap
 
 
 def test_the_slowdown_applies_to_gpus_not_to_tpus():

@@ -32,9 +32,10 @@ MAX_CP = 32
 # stack in 2022 (NVIDIA/NeMo pull request 4487, "Add support for Apex distributed Adam optimizer with
 # GPT-3", July 2022, rebased on the sequence-parallel support of pull request 4380), so its optimizer
 # states are replicated on every data-parallel rank (ZeRO stage 0). Tensor-parallel communication
-# overlap is the opposite case, off by default (``Overlap.tp`` = 0) and on where a run's published
-# configuration turns it on (the ``cluster.parallelism.tp_comm_overlap`` pin, ``training.software_options``): Transformer Engine userbuffers split each TP all-gather/reduce-scatter
-# into chunks that run under the matmul they feed (Megatron-Bridge ``comm_overlap.tp_comm_overlap_cfg``,
+# overlap is not a key here but a ``cluster.parallelism`` pin (``tp_comm_overlap``, applied by
+# ``training.software_options``): off by default, on where a run's published configuration turns it
+# on. Transformer Engine userbuffers split each TP all-gather/reduce-scatter into chunks that run
+# under the matmul they feed (Megatron-Bridge ``comm_overlap.tp_comm_overlap_cfg``,
 # set for Llama 3.1 405B on H100 TP8 and on B200 TP4 in NVIDIA-NeMo/Megatron-Bridge @f53a722
 # scripts/performance/configs/llama/llama31_llm_pretrain.py).
 SOFTWARE_KEYS = ("sequence_parallel", "flash_attention", "distributed_optimizer")

@@ -277,12 +277,6 @@ def _model_parallel_comm(p: Profile, w: Workload, g: dict, st: dict, c: dict, to
     return out
 
 
-def _hidden(t, window, fraction, slowdown=0.0):
-    """``dataparallel.overlapped_s`` without buckets: the part of ``t`` not hidden behind up to
-    ``fraction`` of ``window``, plus ``slowdown`` x the part hidden."""
-    return overlapped_s(t, window, fraction, slowdown)
-
-
 SWITCH_KEYS = ("tp_comm_overlap", "grad_reduce_in_fp32")  # the software switches of cluster.parallelism
 
 
@@ -352,7 +346,7 @@ def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, gri
     dpc = data_parallel_comm(g, st, c, topo, overlap, s)
     o, m = overlap, g["m"]
     t_compute_mb = c["t_fwd"] + c["t_bwd"] + c["t_rc"]  # what async TP can hide behind (its GEMMs)
-    exposed_mb = (_hidden(mp["tp_mb"], t_compute_mb, o.tp, s) + _hidden(mp["cp_mb"], c["t_attn"], o.cp, s)
+    exposed_mb = (overlapped_s(mp["tp_mb"], t_compute_mb, o.tp, s) + overlapped_s(mp["cp_mb"], c["t_attn"], o.cp, s)
                   + (1.0 - o.ep + s * o.ep) * mp["ep_mb"] + (1.0 - o.pp + s * o.pp) * mp["pp_mb"] + dpc["zero_mb"])
     moe_host_mb = moe.host_s(p, g, st["L_stage"], eff, acc)
     t_mb = c["t_fwd"] + c["t_bwd"] + c["t_rc"] + exposed_mb + moe_host_mb
