@@ -46,6 +46,7 @@ SCHEMAS: dict[str, dict[str, Col]] = {
         "peak_fp16_flops_per_s": Col("float", False, 1e12, 1e16),
         "peak_fp8_flops_per_s": Col("float", False, 1e12, 2e16),
         "peak_int8_flops_per_s": Col("float", False, 1e12, 2e16),
+        "peak_fp4_flops_per_s": Col("float", False, 1e12, 4e16),  # dense FP4 tensor peak (NVFP4/MXFP4); blank = no FP4 cores
         "tdp_w": Col("float", False, 10, 3000),
         "chips_per_node": Col("int", True, 1, 256),
         "intra_node_link": Col(),
@@ -77,6 +78,9 @@ SCHEMAS: dict[str, dict[str, Col]] = {
         "other_price_model": Col(),
         **_SRC,
         "price_as_of": Col("date"),  # when the price was valid (as_of: when it was read); blank = unknown, stale
+        # where the price comes from: a maintained catalog, the provider's own page, a transcription of one, a secondary note
+        "price_basis": Col("str", True, choices=("catalog", "provider_page", "transcription", "secondary")),
+        "shape_confirmed": Col("bool", False),  # false: no source confirms the provider sells this many chips per instance
         "vcpus": Col("int", False, 1, 10000),
         "host_memory_bytes": Col("float", False, 1e9, 1e14),
         "local_nvme_bytes": Col("float", False, 1e9, 1e15),

@@ -377,7 +377,7 @@ def import_file(path, fmt: str, provider: str | None = None, price_as_of: str | 
     if dated is not None and price_date(dated) is None:
         raise InputError(f"--as-of: expected an ISO date (YYYY-MM-DD), got {dated!r}")
     src = source or f"{fmt} catalog file {path.name}"
-    df = df.assign(source=src, as_of=read_on, price_as_of=dated or "")
+    df = df.assign(source=src, as_of=read_on, price_as_of=dated or "", price_basis="catalog")
     if not dated and len(df):
         df["notes"] = (df["notes"] + " price_as_of blank: the file carries no price date (pass --as-of).").str.strip()
     imp.rows = typed(df, f"{paths.rel(path)} (imported)")
