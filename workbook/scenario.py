@@ -267,6 +267,10 @@ class Pricing(_Strict):
         "ranges p5 us-east-1 20.99-30.33, p5 us-east-2 14.38-18.28, p4d 5.09-9.61, p5en us-east-2 "
         "15.49-17.24, inf2.24xlarge 0.93-1.71, trn1.32xlarge 2.88-6.28; GCP a3-highgpu-8g spot "
         "35.40 (Mar 2025) vs 50.61 (Jul 2026)"))] = 1.45
+    price_doubt_scale: Annotated[float, Field(ge=0, le=10, description=(
+        "Monte Carlo: multiplies the doubt of every offer's price (workbook.cost.doubt: P10/P90 band "
+        "from where the price comes from, its age and the disagreement of duplicate rows); 1 = the "
+        "widths measured on data/offerings.csv, 0 = every price exactly the catalog's"))] = 1.0
     utilization_spread: Annotated[float, Field(ge=0, lt=1, description=(
         "Monte Carlo: utilization P10/P90 = utilization -/+ this (a planning assumption, not a "
         "measurement: set your own)"))] = 0.1
