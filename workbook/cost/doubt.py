@@ -39,30 +39,33 @@ BASIS_ORDER = {"provider_page": 0, "catalog": 1, "transcription": 2, "secondary"
 BASIS_LABEL = {"catalog": "a maintained catalog", "provider_page": "the provider's page",
                "transcription": "a third party's transcription", "secondary": "a secondary note"}
 
-# Half-width h of the P10-P90 band on ln(price), by basis. Evidence (data/offerings.csv, measured by
-# ``price_moves``):
-# - catalog, provider_page 0.03: the same SKU read from two machine catalogs or a catalog and a
-#   provider page of the same vintage agrees to the cent on list prices (TPU v5e/v4 on-demand 1.20 /
-#   12.88 in SkyPilot and gpuhunt; AWS p5/p4d on-demand 55.04 / 21.96 in SkyPilot v8 and the
-#   data-receipts copy); 3% covers the rounding and currency conversions (Tencent, Alibaba CNY/USD).
+# Half-width h of the P10-P90 band on ln(price), by basis. Evidence (data/offerings.csv at the commit
+# that set these, measured by ``price_moves``; the tests check the widths against the same measure):
+# - catalog, provider_page 0.03: the same offer read from two machine catalogs of one vintage agrees
+#   to the cent on on-demand (TPU v5e/v4 1.20 / 12.88 per chip-hour in SkyPilot and gpuhunt: the 3
+#   same-vintage on-demand pairs differ by 0%; AWS p5/p4d 55.04 / 21.96 in SkyPilot v8 and in the
+#   data-receipts copy); 3% covers rounding and currency conversion (Tencent, Alibaba CNY -> USD).
 # - transcription 0.10: a copy often omits the region (Azure "region not stated", CoreWeave "North
-#   America"); the on-demand price of one instance across the regions our catalog lists spreads by a
-#   median 0% and up to 40% (GCP a2/a3, AWS p5e spot: ``price_moves`` "region"); 10% is about the
-#   upper quartile of those regional spreads for on-demand.
+#   America"); the on-demand price of one instance across the regions our catalog lists (30 pairs)
+#   differs by a median 0%, an upper quartile of 5.7% (ln 0.055) and at most 30% (ln 0.262: TPU v5e
+#   europe-west4 vs us-central1; GCP a3-highgpu-8g europe-west4 +27%); 10% sits above that upper
+#   quartile, below the maximum.
 # - secondary 0.40: the one secondary price we could check against its provider was wrong by x2.16
 #   (Vultr MI300X 1.85/GPU-h in a research note = the plan's preemptible rate; its standard rate is
 #   31.92/8 = 3.99), and public MI300X quotes run 14-96% above the note's TensorWave 1.50 (issue 29);
-#   exp(0.40) = 1.49 puts the band's P90 at +49%, the middle of that range.
+#   exp(0.40) = 1.49 puts the band's P90 at +49%, the middle of that range, and covers the largest
+#   regional spread.
 BASIS_HALF_WIDTH = {"catalog": 0.03, "provider_page": 0.03, "transcription": 0.10, "secondary": 0.40}
 
-# Age: h_age = k sqrt(months). Evidence: dated moves of one offer in the catalog (``price_moves``
-# "dated"): RunPod H100 SXM secure cloud 3.49 (2026-09-25) -> 3.99 (2026-11-09), ln 0.134 in 1.5
-# months; Lambda 1x H100 SXM 3.29 -> 3.49 -> 3.99 -> 4.29 over the same quarter; AWS p5.48xlarge
-# 98.32 (2025-05-31) -> 55.04 (2026-11-09), ln 0.58 in 17 months; p4d/p4de ln 0.40 in 17 months;
-# p5en ln 0.29 in 14 months. Per sqrt(month) those are 0.07-0.14 (median 0.10); most list prices
-# do not move in a given month (GCP's TPU v5e 1.20/chip-h unchanged from Dec 2023 to Feb 2025), so the
-# recorded moves are the large ones: k = 0.08 puts a move of that size at about the P90 of a year-old
-# price (0.08 sqrt(12) = 0.28) and the 3-month +21% H100 pod move near the P90 of a quarter (0.14).
+# Age: h_age = k sqrt(months). Evidence: the 7 dated moves of one offer at least a month apart that
+# the catalog records (``price_moves`` "dated": AWS p5.48xlarge 98.32 (2025-05-31) -> 55.04
+# (2026-11-09), ln 0.58 in 17 months; p4d/p4de ln 0.40 in 17 months; p5en on-demand ln 0.29 and spot
+# ln 0.11-0.54 in 14 months) run 0.030-0.144 per sqrt(month): lower quartile 0.078, median 0.096.
+# Outside the catalog, one H100 pod went 3.29 -> 3.49 -> 3.99 in three months (ln 0.19, 0.11 per
+# sqrt(month); issue 29). Most list prices do not move in a given month (GCP's TPU v5e 1.20 per
+# chip-hour unchanged from Dec 2023 to Feb 2025), so the recorded moves are the large ones: k = 0.08,
+# between their lower quartile and median, puts the AWS cut of a year-old price near the band's P90
+# (0.08 sqrt(12) = 0.28) and the H100 pod's quarter near it too (0.08 sqrt(3) = 0.14).
 AGE_HALF_WIDTH_PER_SQRT_MONTH = 0.08
 # An undated price is older than any dated one: the undated rows are SkyPilot/gpuhunt snapshots whose
 # dates could only be bounded (the old SkyPilot AWS snapshot predates 2025-06; Nebius's undated file
@@ -132,7 +135,9 @@ def resolve(off: pd.DataFrame) -> pd.DataFrame:
                                    "duplicate_spread": spread.fillna(0.0).to_numpy(float)}))
     if not parts:
         return pd.DataFrame(columns=["row", "pricing_model", "duplicate_of", "duplicates", "duplicate_spread"])
-    return pd.concat(parts, ignore_index=True)
+    out = pd.concat(parts, ignore_index=True)
+    out["duplicate_of"] = out["duplicate_of"].astype(object).where(out["duplicate_of"].notna(), None)
+    return out
 
 
 _CACHE: dict = {}
