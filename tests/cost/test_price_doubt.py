@@ -93,7 +93,7 @@ def test_doubt_columns_give_the_band_the_age_and_the_monte_carlo_sigma():
 def test_the_monte_carlo_draws_one_price_per_offering_for_all_its_ways_to_pay():
     priced = pd.DataFrame({"offering": ["a", "a", "b"], "price_sigma": [0.1, 0.2, 0.1]})
     z = np.random.default_rng(0).standard_normal((2, 500))
-    m = doubt_mult = cost.uncertainty.price_draws(priced, z)
+    m = doubt_mult = cost.uncertainty.price_draws(priced, z)  # no provider/instance/region: one draw per offering
     assert m.shape == (3, 500)
     assert np.allclose(np.log(m[1]), 2 * np.log(m[0]))  # same draw, twice the sigma
     assert abs(np.corrcoef(np.log(doubt_mult[0]), np.log(doubt_mult[2]))[0, 1]) < 0.2  # offerings independent
@@ -162,3 +162,23 @@ def test_the_shipped_catalog_resolves_once_per_load_and_keeps_one_price_per_offe
     kept = res[res["duplicate_of"].isna()].merge(off[doubt.KEY], left_on="row", right_index=True)
     keys = kept[doubt.KEY].apply(lambda c: c.astype(str).str.strip().str.lower())
     assert not keys.assign(pm=kept["pricing_model"].to_numpy()).duplicated().any()
+
+
+def test_two_catalog_rows_of_one_offer_share_its_price_draw():
+    """On-demand kept from one row and spot from another of the same (provider, instance, region):
+    one offer, one draw."""
+    priced = pd.DataFrame({"offering": ["row-a", "row-b", "other"], "provider": ["P", "P", "P"],
+                           "instance": ["x", "x", "y"], "region": ["r", "r", "r"], "price_sigma": [0.1, 0.1, 0.1]})
+    z = np.random.default_rng(1).standard_normal((2, 200))
+    m = cost.uncertainty.price_draws(priced, z)
+    assert np.array_equal(m[0], m[1]) and not np.array_equal(m[0], m[2])
+
+
+def test_the_tornado_moves_the_price_across_its_doubt():
+    s = parse_scenario(SERVE)
+    priced = price(s, serve_perf(), offerings=offers({**offering("o1"), "price_basis": "secondary"}))
+    od = priced[priced["pricing_model"] == "on_demand"].iloc[0]
+    t = cost.tornado(s, priced, od["option"]).set_index("input")
+    r = t.loc["price doubt (secondary, cost.doubt)"]
+    assert (r["low"], r["high"]) == (od["price_doubt_low"], od["price_doubt_high"])
+    assert r["value_at_low"] < r["base"] < r["value_at_high"]
