@@ -144,7 +144,7 @@ def _reason_cost(s: Scenario, priced, ranked, win, ru, n_draws: int, seed: int) 
         if "p_cheapest" in win and pd.notna(win.get("p_cheapest")):
             extra = f"; it is the cheapest of all {len(ranked)} feasible options in {win['p_cheapest']:.0%} of them"
         out.append(f"It is cheaper than the runner-up in {p_win:.0%} of {n_draws:,} Monte Carlo draws "
-                   f"(efficiency, spot price, utilization and interruptions varied){extra}.")
+                   f"(efficiency, prices within their doubt, spot price, utilization and interruptions varied){extra}.")
     else:
         out.append(f"{describe(win)} is the only option that passes every hard constraint: "
                    f"{usd(win[metric])} {unit}{monthly}{load}; {band}.")
