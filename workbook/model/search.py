@@ -251,7 +251,7 @@ def practical_limits(acc: pd.Series, topology: comm.Topology | None = None, seq_
     memory in ``profile.activation_bytes_per_token_per_layer`` and only adds time; a workload or pin
     that asks for it still gets it); for a mixture of ``experts`` routed experts on GPUs, the MoE prior
     (``published_moe_limits``)."""
-    node = int(_num(acc.get("chips_per_node"), 1))
+    node = comm.tp_domain_chips(acc)  # chips_per_node, or a switched domain of several nodes (NVL72)
     torus = (topology.fabric == "torus") if topology is not None else int(_num(acc.get("torus_dims"), 0)) >= 1
     out = {"max_tp": max(node, TORUS_MAX_TP) if torus else node, "micro_batches": PRACTICAL_MICRO_BATCHES,
            "min_cp_tokens": PRACTICAL_MIN_CP_TOKENS, "recompute_choices": ("none", "full")}
