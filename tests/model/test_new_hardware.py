@@ -92,3 +92,13 @@ def test_expert_parallelism_inside_the_rack_crosses_nvlink_and_beyond_it_the_net
     assert replica._crossing_bytes_per_s(rec, lay, 144) == 5e10  # two racks: the 400 Gb/s per-GPU network
     h100 = catalog.accelerator_record("H100-SXM5-80GB")
     assert replica._crossing_bytes_per_s(h100, lay, 16) == 5e10  # two HGX boards: the network
+
+
+def test_gaudi_framework_fit_reads_its_own_software_rows():
+    from workbook import decision
+    s = wb.load_scenario("small-model-cheap")  # PyTorch serving
+    fit = decision.framework_fit(s, ["Gaudi3"]).iloc[0]
+    assert fit["platform"] == "gaudi" and fit["framework_support"] == "supported" and fit["framework_reason"] is None
+    jax_only = wb.with_overrides(s, **{"workload.framework": "jax", "constraints.frameworks": ["jax"]})
+    reason = decision.framework_fit(jax_only, ["Gaudi3"]).iloc[0]["framework_reason"]
+    assert "Intel Gaudi" in reason and "JAX" in reason
