@@ -18,6 +18,7 @@ import pandas as pd
 
 from . import paths
 from .errors import InputError
+from .terms import PLATFORMS
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ SCHEMAS: dict[str, dict[str, Col]] = {
         "vendor": Col("str", True),
         "kind": Col("str", True, choices=("gpu", "tpu", "asic")),
         "family": Col("str", True),
-        "platform": Col("str", True, choices=("cuda", "rocm", "tpu", "neuron")),
+        "platform": Col("str", True, choices=PLATFORMS),
         "memory_bytes": Col("float", True, 1e9, 1e12),
         "memory_bytes_per_s": Col("float", True, 1e11, 2e13),
         "peak_fp32_flops_per_s": Col("float", False, 1e12, 1e16),
@@ -117,7 +118,7 @@ SCHEMAS: dict[str, dict[str, Col]] = {
         "notes": Col(),
     },
     "software": {
-        "platform": Col("str", True, choices=("cuda", "rocm", "tpu", "neuron")),
+        "platform": Col("str", True, choices=PLATFORMS),
         "capability": Col("str", True),
         "support": Col("str", True, choices=("native", "supported", "partial", "none")),
         **_SRC,
@@ -210,7 +211,7 @@ SCHEMAS: dict[str, dict[str, Col]] = {
     # decision.rules.framework_fit prices porting from it; a blank engineer_weeks = not published.
     "effort": {
         "framework": Col("str", True, choices=("pytorch", "jax", "tensorflow")),
-        "platform": Col("str", True, choices=("cuda", "rocm", "tpu", "neuron")),
+        "platform": Col("str", True, choices=PLATFORMS),
         "custom_cuda_kernels": Col("bool", True),
         "task": Col("str", True, choices=("training", "inference", "any")),
         "engineer_weeks": Col("float", False, 0, 10000),

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
+import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -511,7 +512,7 @@ def _context_problems(w: Workload, file: str) -> list[str]:
         limit = catalog.model(w.model).get("max_seq_len")
     except (InputError, KeyError):
         return []
-    if w.seq_len_beyond_context or limit is None or limit != limit:
+    if w.seq_len_beyond_context or limit is None or pd.isna(limit):  # a blank max_seq_len: no limit known
         return []
     if w.task == "inference" and w.input_tokens and w.output_tokens and w.input_tokens + w.output_tokens > limit:
         return [f"{file}: workload.input_tokens: input_tokens + output_tokens = {w.input_tokens + w.output_tokens} "

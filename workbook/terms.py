@@ -74,7 +74,10 @@ FRAMEWORKS = ("pytorch", "jax", "tensorflow")
 RECOMPUTE = ("none", "selective", "full")
 OPTIMIZERS = ("adam", "sgd", "adafactor")
 FRAMEWORK_LABEL = {"pytorch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
-PLATFORM_LABEL = {"cuda": "CUDA", "rocm": "ROCm", "tpu": "TPU (XLA)", "neuron": "AWS Neuron"}
+# software platforms (data/accelerators.csv and data/software.csv ``platform``); gaudi = the Intel Gaudi
+# software suite (PyTorch through the Habana bridge, the vLLM Gaudi plugin), neither CUDA nor ROCm
+PLATFORM_LABEL = {"cuda": "CUDA", "rocm": "ROCm", "tpu": "TPU (XLA)", "neuron": "AWS Neuron", "gaudi": "Intel Gaudi"}
+PLATFORMS = tuple(PLATFORM_LABEL)
 
 
 def compute_precision(precision: str) -> str:

@@ -7,7 +7,8 @@ No training step can run its matmuls faster than this, so ``model.efficiency`` e
 fitted training ceiling of a GPU family as a fraction of MAMF where one is measured
 (``fraction``), and a family with few or no published runs (MI300X, B200) borrows the other
 families' fraction of MAMF times its *own* measured MAMF, not their fraction of peak. A chip
-without a measurement (TPUs, Trainium, older GPUs) gets 1: its ceiling stays a fraction of peak.
+without a measurement of its own family (TPUs, Trainium) gets 1: its ceiling stays a fraction of
+peak; an unmeasured GPU takes the measured GPUs' median.
 """
 from __future__ import annotations
 
@@ -57,9 +58,10 @@ def fraction(acc, precision: str) -> float:
     """MAMF / dense peak of ``precision`` on the accelerator ``acc``: its own measurement, else the
     median of its family's at that precision (H200 BF16 = H100's: the same compute), else the
     family's measurements at other precisions (the best evidence of how close its software gets to
-    peak; MI300X FP8 takes its BF16 51%), else the median BF16 measurement of its kind (an unmeasured
-    GPU, L4 or V100, is taken to reach what the measured GPUs reach), else 1 (no chip of the kind
-    measured: TPUs, Trainium). fp16 and int4 weights use the bf16 measurement."""
+    peak; MI300X FP8 takes its BF16 51%), else, for a GPU, the median BF16 measurement of the GPUs
+    (an unmeasured GPU, L4 or V100, is taken to reach what the measured GPUs reach), else 1 (TPUs
+    and ASICs: one ASIC's compiler says nothing about another's, so Gaudi 3's measurement is not
+    Trainium's). fp16 and int4 weights use the bf16 measurement."""
     return _fraction(str(acc.get("accelerator")), str(acc.get("family")), str(acc.get("kind")), SAME_PATH.get(precision, precision))
 
 
@@ -75,5 +77,7 @@ def _fraction(accelerator: str, family: str, kind: str, prec: str) -> float:
         return float(same["fraction"].median())
     if len(fam):
         return float(fam["fraction"].median())
+    if kind != "gpu":
+        return 1.0
     same_kind = t[(t["kind"] == kind) & (t["precision"] == "bf16")]
     return float(same_kind["fraction"].median()) if len(same_kind) else 1.0

@@ -114,8 +114,9 @@ def profile_from_architecture(arch: Architecture, name: str = "custom") -> Profi
 
     Mixture-of-experts (Shazeer et al. 2017; Mixtral, DeepSeek-V3): each MoE layer holds ``experts``
     routed MLPs of width ``moe_ffn_hidden`` plus ``shared_experts`` always-on MLPs and a router
-    (h·E); a token uses ``experts_per_token`` routed experts. ``dense_layers`` leading layers are
-    dense MLPs of width ``ffn_hidden`` (DeepSeek-V3's first 3). Multi-head latent attention
+    (h·E); a token uses ``experts_per_token`` routed experts. ``dense_layers`` layers are dense MLPs
+    of width ``ffn_hidden``, leading (DeepSeek-V3's first 3) or interleaved (Llama 4 Maverick's every
+    other layer): only their count enters these sums. Multi-head latent attention
     (``kv_lora_rank`` given) counts its low-rank projections (``attention_params``) and caches the
     latent plus the rotary key, ``kv_lora_rank + qk_rope_head_dim`` values per token per layer
     (DeepSeek-V2 §2.1.2), unless ``kv_cache_dim`` says otherwise."""

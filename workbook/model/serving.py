@@ -31,13 +31,16 @@ TP_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 
 def tp_candidates(acc, chips: int | None = None) -> np.ndarray:
-    """Single-node tensor-parallel degrees: powers of two up to the node size, and the node size;
-    with ``chips``, only degrees that divide it."""
-    node = _node(acc)
-    limit = node if chips is None else min(node, chips)
+    """Tensor-parallel degrees inside one fast domain: powers of two up to the chips that tensor
+    parallelism may span at the intra-node link (``comm.tp_domain_chips``: the node, or a switched
+    domain of several nodes such as a GB200 NVL72 rack's 72 GPUs), and the node size; with
+    ``chips``, only degrees that divide it."""
+    node, dom = _node(acc), comm.tp_domain_chips(acc)
+    limit = dom if chips is None else min(dom, chips)
     c = [2 ** k for k in range(0, 12) if 2 ** k <= limit]
-    if limit not in c and (chips is None or chips % limit == 0):
-        c.append(limit)
+    whole = min(node, limit)
+    if whole not in c and (chips is None or chips % whole == 0):
+        c.append(whole)
     if chips is not None:
         c = [t for t in c if chips % t == 0]
     return np.array(sorted(set(c)), dtype=float)
@@ -67,7 +70,7 @@ def serving_layouts(p: Profile, acc, w: Workload, headroom: float, pinned: int |
     single = [Layout(int(t), 1, 1, bw, lat) for t in tp_candidates(acc, pinned)]
     if any(max_batch_fit(p, acc, t.tp, I + O, w.precision, w.kv_precision, headroom) >= 1 for t in single):
         return single
-    node = _node(acc)
+    node = int(tp_candidates(acc).max())  # the widest tensor-parallel group on the fast link
     out = []
     for make in ([lambda k: Layout(node, k, 1, bw, lat)]
                  + ([lambda k: Layout(node, 1, node * k, bw, lat)] if p.is_moe else [])):
