@@ -548,10 +548,15 @@ def estimate_inference(s: Scenario, accelerator: str, chips: int | None = None, 
     w = s.workload
     acc = catalog.accelerator_record(accelerator)
     out = blank_row(acc)
-    cprec = terms.compute_precision(w.precision)
+    cprec = catalog.matmul_precision(acc, w.precision, w.fp4_fallback)
     out["peak_flops_per_s"] = peak(acc, cprec)
     if math.isnan(out["peak_flops_per_s"]):
-        out["reason"] = f"no published dense {cprec} peak"
+        out["reason"] = (f"no FP4 tensor cores (peak_fp4_flops_per_s blank); workload.fp4_fallback: weight_only "
+                         f"serves fp4 weights with fp8/bf16 matmuls" if cprec == "fp4"
+                         else f"no published dense {cprec} peak")
+        return out
+    if w.kv_cache_precision == "fp4" and math.isnan(peak(acc, "fp4")):
+        out["reason"] = "kv_cache_precision fp4: an FP4 KV cache needs FP4 tensor cores (TensorRT-LLM's NVFP4 KV cache on Blackwell)"
         return out
     here = s.cluster is not None and catalog.resolve("accelerators", s.cluster.accelerator) == acc["accelerator"]
     pinned = chips or (s.cluster.chips if here else None)
@@ -578,7 +583,9 @@ def candidate_accelerators(s: Scenario) -> list[str]:
         return [catalog.resolve("accelerators", s.cluster.accelerator)]
     if s.candidates.accelerators:
         return [catalog.resolve("accelerators", a) for a in s.candidates.accelerators]
-    return catalog.usable_accelerators(terms.compute_precision(s.workload.precision))
+    w = s.workload
+    fallback = w.precision == "fp4" and w.fp4_fallback == "weight_only"
+    return catalog.usable_accelerators("bf16" if fallback else terms.compute_precision(w.precision))
 
 
 def compare(s: Scenario, eff: Efficiency | None = None) -> pd.DataFrame:
