@@ -201,6 +201,23 @@ def _ceiling(eff: Efficiency, acc, work: str) -> float:
     return eff.get("inference_matmul_ceiling", fam)
 
 
+def precision_ratio(eff: Efficiency, acc, precision: str) -> float:
+    """The training GEMM rate of ``precision`` relative to BF16's, each as a fraction of its own peak:
+    the measured MAMF ratio (``mamf.precision_ratio``) where the chip or its family has both
+    measurements; else ``matmul_ratio_<precision>`` fitted on published runs of one code at BF16
+    and at that precision (data/efficiency.csv, per kind: the TPU int8 value from MaxText's GPT-3
+    175B on v6e-256 at BF16 and with AQT int8, tpu-recipes); else 1 (no evidence: the datasheet
+    ratio of peaks stands)."""
+    measured = mamf.precision_ratio(acc, precision)
+    if measured is not None:
+        return measured
+    name, t = f"matmul_ratio_{precision}", eff.table
+    for scope in (scope_of(eff, acc), str(acc["kind"]), "pooled"):
+        if (name, scope) in t:
+            return float(t[(name, scope)])
+    return 1.0
+
+
 def compute_efficiency(eff: Efficiency, acc, precision: str, work: str, profile: Profile, tp=1, tokens=None,
                        ceiling=None):
     """Fraction of the dense peak of ``precision`` that matmul work reaches (scalar or numpy array,
@@ -208,7 +225,7 @@ def compute_efficiency(eff: Efficiency, acc, precision: str, work: str, profile:
 
     ``work``: ``"train"`` (the matmuls of a training step: forward, backward), ``"prefill"`` or
     ``"decode"`` (forward passes in an inference engine). Efficiency = ceiling (``_ceiling``;
-    ``ceiling`` overrides it) · BF16 MAMF/peak (training only, ``mamf.fraction``: the ceiling is fitted
+    ``ceiling`` overrides it) · BF16 MAMF/peak · ``precision_ratio`` (training only, ``mamf.fraction``: the ceiling is fitted
     as a fraction of the measured maximum achievable matmul rate, so a chip whose software reaches
     less of its peak, MI300X's 51% against H100's 80%, is not credited with another chip's
     efficiency) · width_factor(h, width_scale) · moe_factor (training only). Tensor
@@ -228,7 +245,7 @@ def compute_efficiency(eff: Efficiency, acc, precision: str, work: str, profile:
     pk = peak(acc, precision)
     e = np.asarray(_ceiling(eff, acc, work) if ceiling is None else ceiling, dtype=float)
     if work == "train" and ceiling is None:
-        e = e * mamf.fraction(acc, mamf.REFERENCE_PRECISION)
+        e = e * mamf.fraction(acc, mamf.REFERENCE_PRECISION) * precision_ratio(eff, acc, precision)
     if profile.generic:  # published ResNet-50 runs scale the transformer-fitted efficiency (calibrate.generic)
         e = e * eff.table.get(("generic_train_scale" if work == "train" else "generic_inference_scale", "pooled"), 1.0)
     else:
