@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import paths, terms
+from . import paths
 from .errors import InputError
 
 
@@ -522,18 +522,6 @@ def accelerator_record(ident: str) -> dict:
 def accelerator_records() -> dict[str, dict]:
     """Every accelerator's catalog row as a dict, by id (cached)."""
     return _acc_records()
-
-
-def matmul_precision(acc, precision: str, fp4_fallback: str = "refuse") -> str:
-    """The precision one chip runs a workload's matmuls at: ``terms.compute_precision``, except fp4 on
-    a chip without FP4 tensor cores (no ``peak_fp4_flops_per_s``) with ``fp4_fallback: weight_only``:
-    the weights are dequantised and multiplied at fp8 where the chip has an FP8 peak (W4A8, as
-    TensorRT-LLM's and vLLM's FP4-weight kernels on Hopper), else bf16 (W4A16, Marlin-style). With
-    ``refuse`` it stays fp4 and the blank peak excludes the chip."""
-    prec = terms.compute_precision(precision)
-    if prec != "fp4" or fp4_fallback != "weight_only" or not math.isnan(peak_flops_per_s(acc, "fp4")):
-        return prec
-    return "fp8" if not math.isnan(peak_flops_per_s(acc, "fp8")) else "bf16"
 
 
 def usable_accelerators(precision: str) -> list[str]:

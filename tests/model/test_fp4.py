@@ -7,6 +7,7 @@ from pydantic import ValidationError
 
 from workbook import catalog
 from workbook.model import estimate
+from workbook.model.efficiency import matmul_precision
 from workbook.model.profile import bytes_per_value, weight_bytes, workload_profile
 from workbook.scenario import Scenario
 
@@ -55,9 +56,9 @@ def test_fp4_on_a_chip_without_fp4_tensor_cores_is_refused_in_one_line():
 
 def test_weight_only_fp4_on_hopper_multiplies_at_fp8_and_reads_fp4_weights():
     h100 = catalog.accelerator_record("H100-SXM5-80GB")
-    assert catalog.matmul_precision(h100, "fp4", "weight_only") == "fp8"
-    assert catalog.matmul_precision(catalog.accelerator_record("A100-SXM4-80GB"), "fp4", "weight_only") == "bf16"
-    assert catalog.matmul_precision(catalog.accelerator_record("B200-SXM-180GB"), "fp4", "weight_only") == "fp4"
+    assert matmul_precision(h100, "fp4", "weight_only") == "fp8"
+    assert matmul_precision(catalog.accelerator_record("A100-SXM4-80GB"), "fp4", "weight_only") == "bf16"
+    assert matmul_precision(catalog.accelerator_record("B200-SXM-180GB"), "fp4", "weight_only") == "fp4"
     wo = estimate.estimate_inference(_serving("fp4", fp4_fallback="weight_only"), "H100-SXM5-80GB", chips=8)
     fp8 = estimate.estimate_inference(_serving("fp8"), "H100-SXM5-80GB", chips=8)
     assert wo["fits"] and wo["peak_flops_per_s"] == fp8["peak_flops_per_s"]
@@ -81,3 +82,15 @@ def test_only_chips_with_an_fp4_peak_are_candidates_by_default():
     names = estimate.candidate_accelerators(s)
     assert "B200-SXM-180GB" in names and "H100-SXM5-80GB" not in names
     assert all(not math.isnan(catalog.peak_flops_per_s(catalog.accelerator_record(a), "fp4")) for a in names)
+
+
+def test_a_family_without_runs_borrows_its_predecessors_values_but_keeps_the_uncalibrated_label():
+    """issue 24: chips without any run get the nearest family's parameters and the wider uncalibrated
+    band, labelled. A TPU7x (family tpu-v7, no runs) takes tpu-v6e's training ceiling."""
+    from workbook.model.efficiency import Efficiency, NEAREST_FAMILY, band_scope, scope_of
+    eff = Efficiency.from_csv()
+    tpu7 = catalog.accelerator_record("TPU-7x")
+    assert NEAREST_FAMILY["tpu-v7"] == "tpu-v6e" and "tpu-v7" not in eff.scopes
+    assert scope_of(eff, tpu7) == "tpu-v6e"
+    assert band_scope(eff, tpu7) == "tpu-v7" and not eff.is_calibrated("matmul_ceiling", band_scope(eff, tpu7))
+    assert scope_of(eff, catalog.accelerator_record("TPU-v6e")) == "tpu-v6e"  # a calibrated family keeps its own

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import catalog
+from .. import catalog, terms
 from ..errors import InputError
 from . import mamf
 from .profile import Profile, bytes_per_value
@@ -110,11 +110,30 @@ def _from_csv() -> Efficiency:
     return Efficiency.from_table({(p, s): float(v) for p, s, v in zip(df["parameter"], df["scope"], df["value"])})
 
 
-def scope_of(eff: Efficiency, acc) -> str:
-    """The scope whose values apply to the accelerator ``acc``: its own id where ``eff`` holds values
-    for it (the team's runs, ``calibrate.own``), else its family."""
+# A family without published runs of its own borrows the fitted values of the nearest calibrated
+# family: its predecessor on the same vendor software stack (issue 24: "chips without any run get
+# the nearest family's parameters and the wider uncalibrated band, labelled"). Its bands stay the
+# uncalibrated ones and its estimates say calibrated False (``band_scope``).
+NEAREST_FAMILY = {
+    "amd-cdna4": "amd-cdna3",  # MI350X/MI355X after MI300X/MI325X: ROCm, same engines
+    "tpu-v7": "tpu-v6e",  # Ironwood after Trillium: XLA/MaxText, JetStream
+    "aws-trainium3": "aws-trainium2",  # Neuron SDK, NxD
+}
+
+
+def band_scope(eff: Efficiency, acc) -> str:
+    """The scope of the accelerator's own calibration: its id where ``eff`` holds values for it (the
+    team's runs, ``calibrate.own``), else its family. Bands and the ``calibrated`` label use it."""
     chip = str(acc.get("accelerator", ""))
     return chip if chip and chip in eff.scopes else str(acc["family"])
+
+
+def scope_of(eff: Efficiency, acc) -> str:
+    """The scope whose parameter values apply to the accelerator ``acc``: ``band_scope``, or, for a
+    family with no fitted values, the nearest calibrated family (``NEAREST_FAMILY``)."""
+    own = band_scope(eff, acc)
+    near = NEAREST_FAMILY.get(own)
+    return near if own not in eff.scopes and near in eff.scopes else own
 
 
 def default(eff: Efficiency | None) -> Efficiency:
@@ -125,6 +144,25 @@ def default(eff: Efficiency | None) -> Efficiency:
 def peak(acc, precision: str) -> float:
     """Dense peak of ``precision`` on one chip, NaN when unpublished (``catalog.peak_flops_per_s``)."""
     return catalog.peak_flops_per_s(acc, precision)
+
+
+def matmul_precision(acc, precision: str, fp4_fallback: str = "refuse") -> str:
+    """The precision one chip runs a workload's matmuls at: ``terms.compute_precision``, except fp4 with
+    ``fp4_fallback: weight_only`` on a chip without FP4 tensor cores (no ``peak_fp4_flops_per_s``): fp8
+    where the chip has an FP8 peak (W4A8), else bf16 (W4A16). With ``refuse``: fp4 (the blank peak excludes it)."""
+    prec = terms.compute_precision(precision)
+    if prec == "fp4" and fp4_fallback == "weight_only" and math.isnan(peak(acc, "fp4")):
+        return "fp8" if not math.isnan(peak(acc, "fp8")) else "bf16"
+    return prec
+
+
+FP4_REFUSAL = "no FP4 tensor cores (peak_fp4_flops_per_s blank); workload.fp4_fallback: weight_only serves fp4 weights with fp8/bf16 matmuls"
+
+
+def candidate_precision(precision: str, fp4_fallback: str = "refuse") -> str:
+    """The peak a chip must publish to be a candidate: ``terms.compute_precision``; bf16 for fp4 with
+    ``fp4_fallback: weight_only`` (any chip dequantises FP4 weights)."""
+    return "bf16" if (precision, fp4_fallback) == ("fp4", "weight_only") else terms.compute_precision(precision)
 
 
 def width_factor(hidden, h0):

@@ -14,11 +14,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from .. import catalog
 from . import comm, disagg, queueing
 from ..errors import InputError
 from ..scenario import Workload
-from .efficiency import Efficiency, band, compute_efficiency, default, peak, roofline_time_s, scope_of
+from .efficiency import (Efficiency, band, band_scope, compute_efficiency, default, matmul_precision, peak, roofline_time_s,
+                         scope_of)
 from .profile import Profile, weight_bytes
 from .replica import (ACTIVATION_BYTES, Layout, _node, decode_step_parts, decode_step_s, ep_alltoall_s,  # noqa: F401
                       kv_budget_bytes, kv_bytes_per_token_held, kv_replicas, tp_ranks_per_chip, max_batch_fit, pp_handoff_s, prefill_s, serving_point, stored_weight_bytes,
@@ -128,7 +128,7 @@ def choose_batch(eff: Efficiency, p: Profile, acc, w: Workload, tp: float, headr
     with ``reason`` and ``fits`` False when the pinned chips cannot hold the concurrency."""
     I, O = _need_lengths(w)
     lay = _as_layout(tp, layout)
-    cprec = catalog.matmul_precision(acc, w.precision, w.fp4_fallback)
+    cprec = matmul_precision(acc, w.precision, w.fp4_fallback)
     mb = float(max_batch_fit(p, acc, lay.tp, I + O, w.weight_precision, w.kv_precision, headroom, lay))
     if mb < 1 or (pinned and pinned < lay.chips):
         return None
@@ -204,7 +204,7 @@ def _generic_serving(eff: Efficiency, p: Profile, acc, w: Workload, pinned: int 
     of one sample)."""
     if p.infer_flops_per_sample is None:
         return {"reason": "workload.generic.infer_flops_per_sample is needed for an inference estimate"}
-    cprec = catalog.matmul_precision(acc, w.precision, w.fp4_fallback)
+    cprec = matmul_precision(acc, w.precision, w.fp4_fallback)
     e = compute_efficiency(eff, acc, cprec, "prefill", p)
     t = float(roofline_time_s(p.infer_flops_per_sample, p.bytes_per_sample or 0.0, peak(acc, cprec) * e,
                               float(acc["memory_bytes_per_s"]) * eff.get("decode_memory_efficiency", scope_of(eff, acc))))
@@ -282,7 +282,7 @@ def _disaggregated(eff: Efficiency, p: Profile, acc, w: Workload, headroom: floa
             parallelism is not None and any(getattr(parallelism, k) for k in ("tp", "pp", "ep"))):
         return None
     single = [lay for lay in layouts if lay.pp == 1 and lay.ep == 1]
-    d = disagg.plan(eff, p, acc, w, single, headroom, BATCH_GRID, catalog.matmul_precision(acc, w.precision, w.fp4_fallback))
+    d = disagg.plan(eff, p, acc, w, single, headroom, BATCH_GRID, matmul_precision(acc, w.precision, w.fp4_fallback))
     if d is None:
         return None
     tp = min(d["prefill_tp"], d["decode_tp"])
@@ -292,7 +292,6 @@ def _disaggregated(eff: Efficiency, p: Profile, acc, w: Workload, headroom: floa
 
 def _serving_row(eff: Efficiency, p: Profile, acc, w: Workload, c: dict, max_chips: int | None) -> dict:
     """The comparison figures of the chosen deployment ``c``, with P10/P90 bands."""
-    fam = scope_of(eff, acc)
     I, O = _need_lengths(w)
     lay = c.get("decode_layout") or Layout(c["tp"], c["pp"], c["ep"])
     out = {"fits": True, "chips": c["chips"], "tp": c["tp"], "pp": c["pp"], "ep": c["ep"], "replicas": c["replicas"],
@@ -305,10 +304,10 @@ def _serving_row(eff: Efficiency, p: Profile, acc, w: Workload, c: dict, max_chi
            "kv_transfer_ms": c["kv_transfer_s"] * 1e3 if "kv_transfer_s" in c else math.nan,
            "memory_per_chip_bytes": (stored_weight_bytes(p, w.weight_precision, lay) + c["batch"] * (I + O)
                                      * kv_bytes_per_token_held(p, acc, lay.tp, w.kv_precision)) / lay.chips,
-           "calibrated": eff.is_calibrated("decode_memory_efficiency", fam)}
+           "calibrated": eff.is_calibrated("decode_memory_efficiency", band_scope(eff, acc))}
     for key, metric in (("output_tokens_per_s", "output_tokens_per_s_per_chip"), ("tpot_ms", "tpot_ms"),
                         ("ttft_ms", "ttft_ms")):
-        lo, hi = band(eff, metric, fam)
+        lo, hi = band(eff, metric, band_scope(eff, acc))
         out[key + "_low"], out[key + "_high"] = out[key] * lo, out[key] * hi
     if not c["meets"]:
         out["reason"] = "misses the latency targets at every batch size (estimated at the largest batch that fits)"
@@ -350,7 +349,7 @@ def tp_curve(p: Profile, acc, w: Workload, tp_values=None, efficiency: Efficienc
 
 
 def _curve_rows(eff, p, acc, w, lay: Layout, headroom, batches, pinned, I, O) -> pd.DataFrame:
-    cprec = catalog.matmul_precision(acc, w.precision, w.fp4_fallback)
+    cprec = matmul_precision(acc, w.precision, w.fp4_fallback)
     chosen = choose_batch(eff, p, acc, w, lay.tp, headroom, lay, pinned)
     chosen = chosen if chosen and chosen["fits"] else None
     bs = np.array(sorted(set(batches) | ({chosen["batch"]} if chosen else set())), dtype=float)
