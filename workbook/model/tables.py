@@ -16,7 +16,7 @@ from ..errors import InputError
 from ..scenario import Parallelism, Scenario, Workload
 from . import comm, search, serving, training
 from . import profile as prof
-from .efficiency import Efficiency, peak
+from .efficiency import Efficiency, candidate_precision, matmul_precision, peak
 from .estimate import candidate_accelerators, training_tokens
 from .profile import (Profile, activation_bytes, attention_flops_per_token, bytes_per_value,
                       decode_arithmetic_intensity, decode_flops_per_token, kv_cache_bytes_per_token,
@@ -121,10 +121,10 @@ def operating_points(s: Scenario, perf_df: pd.DataFrame | None = None) -> pd.Dat
     p = workload_profile(w)
     if p.generic:
         return pd.DataFrame(columns=["accelerator", "point", "intensity_flops_per_byte", "attained_flops_per_s"])
-    cprec = terms.compute_precision(w.precision)
     rows = []
     for a in candidate_accelerators(s):
         acc = catalog.accelerator_record(a)
+        cprec = matmul_precision(acc, w.precision, w.fp4_fallback)
         pk = peak(acc, cprec)
         if math.isnan(pk):
             continue
@@ -279,7 +279,7 @@ def scenario_curves(s, chip_counts=None, efficiency: Efficiency | None = None, a
     par = s.cluster.parallelism if s.cluster is not None else None
     for a in accelerators or candidate_accelerators(s):
         acc = catalog.accelerator(a)
-        if not _usable(acc, terms.compute_precision(s.workload.precision)):
+        if not _usable(acc, matmul_precision(acc, s.workload.precision, s.workload.fp4_fallback)):
             skipped.append(f"{a}: no {s.workload.precision} peak or memory bandwidth in the catalog")
             continue
         try:
@@ -316,7 +316,7 @@ def scenario_best(s, efficiency: Efficiency | None = None, chips: int | None = N
     elif s.cluster is not None and s.cluster.accelerator:
         names = [s.cluster.accelerator]
     else:
-        names = [a for a in candidate_accelerators(s) if _usable(catalog.accelerator(a), terms.compute_precision(w.precision))]
+        names = [a for a in candidate_accelerators(s) if _usable(catalog.accelerator(a), candidate_precision(w.precision, w.fp4_fallback))]
     headroom = s.constraints.min_memory_headroom
     best = None
     for a in names:
