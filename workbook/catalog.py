@@ -162,9 +162,9 @@ SCHEMAS: dict[str, dict[str, Col]] = {
         "parallelism": Col(),
         "global_batch_seqs": Col("int", False, 1, 100000000),
         "framework": Col(),
-        "precision": Col("str", True, choices=("bf16", "fp16", "fp8", "int8")),
-        "weight_precision": Col("str", False, choices=("bf16", "fp16", "fp8", "int8", "int4")),
-        "kv_precision": Col("str", False, choices=("bf16", "fp16", "fp8", "int8")),
+        "precision": Col("str", True, choices=("bf16", "fp16", "fp8", "fp4", "int8")),
+        "weight_precision": Col("str", False, choices=("bf16", "fp16", "fp8", "int8", "int4", "nvfp4", "mxfp4")),
+        "kv_precision": Col("str", False, choices=("bf16", "fp16", "fp8", "int8", "nvfp4")),
         "seq_len": Col("int", False, 1, 10000000),
         "train_tokens": Col("float", False, 1e6, 1e15),
         "input_tokens": Col("int", False, 1, 10000000),
@@ -480,7 +480,7 @@ def peak_flops_per_s(acc, precision: str, required: bool = False):
     blank peak of one accelerator is an InputError naming the column, not NaN."""
     col = {"fp32": "peak_fp32_flops_per_s", "bf16": "peak_bf16_flops_per_s", "fp16": "peak_fp16_flops_per_s",
            "fp8": "peak_fp8_flops_per_s", "int8": "peak_int8_flops_per_s", "int4": "peak_bf16_flops_per_s",
-           "nf4": "peak_bf16_flops_per_s"}[precision]
+           "nf4": "peak_bf16_flops_per_s", "fp4": "peak_fp4_flops_per_s"}[precision]
     other = {"peak_bf16_flops_per_s": "peak_fp16_flops_per_s", "peak_fp16_flops_per_s": "peak_bf16_flops_per_s"}.get(col)
     if isinstance(acc, pd.DataFrame):
         val = acc[col].astype(float)

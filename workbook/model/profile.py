@@ -32,7 +32,14 @@ import pandas as pd
 from .. import catalog, hf
 from ..scenario import Architecture, Workload
 
-BYTES_PER_VALUE = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5, "nf4": 0.5}
+# FP4 block formats with their scales: NVFP4 = 4-bit E2M1 + one FP8 E4M3 scale per 16 values
+# (0.5 + 1/16 bytes; a per-tensor FP32 scale on top is negligible), NVIDIA Technical Blog
+# "Introducing NVFP4 for Efficient and Accurate Low-Precision Inference" (2025); MXFP4 = E2M1 + one
+# E8M0 scale per 32 values (0.5 + 1/32 bytes), OCP Microscaling Formats (MX) Specification v1.0
+# (2023) §5.2. "fp4" alone is the bare 4-bit element (a compute precision).
+FP4_BLOCK = {"nvfp4": 16, "mxfp4": 32}
+BYTES_PER_VALUE = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5, "nf4": 0.5, "fp4": 0.5,
+                   **{f: 0.5 + 1.0 / n for f, n in FP4_BLOCK.items()}}
 
 
 def bytes_per_value(precision: str) -> float:
