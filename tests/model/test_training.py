@@ -367,15 +367,3 @@ def test_fp8_training_stores_gemm_inputs_in_one_byte():
     assert mem["bf16"] - mem["fp8"] == pytest.approx(saved, rel=1e-9)
     assert prof.fp8_saved_input_savings_per_token_per_layer(p, "fp8", "full") == 0.0  # only the 16-bit layer input is kept
     assert prof.fp8_saved_input_savings_per_token_per_layer(p, "bf16", "selective") == 0.0
-
-
-def test_pipeline_ranks_hold_megatron_warm_up_counts():
-    # Megatron-Core schedules.py: 1F1B rank r holds min(m, pp - r) micro-batches; interleaved (v chunks)
-    # (pp - r - 1)·2 + (v - 1)·pp + 1 chunk forwards. Rank 0 agrees with Korthikanti et al.'s first-stage
-    # factor; the last rank holds 1 micro-batch without interleaving but pp - (pp - 1)/v with it.
-    assert training.activation_inflight_on_rank(8, 64, 1, 0) == 8
-    assert training.activation_inflight_on_rank(8, 64, 1, 7) == 1
-    assert training.activation_inflight_on_rank(8, 4, 1, 2) == 4  # fewer micro-batches than stages
-    assert training.activation_inflight_on_rank(8, 64, 8, 0) == pytest.approx(
-        float(training.activation_inflight_factor(8, 64, 8)))
-    assert training.activation_inflight_on_rank(8, 64, 8, 7) == pytest.approx(8 - 7 / 8)

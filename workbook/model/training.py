@@ -149,24 +149,6 @@ def activation_inflight_factor(pp, microbatches, vpp=1):
     return base * np.where(v > 1, 1.0 + (pp - 1.0) / (pp * v), 1.0)
 
 
-def activation_inflight_on_rank(pp, microbatches, vpp, rank):
-    """Micro-batches of its stage's layers whose activations pipeline rank ``rank`` (0 = first) holds at
-    its peak, from the warm-up counts of Megatron-Core's schedules
-    (megatron/core/pipeline_parallel/schedules.py): 1F1B (``forward_backward_pipelining_without_interleaving``)
-    runs pp - rank - 1 warm-up forwards and holds one more in the steady state, min(m, pp - rank);
-    the interleaved schedule (v model chunks of 1/v of the stage's layers) runs (pp - rank - 1)·2 +
-    (v - 1)·pp warm-up chunk forwards plus one, at most m·v, i.e. that many / v micro-batches of the
-    stage. Rank 0 gives ``activation_inflight_factor`` (pp + (pp - 1)/v for m >= pp: Korthikanti et al.
-    2022 §4.2.3); the last rank holds one micro-batch without interleaving but pp - (pp - 1)/v with it."""
-    pp = np.asarray(pp, dtype=float)
-    m = np.asarray(microbatches, dtype=float)
-    v = np.asarray(vpp, dtype=float)
-    r = np.asarray(rank, dtype=float)
-    plain = np.minimum(m, pp - r)
-    chunks = np.minimum(m * v, (pp - r - 1.0) * 2.0 + (v - 1.0) * pp + 1.0)
-    return np.where(v > 1, chunks / v, plain)
-
-
 # --- helpers ------------------------------------------------------------------------------------
 
 def _divisors(n: int) -> list[int]:
@@ -319,11 +301,10 @@ def gpu_overlap_slowdown(o: Overlap, acc) -> float:
 def memory_per_chip_bytes(p: Profile, w: Workload, g: dict, st: dict, c: dict):
     """Memory per chip: the larger of the first pipeline stage (most activations in flight,
     ``activation_inflight_factor``) and the last (the fp32 logits for the loss, Korthikanti et al.
-    2022 §4.3; its own warm-up, ``activation_inflight_on_rank``, nearly pp micro-batches when
-    interleaved): weight, gradient and optimizer shards (``zero_state_bytes``), the gathered layers
-    of ZeRO-3, stored activations (``profile.activation_bytes_per_token_per_layer``, less the GEMM
-    inputs FP8 training keeps in one byte: ``profile.fp8_saved_input_savings_per_token_per_layer``)
-    and the layer being recomputed."""
+    2022 §4.3): weight, gradient and optimizer shards (``zero_state_bytes``), the gathered layers of
+    ZeRO-3, stored activations (``profile.activation_bytes_per_token_per_layer``, less the GEMM
+    inputs FP8 training keeps in one byte: ``profile.fp8_saved_input_savings_per_token_per_layer``) and
+    the layer being recomputed."""
     s, V, frac = float(w.seq_len), float(p.vocab), st["frac"]
     tp, cp, pp, ep, z = g["tp"], g["cp"], g["pp"], g["ep"], g["z"]
     tok_chip, L_stage, wb, gb, ob = c["tok_chip"], st["L_stage"], st["wb"], st["gb"], st["ob"]
@@ -342,8 +323,7 @@ def memory_per_chip_bytes(p: Profile, w: Workload, g: dict, st: dict, c: dict):
     gathered = np.where(z == 3, 2.0 * wb * (st["dense_layer"] + st["expert_layer"] / ep) / tp, 0.0)  # current + prefetched layer
     inflight = activation_inflight_factor(pp, g["m"], g["v"])
     mem_first = state_first + gathered + stored * L_stage * inflight + working + np.where(pp == 1, logits, 0.0)
-    inflight_last = activation_inflight_on_rank(pp, g["m"], g["v"], pp - 1.0)  # 1 without interleaving
-    mem_last = state_last + gathered + stored * L_stage * inflight_last + working + logits
+    mem_last = state_last + gathered + stored * L_stage + working + logits
     return np.maximum(mem_first, mem_last)
 
 
