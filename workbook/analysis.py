@@ -8,9 +8,13 @@ the app and the batch reports all call it and read its ``Analysis``. ``summary_j
 """
 from __future__ import annotations
 
+import copy
 import datetime as _dt
 import math
+import os
+from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 from datetime import datetime, timezone
 
 import numpy as np
@@ -121,13 +125,59 @@ def precision_changes(s: Scenario, priced: pd.DataFrame, eff: Efficiency | None 
     return []
 
 
+# Where the analyses of one process are shared (the report kernel, which runs the five notebooks of a
+# scenario and its summary estimate, and the app's kernel): set by the report runner and the app.
+SHARE_ENV = "WORKBOOK_SHARE_ANALYSIS"
+_SHARED: OrderedDict = OrderedDict()
+_SHARED_SIZE = 8
+
+
+def _data_state(s: Scenario) -> tuple:
+    """What an analysis reads besides the scenario: each catalog file of the data folder and the
+    scenario's measurements file, by path, size and modification time (an edited file is a new key)."""
+    files = sorted(paths.DATA_DIR.glob("*.csv"))
+    if s.measurements:
+        files.append(Path(str(s.measurements)))
+    out = []
+    for f in files:
+        try:
+            st = f.stat()
+            out.append((str(f), st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append((str(f), None, None))
+    return tuple(out)
+
+
+def shared_analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0, measurements: bool = True) -> Analysis:
+    """``analyse`` computed once per process for equal inputs (the scenario's content, the draws, the
+    seed and the data files' state) and handed out as a deep copy, so a caller that changes its tables
+    changes only its own. ``analyse`` calls it when ``WORKBOOK_SHARE_ANALYSIS`` is set (the report
+    kernel: notebooks 02, 04, 05 and the summary share one analysis; the app)."""
+    key = (s.model_dump_json(), int(n_draws), int(seed), bool(measurements), _data_state(s))
+    hit = _SHARED.get(key)
+    if hit is None:
+        hit = _SHARED[key] = _analyse(s, n_draws, seed, measurements)
+        if len(_SHARED) > _SHARED_SIZE:
+            _SHARED.popitem(last=False)
+    else:
+        _SHARED.move_to_end(key)
+    return copy.deepcopy(hit)
+
+
 def analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0, measurements: bool = True) -> Analysis:
     """The whole analysis of ``s``: performance per accelerator (``options``) and per offering
     (training), software fit, prices and exclusions, Monte Carlo, recommendation, offers. With
     ``s.measurements`` (and ``measurements`` true) the efficiency is the published calibration
     adjusted to the team's runs near the workload (``calibrate.own.scenario_efficiency``). When no
     option passes, the nearest changes include another precision that would make one pass
-    (``precision_changes``)."""
+    (``precision_changes``). Where ``WORKBOOK_SHARE_ANALYSIS`` is set, equal inputs are computed
+    once per process (``shared_analyse``)."""
+    if os.environ.get(SHARE_ENV):
+        return shared_analyse(s, n_draws, seed, measurements)
+    return _analyse(s, n_draws, seed, measurements)
+
+
+def _analyse(s: Scenario, n_draws: int, seed: int, measurements: bool) -> Analysis:
     use = s.measurements if measurements else None
     eff, adjustments, runs = own_runs.scenario_efficiency(s.model_copy(update={"measurements": use}),
                                                           workload_profile(s.workload))

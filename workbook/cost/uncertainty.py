@@ -111,14 +111,16 @@ def monte_carlo(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0
 
 
 def mc_histogram(s: Scenario, priced: pd.DataFrame, options: list[str] | None = None, n: int = 10000, seed: int = 0,
-                 bins: int = 40, top: int = 5) -> pd.DataFrame:
+                 bins: int = 40, top: int = 5, mc: pd.DataFrame | None = None) -> pd.DataFrame:
     """Binned Monte Carlo distribution of the ranking figure for a few options (default: the
-    ``top`` by median), ready to chart: option, bin_start, bin_end, share."""
+    ``top`` by median), ready to chart: option, bin_start, bin_end, share. ``mc``: the
+    ``monte_carlo`` of these ``priced`` rows with the same ``n`` and ``seed`` when already drawn
+    (``Analysis.mc``), so the top options are not drawn twice."""
     ok = _feasible(priced).reset_index(drop=True)
     if ok.empty:
         return pd.DataFrame(columns=["option", "bin_start", "bin_end", "share"])
     if options is None:
-        mc = monte_carlo(s, priced, n=n, seed=seed)
+        mc = monte_carlo(s, priced, n=n, seed=seed) if mc is None else mc
         best = mc.sort_values("p50").drop_duplicates(["accelerator", "pricing_model"])
         options = list(best["option"].head(top))
     sub = ok[ok["option"].isin(options)].reset_index(drop=True)
