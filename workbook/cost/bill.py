@@ -437,7 +437,7 @@ def _spot_factor(col, rows, sp, lam, shape, rec) -> np.ndarray:
 
 
 def bill(rec: pd.DataFrame | dict, training: bool, hours_multiplier, price_mult, utilization, interruptions_per_hour,
-         spot_price_mult=None) -> dict:
+         spot_price_mult=None, outputs: tuple[str, ...] | None = None) -> dict:
     """Evaluate the bill of every option for given draws (vectorised; the one formula that
     ``price_options``, ``monte_carlo`` and ``tornado`` share).
 
@@ -451,9 +451,10 @@ def bill(rec: pd.DataFrame | dict, training: bool, hours_multiplier, price_mult,
     ``interruptions_per_hour`` broadcast against shape (M,) or (M, N); ``spot_price_mult``
     (optional, shape (spot rows, N)) varies spot prices only. Returns ``cost`` (training: USD per
     run; serving: USD per month), ``days`` (training run length) and ``factor`` (paid hours per used
-    hour). Large draws are evaluated in place: few temporaries."""
+    hour). Large draws are evaluated in place: few temporaries; ``outputs`` (training) names the
+    arrays wanted (default all), so a Monte Carlo does not copy the ones it does not read."""
     if training:
-        return _bill_training(rec, hours_multiplier, price_mult, interruptions_per_hour, spot_price_mult)
+        return _bill_training(rec, hours_multiplier, price_mult, interruptions_per_hour, spot_price_mult, outputs)
     eff = hours_multiplier
     nd = max(np.ndim(eff), np.ndim(price_mult), np.ndim(utilization), np.ndim(interruptions_per_hour), 1)
 
@@ -498,7 +499,37 @@ def bill(rec: pd.DataFrame | dict, training: bool, hours_multiplier, price_mult,
     return {"cost": cost, "days": days, "factor": factor}
 
 
-def _bill_training(rec, hours_multiplier, price_mult, reclaims_per_host_hour, spot_price_mult=None) -> dict:
+_GOODPUT_KEYS = ("hosts", "failures_per_host_hour", "spot_exposure", "fixed_interval_s", "checkpoint_write_s",
+                 "restart_s")
+
+
+def _goodput_rows(rec, lam, col, shared_draws: bool):
+    """The checkpoint interval and wall time per useful hour (Young/Daly, ``reliability``) of every
+    row, evaluated once per distinct (hosts, failure rate, spot exposure, checkpoint and restart
+    times): the offers of one shape in many regions differ only in price, so a (rows x draws) Monte
+    Carlo evaluates the exponentials once per shape (the same arithmetic, gathered back per row).
+    ``shared_draws``: the reclaim-rate draws are the same for every row (else no row is shared)."""
+    def of(lam_rows, c):
+        mtbf = np.where(lam_rows > 0, 3600.0 / lam_rows, np.inf)
+        fixed = c("fixed_interval_s")
+        tau = np.where(np.isfinite(fixed), fixed, optimal_checkpoint_interval_s(c("checkpoint_write_s"), mtbf))
+        return tau, wall_per_useful(np.where(np.isfinite(tau), tau, np.inf), c("checkpoint_write_s"), c("restart_s"), mtbf)
+
+    lam = np.asarray(lam, dtype=float)
+    if not shared_draws or lam.ndim < 2 or lam.shape[0] < 2 or lam.shape[0] != len(np.atleast_1d(rec["hosts"])):
+        return of(lam, col)
+    keys = np.column_stack([np.asarray(rec[k], dtype=float) for k in _GOODPUT_KEYS])
+    _, first, inverse = np.unique(np.nan_to_num(keys, nan=-1.0, posinf=-2.0), axis=0, return_index=True,
+                                  return_inverse=True)
+    if len(first) == len(keys):
+        return of(lam, col)
+    tau, g = of(lam[first], lambda name: col(name)[first])
+    inverse = inverse.reshape(-1)
+    return tau[inverse], g[inverse]
+
+
+def _bill_training(rec, hours_multiplier, price_mult, reclaims_per_host_hour, spot_price_mult=None,
+                   outputs=None) -> dict:
     """The training bill (see the module docstring), vectorised like ``bill``. Wall time = the
     model's days x the performance draw / goodput (Daly 2006, ``reliability.wall_per_useful``) with
     the job's interruptions hosts x (failures + spot reclaims) per host-hour and the Young/Daly
@@ -516,10 +547,7 @@ def _bill_training(rec, hours_multiplier, price_mult, reclaims_per_host_hour, sp
     lam = col("hosts") * (col("failures_per_host_hour") + col("spot_exposure") * np.asarray(reclaims_per_host_hour,
                                                                                                dtype=float))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        mtbf = np.where(lam > 0, 3600.0 / lam, np.inf)
-        fixed = col("fixed_interval_s")
-        tau = np.where(np.isfinite(fixed), fixed, optimal_checkpoint_interval_s(col("checkpoint_write_s"), mtbf))
-        g = wall_per_useful(np.where(np.isfinite(tau), tau, np.inf), col("checkpoint_write_s"), col("restart_s"), mtbf)
+        tau, g = _goodput_rows(rec, lam, col, np.ndim(reclaims_per_host_hour) < 2 or np.shape(reclaims_per_host_hour)[0] == 1)
         days = col("base_days") * hours_multiplier * g
         wall_h = days * 24.0
         price = col("usd_per_instance_hour") * price_mult
@@ -542,7 +570,8 @@ def _bill_training(rec, hours_multiplier, price_mult, reclaims_per_host_hour, sp
     shape = np.broadcast_shapes(np.shape(cost), np.shape(days))
     out = {"cost": cost, "days": days, "factor": factor, "goodput": 1.0 / g, "interruptions_per_hour": lam,
            "checkpoint_interval_s": tau, "contract_usd": contract}
-    out = {k: np.array(np.broadcast_to(v, shape), dtype=float) for k, v in out.items()}
+    out = {k: np.array(np.broadcast_to(v, shape), dtype=float) for k, v in out.items() if outputs is None or k in outputs}
     for k in ("cost", "days", "contract_usd"):
-        out[k][~np.isfinite(out[k])] = np.nan
+        if k in out:
+            out[k][~np.isfinite(out[k])] = np.nan
     return out

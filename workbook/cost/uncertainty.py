@@ -47,14 +47,17 @@ def mc_draws(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0) -
     z_acc = rng.standard_normal((len(accs), n))
     mu, sig = lognormal_from_band(priced["hours_multiplier_low"].to_numpy(float),
                                   priced["hours_multiplier_high"].to_numpy(float))
-    eff = np.exp(mu[:, None] + sig[:, None] * z_acc[acc_idx])
+    # one draw per (accelerator, band): the offers of a chip in many regions share it, computed once
+    _, first, inverse = np.unique(np.column_stack([acc_idx, np.nan_to_num(mu, nan=-1e300), np.nan_to_num(sig, nan=-1e300)]),
+                                  axis=0, return_index=True, return_inverse=True)
+    eff = np.exp(mu[first, None] + sig[first, None] * z_acc[acc_idx[first]])[inverse.reshape(-1)]
     spot = np.flatnonzero((priced["kind"] == "spot").to_numpy())
     s_sig = math.log(p.spot_price_p90_over_p10) / (2 * Z90)
     spot_mult = np.exp(s_sig * rng.standard_normal((len(spot), n))) if len(spot) else None
     u = np.clip(p.utilization + p.utilization_spread / Z90 * rng.standard_normal((1, n)), 0.01, 1.0)
     lam = p.spot_interruptions_per_hour * np.exp(math.log(p.interruption_spread) / Z90 * rng.standard_normal((1, n)))
     out = bill(priced, training, hours_multiplier=eff, price_mult=1.0, utilization=u, interruptions_per_hour=lam,
-               spot_price_mult=spot_mult)
+               spot_price_mult=spot_mult, outputs=("cost", "days"))
     cost = out["cost"]
     metric = cost if training else cost / priced["tokens_per_month"].to_numpy(float)[:, None] * 1e6
     return {"cost": cost, "metric": metric, "days": out["days"], "options": priced["option"].to_numpy(),
