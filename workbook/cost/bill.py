@@ -528,6 +528,36 @@ def _goodput_rows(rec, lam, col, shared_draws: bool):
     return tau[inverse], g[inverse]
 
 
+def _contract_hours(rec, col, reserved, wall_h):
+    """Hours a commitment or purchase pays (``contract_h``: the terms that cover the wall time, at
+    least the minimum term; a capacity block: the shortest block that holds it, NaN beyond; NaN on
+    other rows) and the paid hours (wall hours, and on reserved rows the contract less its backfilled
+    share). Evaluated on the reserved rows only when the rows are arrays (a Monte Carlo's)."""
+    res = np.flatnonzero(np.asarray(reserved).reshape(-1))
+    rowwise = np.ndim(rec["term_h"]) == 1 and np.ndim(wall_h) >= 1 and np.shape(wall_h)[0] == len(np.asarray(reserved))
+    if not rowwise:
+        term_h = col("term_h")
+        contract_h = np.where(reserved, np.maximum(np.ceil(np.maximum(wall_h, 1e-9) / term_h) * term_h,
+                                                   col("min_term_h") if "min_term_h" in rec else 0.0), np.nan)
+        if "capacity_block" in rec:
+            contract_h = np.where(col("capacity_block") > 0, capacity_block_hours(wall_h), contract_h)
+        return contract_h, np.where(reserved, wall_h + (1.0 - col("backfill_fraction")) * (contract_h - wall_h), wall_h)
+    shape = np.broadcast_shapes(np.shape(wall_h), np.shape(reserved))
+    contract_h = np.full(shape, np.nan)
+    paid_h = np.array(np.broadcast_to(wall_h, shape), dtype=float)
+    if len(res):
+        w = paid_h[res]
+        t = col("term_h")[res]
+        c = np.maximum(np.ceil(np.maximum(w, 1e-9) / t) * t, col("min_term_h")[res] if "min_term_h" in rec else 0.0)
+        if "capacity_block" in rec:
+            block = col("capacity_block")[res] > 0
+            if np.any(block):
+                c = np.where(block, capacity_block_hours(w), c)
+        contract_h[res] = c
+        paid_h[res] = w + (1.0 - col("backfill_fraction")[res]) * (c - w)
+    return contract_h, paid_h
+
+
 def _bill_training(rec, hours_multiplier, price_mult, reclaims_per_host_hour, spot_price_mult=None,
                    outputs=None) -> dict:
     """The training bill (see the module docstring), vectorised like ``bill``. Wall time = the
@@ -556,21 +586,22 @@ def _bill_training(rec, hours_multiplier, price_mult, reclaims_per_host_hour, sp
             price = np.broadcast_to(price, np.broadcast_shapes(price.shape, (len(kind),) + np.shape(spot_price_mult)[1:])).copy()
             price[sp] *= spot_price_mult
         reserved = kind == "reserved"
-        term_h = col("term_h")
-        contract_h = np.where(reserved, np.maximum(np.ceil(np.maximum(wall_h, 1e-9) / term_h) * term_h,
-                                                   col("min_term_h") if "min_term_h" in rec else 0.0), np.nan)
-        if "capacity_block" in rec:  # a capacity block: the shortest block that holds the wall time, NaN beyond
-            contract_h = np.where(col("capacity_block") > 0, capacity_block_hours(wall_h), contract_h)
-        paid_h = np.where(reserved, wall_h + (1.0 - col("backfill_fraction")) * (contract_h - wall_h), wall_h)
+        contract_h, paid_h = _contract_hours(rec, col, reserved, wall_h)
         n = col("instances")
-        cost = n * (paid_h * price + wall_h * col("energy_usd_per_instance_hour"))
-        cost = cost + col("fixed_usd") + col("fixed_per_month_usd") * days / DAYS_PER_MONTH
-        factor = paid_h / (col("base_days") * hours_multiplier * 24.0)
-        contract = np.where(reserved, n * contract_h * price, np.nan)
+        energy, per_month = col("energy_usd_per_instance_hour"), col("fixed_per_month_usd")
+        cost = paid_h * price
+        if np.any(energy != 0):  # a zero term is left out: the same sum (a run that never ends is NaN below)
+            cost = cost + wall_h * energy
+        cost = n * cost + col("fixed_usd")
+        if np.any(per_month != 0):
+            cost = cost + per_month * days / DAYS_PER_MONTH
+        want = (lambda k: True) if outputs is None else (lambda k: k in outputs)
+        factor = paid_h / (col("base_days") * hours_multiplier * 24.0) if want("factor") else None
+        contract = np.where(reserved, n * contract_h * price, np.nan) if want("contract_usd") else None
     shape = np.broadcast_shapes(np.shape(cost), np.shape(days))
-    out = {"cost": cost, "days": days, "factor": factor, "goodput": 1.0 / g, "interruptions_per_hour": lam,
-           "checkpoint_interval_s": tau, "contract_usd": contract}
-    out = {k: np.array(np.broadcast_to(v, shape), dtype=float) for k, v in out.items() if outputs is None or k in outputs}
+    out = {"cost": cost, "days": days, "factor": factor, "goodput": 1.0 / g if want("goodput") else None,
+           "interruptions_per_hour": lam, "checkpoint_interval_s": tau, "contract_usd": contract}
+    out = {k: np.array(np.broadcast_to(v, shape), dtype=float) for k, v in out.items() if want(k)}
     for k in ("cost", "days", "contract_usd"):
         if k in out:
             out[k][~np.isfinite(out[k])] = np.nan
