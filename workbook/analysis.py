@@ -14,7 +14,6 @@ import math
 import os
 from collections import OrderedDict
 from dataclasses import dataclass
-from pathlib import Path
 from datetime import datetime, timezone
 
 import numpy as np
@@ -132,28 +131,13 @@ _SHARED: OrderedDict = OrderedDict()
 _SHARED_SIZE = 8
 
 
-def _data_state(s: Scenario) -> tuple:
-    """What an analysis reads besides the scenario: each catalog file of the data folder and the
-    scenario's measurements file, by path, size and modification time (an edited file is a new key)."""
-    files = sorted(paths.DATA_DIR.glob("*.csv"))
-    if s.measurements:
-        files.append(Path(str(s.measurements)))
-    out = []
-    for f in files:
-        try:
-            st = f.stat()
-            out.append((str(f), st.st_size, st.st_mtime_ns))
-        except OSError:
-            out.append((str(f), None, None))
-    return tuple(out)
-
-
 def shared_analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0, measurements: bool = True) -> Analysis:
     """``analyse`` computed once per process for equal inputs (the scenario's content, the draws, the
     seed and the data files' state) and handed out as a deep copy, so a caller that changes its tables
     changes only its own. ``analyse`` calls it when ``WORKBOOK_SHARE_ANALYSIS`` is set (the report
     kernel: notebooks 02, 04, 05 and the summary share one analysis; the app)."""
-    key = (s.model_dump_json(), int(n_draws), int(seed), bool(measurements), _data_state(s))
+    key = (s.model_dump_json(), int(n_draws), int(seed), bool(measurements),
+           paths.data_state([s.measurements] if s.measurements else []))
     hit = _SHARED.get(key)
     if hit is None:
         hit = _SHARED[key] = _analyse(s, n_draws, seed, measurements)
