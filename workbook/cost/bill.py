@@ -431,8 +431,16 @@ def _spot_factor(col, rows, sp, lam, shape, rec) -> np.ndarray:
             spot_f = np.broadcast_to(spot_f, (len(sp),) + shape[1:]).copy()
             n_lat = col("instances")[sp][lat]
             lam_lat = rows(lam, sp)
-            lam_lat = lam_lat if np.ndim(lam_lat) == 0 or lam_lat.shape[0] == 1 else lam_lat[lat]
-            spot_f[lat] = spot_spares_factor(n_lat, lam_lat, col("lost_h_per_interruption")[sp][lat], target[lat])
+            shared = np.ndim(lam_lat) == 0 or lam_lat.shape[0] == 1
+            lam_lat = lam_lat if shared else lam_lat[lat]
+            lost, tgt = col("lost_h_per_interruption")[sp][lat], target[lat]
+            # once per distinct (fleet, restart, target) when the draws are shared: regions re-price only
+            keys = np.column_stack([np.reshape(x, (len(lat), -1))[:, 0] for x in (n_lat, lost, tgt)])
+            _, first, inv = np.unique(np.nan_to_num(keys, nan=-1.0), axis=0, return_index=True, return_inverse=True)
+            if shared and len(first) < len(lat):
+                spot_f[lat] = spot_spares_factor(n_lat[first], lam_lat, lost[first], tgt[first])[inv.reshape(-1)]
+            else:
+                spot_f[lat] = spot_spares_factor(n_lat, lam_lat, lost, tgt)
     return spot_f
 
 
