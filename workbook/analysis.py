@@ -88,9 +88,26 @@ def offer_performance(s: Scenario, perf_df: pd.DataFrame, eff: Efficiency | None
 OTHER_PRECISIONS = {"inference": ("fp8", "int8", "int4"), "training": ("fp8",), "fine-tuning": ("fp8",)}
 
 
+# scenario keys the performance model never reads (money, the decision's weights, labels): a change to
+# them (the app's utilization or pricing controls) reuses the comparison
+_NOT_PERFORMANCE = {"name", "title", "description", "pricing", "weights", "measurements"}
+_COMPARES: OrderedDict = OrderedDict()
+
+
+def compare(s: Scenario, eff: Efficiency | None) -> pd.DataFrame:
+    """``model.estimate.compare``, cached per process on the scenario's performance inputs, the
+    efficiency and the data files' state (``paths.data_state``); a copy per call."""
+    key = (s.model_dump_json(exclude=_NOT_PERFORMANCE), eff, paths.data_state())
+    if key not in _COMPARES:
+        _COMPARES[key] = estimate.compare(s, eff)
+        if len(_COMPARES) > 64:
+            _COMPARES.popitem(last=False)
+    return _COMPARES[key].copy()
+
+
 def _core(s: Scenario, eff: Efficiency | None, n_draws: int, seed: int):
     """Performance, software fit, per-offer plans, prices, Monte Carlo and the recommendation."""
-    perf_df = estimate.compare(s, eff)
+    perf_df = compare(s, eff)
     fit = decision.framework_fit(s, perf_df["accelerator"])
     offer_perf = offer_performance(s, perf_df, eff)
     priced = price(s, perf_df if offer_perf is None else offer_perf, fit)

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
-from .. import catalog, paths, terms
+from .. import catalog, terms
 from ..errors import InputError
 from ..scenario import Parallelism, Scenario, Workload
 from . import generic, moe, search, serving
@@ -66,10 +66,6 @@ class _Memo:
 
 _CONFIGS = _Memo(8192)
 _PLANS = _Memo(4096)
-_COMPARES = _Memo(256)
-# scenario keys the performance model never reads (money, the decision's weights, labels): a change
-# to them (the app's utilization or pricing controls) reuses the comparison
-_NOT_PERFORMANCE = {"name", "title", "description", "pricing", "weights", "measurements"}
 
 
 # --- training ------------------------------------------------------------------------------------------
@@ -588,14 +584,7 @@ def candidate_accelerators(s: Scenario) -> list[str]:
 def compare(s: Scenario, eff: Efficiency | None = None) -> pd.DataFrame:
     """One row per accelerator considered: chips, fits, reason, and the training or serving figures
     with ``_low``/``_high`` bands (columns ``terms.ESTIMATE_COLUMNS``; the ``estimate --json`` option
-    keys). Training rows carry the parallel layout of the best configuration (``terms.LAYOUT_KEYS``).
-    Cached per process on the scenario's performance inputs, the efficiency and the data files'
-    state (``paths.data_state``); a copy per call."""
-    key = (hashable(s.model_dump(exclude=_NOT_PERFORMANCE)), default(eff), paths.data_state())
-    return _COMPARES.get(key, lambda: _compare(s, eff)).copy()
-
-
-def _compare(s: Scenario, eff: Efficiency | None) -> pd.DataFrame:
+    keys). Training rows carry the parallel layout of the best configuration (``terms.LAYOUT_KEYS``)."""
     est = estimate_inference if s.workload.task == "inference" else estimate_training
     df = pd.DataFrame([est(s, a, eff=eff) for a in candidate_accelerators(s)], columns=COLUMNS)
     if not len(df):
