@@ -207,9 +207,8 @@ class Workload(_Strict):
         TensorRT-LLM and vLLM serve an FP8 KV cache), else the precision."""
         if self.kv_cache_precision:
             return self.fp4_format if self.kv_cache_precision == "fp4" else self.kv_cache_precision
-        if self.precision == "fp4":
-            return "fp8"
-        return "bf16" if self.precision in terms.WEIGHT_ONLY_PRECISIONS else self.precision
+        return "fp8" if self.precision == "fp4" else "bf16" if self.precision in terms.WEIGHT_ONLY_PRECISIONS \
+            else self.precision
 
 
 def _unique_list(v):
