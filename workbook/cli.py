@@ -11,7 +11,7 @@ import sys
 
 import pandas as pd
 
-from . import analysis, catalog, diff, prices, terms
+from . import analysis, catalog, diff, pricesync, terms
 from .calibrate import command as calibrate
 from .calibrate import layouts
 from .plan import command as plan_command
@@ -25,7 +25,7 @@ from .views import text
 _COMMANDS = {
     "calibrate": (calibrate, "compare the performance model with published runs"),
     "report": (report, "render decision reports (HTML) for scenarios with Papermill"),
-    "prices": (prices, "import maintained price catalogs (SkyPilot vms.csv, gpuhunt CSV) into offerings"),
+    "prices": (pricesync, "import or refresh price catalogs (SkyPilot vms.csv, gpuhunt) into offerings"),
     "diff": (diff, "what changed between two summary.json files or report folders"),
     "plan": (plan_command, "plan a fleet over months for a portfolio of workloads (commitments and bursts)"),
 }
