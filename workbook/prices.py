@@ -239,14 +239,20 @@ def _normal(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
+_ALIASES: list = [None, {}]  # (the catalog's resolve map it was built from, the map)
+
+
 def _alias_map() -> dict[str, str]:
     """Every id and alias of data/accelerators.csv, lower-case and with punctuation removed, -> chip id:
     a chip added there with its source names as aliases is imported without a code change."""
-    out: dict[str, str] = {}
-    for name, chip in catalog.resolve_map("accelerators").items():
-        out.setdefault(name.lower(), chip)
-        out.setdefault(_normal(name), chip)
-    return out
+    known = catalog.resolve_map("accelerators")
+    if _ALIASES[0] is not known:
+        out: dict[str, str] = {}
+        for name, chip in known.items():
+            out.setdefault(name.lower(), chip)
+            out.setdefault(_normal(name), chip)
+        _ALIASES[:] = [known, out]
+    return _ALIASES[1]
 
 
 def map_accelerator(name: str | None, memory_gb: float | None, instance: str) -> tuple[str | None, int | None, str]:

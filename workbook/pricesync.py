@@ -452,8 +452,15 @@ def _existing(target: Path) -> pd.DataFrame:
 
 
 def _checked(merged: pd.DataFrame, label: str) -> None:
-    """The merged catalog validates as data/offerings.csv does (types, ranges, unique ids)."""
-    catalog.validate_frame(merged, catalog.SCHEMAS["offerings"], label, key="offering")
+    """Ids stay unique and every row keeps a price. (Imported rows were validated against the schema by
+    ``prices.typed``; the others are the catalog's own rows, which ``catalog.load`` checks.)"""
+    dup = merged["offering"][merged["offering"].duplicated()]
+    if len(dup):
+        raise InputError(f"{label}: row {int(dup.index[0]) + 2}: offering: duplicate id {dup.iloc[0]!r}")
+    unpriced = (merged[PRICE_COLUMNS] == "").all(axis=1)
+    if unpriced.any():
+        raise InputError(f"{label}: row {int(unpriced.to_numpy().nonzero()[0][0]) + 2}: on_demand_usd_per_hour: "
+                         "expected at least one price in the row")
 
 
 def _install(merged: pd.DataFrame, target: Path) -> None:
