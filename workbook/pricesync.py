@@ -95,10 +95,15 @@ def _read_binary(path: Path) -> bytes:
 
 
 def _git_date(base: str, rel: str) -> tuple[str, str] | None:
-    """(commit, ISO date) of the last commit touching ``rel`` when ``base`` is a git work tree."""
+    """(commit, ISO date) of the last commit touching ``rel`` when ``base`` is the top of a git checkout
+    (a clone of the upstream; not a folder that merely sits inside another repository)."""
     if _is_url(base) or not (Path(base) / rel).exists():
         return None
     try:
+        top = subprocess.run(["git", "-C", str(base), "rev-parse", "--show-toplevel"], capture_output=True,
+                             text=True, timeout=30)
+        if top.returncode != 0 or Path(top.stdout.strip()).resolve() != Path(base).resolve():
+            return None
         out = subprocess.run(["git", "-C", str(base), "log", "-1", "--format=%H %cI", "--", rel],
                              capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
@@ -145,13 +150,13 @@ class Dated:
 def date_of(base: str, rel: str, manifest: dict, today: _dt.date, default_base: bool) -> Dated:
     """The price date and source text of one upstream file, and how the date was obtained."""
     where = base.rstrip("/") if _is_url(base) else paths.rel(Path(base))
-    git = _git_date(base, rel)
-    if git:
-        return Dated(git[1], f"skypilot-catalog {rel} @{git[0][:7]} {REFRESH_MARK}", "git commit date of the file")
     if rel in manifest:
         m = manifest[rel]
         return Dated(m["price_as_of"], f"skypilot-catalog {rel} @{m['commit'][:7]} {REFRESH_MARK}",
                      m["how"] or "SOURCES.csv")
+    git = _git_date(base, rel)
+    if git:
+        return Dated(git[1], f"skypilot-catalog {rel} @{git[0][:7]} {REFRESH_MARK}", "git commit date of the file")
     if _is_url(base):
         gh = _github_date(rel) if default_base else None
         if gh:
