@@ -62,6 +62,9 @@ NAME_MAP: dict[str, str | dict[int, str]] = {
     "T4": "T4",
     "V100": "V100-SXM2-16GB",
     "V100-32GB": "V100-SXM2-32GB",
+    # Hyperstack's names carry the form factor (n3-* shapes in SkyPilot's hyperstack file)
+    "A100-80G-PCIE": "A100-PCIe-80GB", "A100-80G-PCIE-NVLINK": "A100-PCIe-80GB",
+    "H100-80G-PCIE": "H100-PCIe-80GB", "H100-80G-PCIE-NVLINK": "H100-PCIe-80GB", "H100-80G-SXM5": "H100-SXM5-80GB",
 }
 # Instance-name rules that override the name map (form factor the GPU name does not carry).
 INSTANCE_RULES: list[tuple[re.Pattern, dict[str, str | None]]] = [
@@ -69,6 +72,8 @@ INSTANCE_RULES: list[tuple[re.Pattern, dict[str, str | None]]] = [
                                  "A100-SXM4-40GB": None}),
     (re.compile(r"^Standard_NC\d+ads_A100_v4$"), {"A100-SXM4-80GB": "A100-PCIe-80GB"}),
     (re.compile(r"^Standard_NC\d+ads_H100_v5$"), {"H100-SXM5-80GB": "H100-NVL-94GB"}),  # imported once that chip exists
+    # Lambda's 1/2/4-GPU 'gpu_Nx_a100' (no _sxm4) do not say their form factor; the 8-GPU and _sxm4 ones are SXM4
+    (re.compile(r"^gpu_[124]x_a100$"), {"A100-SXM4-40GB": None}),
 ]
 # TPU generation -> (chip id, TensorCores per chip in the slice suffix: v4-8 and v5p-8 are 4 chips).
 TPU_MAP = {"v4": ("TPU-v4", 2), "v5p": ("TPU-v5p", 2), "v5litepod": ("TPU-v5e", 1), "v5e": ("TPU-v5e", 1),
@@ -349,10 +354,12 @@ def _catalog_version(path: Path) -> str | None:
 
 # An AWS Local Zone id names a metro inside the zone id (use1-atl2-az1: Atlanta, listed under us-east-1);
 # Local Zones are other cities with their own prices, so they are not the region's zones.
+# SkyPilot's GCP fetcher writes 700.0 where a TPU has no price in a region (data/README.md, offerings).
+PLACEHOLDER_USD = 700.0
 LOCAL_ZONE = re.compile(r"^[a-z]+\d+-[a-z]+\d+-az\d+$")
 
 
-def _sky_groups(rel: str, rows, imp: Imported) -> dict[tuple[str, str, str], dict]:
+def _sky_groups(rel: str, rows, imp: Imported, key: str = "") -> dict[tuple[str, str, str], dict]:
     """Group AZ rows by (instance, accelerator, region): on-demand price, lowest spot price, host specs.
     AWS Local Zone rows (``LOCAL_ZONE``) are left out and counted in ``imp.skipped``."""
     groups: dict[tuple[str, str, str], dict] = {}
@@ -360,12 +367,17 @@ def _sky_groups(rel: str, rows, imp: Imported) -> dict[tuple[str, str, str], dic
         inst, acc, region = (r.get("InstanceType") or "").strip(), (r.get("AcceleratorName") or "").strip(), \
             (r.get("Region") or "").strip()
         if not region:
-            raise InputError(f"{rel}: row {i}: Region: expected a value, got an empty cell")
+            imp.skip("row without a Region (the catalog gives no location)")
+            continue
         if LOCAL_ZONE.match((r.get("AvailabilityZone") or "").strip()):
             imp.skip("AWS Local Zone row (another city than the region's own zones)")
             continue
         price = _number(r.get("Price"), rel, i, "Price")
         spot = _number(r.get("SpotPrice"), rel, i, "SpotPrice")
+        if key == "gcp" and PLACEHOLDER_USD in (price, spot):  # SkyPilot's GCP 'no price here' value
+            imp.skip("price 700.0: SkyPilot's placeholder for a region without a price", 1)
+            price = None if price == PLACEHOLDER_USD else price
+            spot = None if spot == PLACEHOLDER_USD else spot
         count = _number(r.get("AcceleratorCount"), rel, i, "AcceleratorCount", limit=MAX_COUNT)
         vcpus = _number(r.get("vCPUs"), rel, i, "vCPUs", limit=1e5)
         mem = _number(r.get("MemoryGiB"), rel, i, "MemoryGiB")
@@ -386,7 +398,7 @@ def read_skypilot(path: Path, provider: str | None = None) -> Imported:
     rel, rows = _read_rows(path, SKYPILOT_REQUIRED, ("InstanceType", "AcceleratorName", "Region", "AvailabilityZone"))
     key, prov, kind = _provider(path, provider)
     imp = Imported(pd.DataFrame())
-    groups = _sky_groups(rel, rows, imp)
+    groups = _sky_groups(rel, rows, imp, key)
     hosts = {(inst, region): g for (inst, acc, region), g in groups.items() if inst and not acc}
     out = []
     for (inst, acc, region), g in groups.items():

@@ -373,7 +373,7 @@ def merge(existing: pd.DataFrame, new: pd.DataFrame, refresh_stems: list[str] | 
         if old_d is not None and (new_d is None or new_d < old_d):
             actions.append((row["provider"], "kept (existing price is newer)", oid, _moves(old, row)))
             continue
-        for c in ("inter_node_bytes_per_s", "fabric", "local_nvme_bytes", "provider_kind"):
+        for c in ("inter_node_bytes_per_s", "fabric", "local_nvme_bytes", "provider_kind", "vcpus", "host_memory_bytes"):
             if c in cols and not row[c]:
                 row[c] = old.get(c, "")
         moves = _moves(old, row)
