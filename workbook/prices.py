@@ -432,8 +432,15 @@ def read_skypilot(path: Path, provider: str | None = None) -> Imported:
         prov, kind, prefix = seller(key, name)
         if prefix == "shadeform":
             note = f"{note} Sold by {prov}, booked through Shadeform (SkyPilot's shadeform catalog).".strip()
-        out.append(_row(prefix, prov, kind, name, region, chip, count, od, spot, vcpus,
-                        mem * GIB if mem else None, note))
+        row = _row(prefix, prov, kind, name, region, chip, count, od, spot, vcpus, mem * GIB if mem else None, note)
+        if chips is not None:  # a TPU slice: hosts talk over the data-centre network, per chip as in accelerators.csv
+            per_chip = catalog.accelerator_record(chip).get("inter_node_bytes_per_s")
+            row["fabric"] = "dcn"
+            if per_chip and per_chip == per_chip:
+                row["inter_node_bytes_per_s"] = per_chip * count
+                row["notes"] = (f"{row['notes']} Network: DCN {per_chip * 8 / 1e9:g} Gbps per chip (accelerators.csv "
+                                f"{chip}) x {count} chips.").strip()
+        out.append(row)
     imp.rows = pd.DataFrame(out)
     return imp
 

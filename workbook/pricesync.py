@@ -403,6 +403,28 @@ def merge(existing: pd.DataFrame, new: pd.DataFrame, refresh_stems: list[str] | 
     return out, summary
 
 
+SHAPE_COLUMNS = ("vcpus", "host_memory_bytes", "local_nvme_bytes", "inter_node_bytes_per_s", "fabric")
+
+
+def fill_shapes(df: pd.DataFrame) -> pd.DataFrame:
+    """Blank host and network columns of refreshed rows, filled from another row of the same provider,
+    instance type, accelerator and chip count (an instance type is the same machine in every region; SkyPilot's
+    TPU and some GPU-cloud rows carry no host), with a note naming the row copied."""
+    out = df.copy()
+    key = out["provider"] + "|" + out["instance"] + "|" + out["accelerator"] + "|" + out["chips_per_instance"]
+    refreshed = out["source"].str.contains(REFRESH_MARK, regex=False)
+    for col in SHAPE_COLUMNS:
+        have = out[col] != ""
+        donor = pd.Series(out["offering"].where(have), index=out.index).groupby(key).transform("first")
+        value = out[col].where(have).groupby(key).transform("first")
+        fill = refreshed & ~have & value.notna()
+        if fill.any():
+            out.loc[fill, col] = value[fill]
+            note = " " + col + " copied from " + donor[fill] + " (same instance type)."
+            out.loc[fill, "notes"] = (out.loc[fill, "notes"] + note).str.strip()
+    return out
+
+
 def summary_table(summary: pd.DataFrame, skipped: dict[str, int]) -> str:
     lines = []
     if len(summary):
@@ -556,6 +578,7 @@ def refresh(args, today: _dt.date | None = None) -> int:
         res.skipped["same offering id from an earlier file"] = int(dup.sum())
         new = new[~dup]
     merged, summary = merge(existing, new, res.stems)
+    merged = fill_shapes(merged)
     print(summary_table(summary, res.skipped))
     if args.dry_run:
         print(changes(summary))
