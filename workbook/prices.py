@@ -24,6 +24,7 @@ import datetime as _dt
 import io
 import math
 import re
+import stat as _stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -193,7 +194,6 @@ def read_text(path: Path) -> tuple[str, str]:
         raise InputError(f"{rel}: file not found") from None
     except OSError as e:
         raise InputError(f"{rel}: cannot read ({e.strerror or type(e).__name__})") from None
-    import stat as _stat
     if not _stat.S_ISREG(st.st_mode):
         kind = "a directory" if _stat.S_ISDIR(st.st_mode) else "not a regular file (FIFO, device or socket)"
         raise InputError(f"{rel}: expected a CSV file, got {kind}")
