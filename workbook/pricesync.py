@@ -328,6 +328,10 @@ def _moves(old: dict, new: dict) -> str:
     return "; ".join(out)
 
 
+# columns an update keeps from the row it replaces when the catalog leaves them blank
+CARRIED = ("inter_node_bytes_per_s", "fabric", "local_nvme_bytes", "provider_kind", "vcpus", "host_memory_bytes")
+
+
 def _free_id(oid: str, taken) -> str:
     new, n = f"{oid}-superseded", 2
     while new in taken:
@@ -365,15 +369,15 @@ def merge(existing: pd.DataFrame, new: pd.DataFrame, refresh_stems: list[str] | 
         old = rows[index[oid]]
         if _same_prices(old, row):
             if refresh_stems is not None and REFRESH_MARK in old.get("source", "") and old != row:
-                rows[index[oid]] = {**row, **{c: old.get(c, "") for c in ("inter_node_bytes_per_s", "fabric",
-                                                                            "local_nvme_bytes") if not row[c]}}
+                rows[index[oid]] = {**row, **{c: old.get(c, "") for c in CARRIED if c in cols and not row[c]},
+                                    "notes": old.get("notes", row["notes"])}
             actions.append((row["provider"], "unchanged", oid, ""))
             continue
         old_d, new_d = prices.price_date(old.get("price_as_of")), prices.price_date(row.get("price_as_of"))
         if old_d is not None and (new_d is None or new_d < old_d):
             actions.append((row["provider"], "kept (existing price is newer)", oid, _moves(old, row)))
             continue
-        for c in ("inter_node_bytes_per_s", "fabric", "local_nvme_bytes", "provider_kind", "vcpus", "host_memory_bytes"):
+        for c in CARRIED:
             if c in cols and not row[c]:
                 row[c] = old.get(c, "")
         moves = _moves(old, row)

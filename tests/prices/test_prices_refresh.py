@@ -284,3 +284,13 @@ def test_twenty_thousand_rows_import_and_merge_in_seconds(tmp_path):
     elapsed = time.perf_counter() - start
     assert len(imp.rows) == 20_000 and (summary["action"] == "added").sum() == 20_000
     assert elapsed < 60, elapsed  # 4.5 s alone on a 2-core machine (2026-12-02); the bound only catches the quadratic merge
+
+
+def test_refreshing_the_same_mirror_twice_leaves_the_file_byte_identical(tmp_path):
+    out = _base_catalog(tmp_path)
+    assert _cli("refresh", "--source", "skypilot", "--from", SKY, "--out", out).returncode == 0
+    first = out.read_bytes()
+    r = _cli("refresh", "--source", "skypilot", "--from", SKY, "--out", out)
+    assert r.returncode == 0 and out.read_bytes() == first
+    header = next(line for line in r.stdout.splitlines() if line.startswith("action"))
+    assert "unchanged" in header and "added" not in header and "superseded" not in header
