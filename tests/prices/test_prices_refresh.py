@@ -294,3 +294,19 @@ def test_refreshing_the_same_mirror_twice_leaves_the_file_byte_identical(tmp_pat
     assert r.returncode == 0 and out.read_bytes() == first
     header = next(line for line in r.stdout.splitlines() if line.startswith("action"))
     assert "unchanged" in header and "added" not in header and "superseded" not in header
+
+
+def test_cloud_limits_the_refresh_to_the_named_catalogs(tmp_path):
+    out = _base_catalog(tmp_path)
+    r = _cli("refresh", "--source", "skypilot", "--from", SKY, "--out", out, "--cloud", "aws", "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert "skypilot catalogs/v8/aws/vms.csv" in r.stdout and "lambda/vms.csv" not in r.stdout
+    assert "added: aws-p5.48xlarge-eu-central-1" in r.stdout and "added: lambda" not in r.stdout
+
+
+def test_a_fifo_as_price_file_is_one_line_not_a_hang(tmp_path):
+    fifo = tmp_path / "aws" / "vms.csv"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    r = _cli("import", fifo, "--format", "skypilot", "--out", tmp_path / "o.csv", timeout=60)
+    assert r.returncode == 2 and "not a regular file" in r.stderr and "Traceback" not in r.stderr
