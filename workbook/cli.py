@@ -51,7 +51,7 @@ def scenario_schema():
 _COMMANDS = {
     "calibrate": ("workbook.calibrate.command", "compare the performance model with published runs"),
     "report": ("workbook.report.batch", "render decision reports (HTML) for scenarios with Papermill"),
-    "prices": ("workbook.prices", "import maintained price catalogs (SkyPilot vms.csv, gpuhunt CSV) into offerings"),
+    "prices": ("workbook.pricesync", "import or refresh price catalogs (SkyPilot vms.csv, gpuhunt) into offerings"),
     "diff": ("workbook.diff", "what changed between two summary.json files or report folders"),
     "plan": ("workbook.plan.command", "plan a fleet over months for a portfolio of workloads (commitments and bursts)"),
 }

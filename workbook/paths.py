@@ -4,13 +4,15 @@ Nothing here imports from the workbook; every module that needs a folder imports
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 VERSION = "0.1.0"   # the package version (pyproject.toml), stamped into every report and summary
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 ROOT = PACKAGE_DIR.parent
-DATA_DIR = ROOT / "data"
+# the catalogs and scenarios; WORKBOOK_DATA_DIR points a process (and an app's kernels) at another copy
+DATA_DIR = Path(os.environ["WORKBOOK_DATA_DIR"]) if os.environ.get("WORKBOOK_DATA_DIR") else ROOT / "data"
 SCENARIO_DIR = DATA_DIR / "scenarios"
 NOTEBOOK_DIR = ROOT / "notebooks"
 TEMPLATE_DIR = PACKAGE_DIR / "templates"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import browser_helpers as bh
+from workbook.paths import ROOT
 
 needs_chromium = pytest.mark.skipif(not bh.CHROMIUM.exists(),
                                     reason=f"{bh.CHROMIUM} not found: apt-get install -y chromium")
@@ -34,10 +36,18 @@ OTHER = "llama-70b-pretrain"
 
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
-    """The app served by its launcher on a free loopback port; stopped by PID (SIGTERM) afterwards."""
+    """The app served by its launcher on a free loopback port; stopped by PID (SIGTERM) afterwards. It
+    serves a copy of data/ whose offerings.csv is pinned (tests/fixtures/offerings_issue12.csv, the catalog
+    before the issue-29 refresh) through WORKBOOK_DATA_DIR: these tests check decisions, and the shipped
+    catalog moves with every price refresh."""
+    data = tmp_path_factory.mktemp("data") / "data"
+    shutil.copytree(ROOT / "data", data)
+    shutil.copy(ROOT / "tests" / "fixtures" / "offerings_issue12.csv", data / "offerings.csv")
     port = bh.free_port()
     log = tmp_path_factory.mktemp("voila") / "voila.log"
-    proc = bh.start_app(port, log)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("WORKBOOK_DATA_DIR", str(data))
+        proc = bh.start_app(port, log)
     yield f"http://127.0.0.1:{port}/", port, log
     bh.stop_process(proc)
 

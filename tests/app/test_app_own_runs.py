@@ -8,11 +8,14 @@ from __future__ import annotations
 import datetime
 import html
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 
+from workbook import catalog, paths
 from workbook.app import page
+from workbook.cost import energy
 from workbook.errors import InputError
 from workbook.views import widgets
 
@@ -20,6 +23,15 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 V6E_RUNS = FIXTURES / "measurements_tpu_v6e.csv"   # TPU v6e at MFU 0.20: the recommendation leaves TPU v6e
 SAMPLE = FIXTURES / "measurements_sample.csv"      # H100 at MFU 0.24-0.26 (README example)
 SCENARIO = "llama-8b-finetune"
+# The price catalog these tests decide on: data/offerings.csv as it was before the issue-29 refresh (commit
+# 9c76161, 165 rows). The shipped catalog moves with every refresh (since then a TPU v6e spot at 0.36 per
+# chip-hour keeps v6e cheapest even at the uploaded MFU), so the decision these tests check pins its prices.
+PINNED_OFFERINGS = FIXTURES / "offerings_issue12.csv"
+
+
+def _clear_catalog_caches() -> None:
+    for f in (catalog.load, catalog.resolve_map, catalog._acc_records, energy.table):
+        f.cache_clear()
 
 
 def _upload(name: str, data: bytes) -> tuple:
@@ -45,7 +57,20 @@ def _cost_only(a) -> None:
 
 
 @pytest.fixture(scope="module")
-def loaded():
+def pinned_catalog(tmp_path_factory):
+    """data/ copied with the pinned offerings.csv, in force for the whole module."""
+    data = tmp_path_factory.mktemp("data") / "data"
+    shutil.copytree(paths.DATA_DIR, data)
+    shutil.copy(PINNED_OFFERINGS, data / "offerings.csv")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(paths, "DATA_DIR", data)
+        _clear_catalog_caches()
+        yield data
+    _clear_catalog_caches()
+
+
+@pytest.fixture(scope="module")
+def loaded(pinned_catalog):
     """One page, on the fine-tuning scenario weighted on cost, before and after uploading the TPU v6e runs.
     H100 is unticked: with the current AWS spot rows (issue 12) an H100 spot offer can lead, and the test
     needs TPU v6e as the published-runs choice that the upload moves."""
