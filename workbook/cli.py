@@ -1,7 +1,8 @@
 """Command line: ``python -m workbook <command>``.
 
 Expected mistakes (bad scenario, unknown id, missing file) print one line per problem naming file
-and field, and exit with status 2, never a traceback.
+and field, and exit with status 2, never a traceback. Anything else (a bug) prints one line with
+the exception and how to report it, and exits with status 3; ``--debug`` shows the traceback.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from .calibrate import command as calibrate
 from .calibrate import layouts
 from .plan import command as plan_command
 from .errors import InputError
+from .inputs import excerpt_text
 from .report import batch as report
 from .scenario import load_scenario, resolve_path, scenario_names, scenario_schema
 from .views import text
@@ -124,7 +126,8 @@ def _estimate(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m workbook", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m workbook", description=__doc__.splitlines()[0],
+                                epilog="--debug (anywhere on the line): show the traceback of an unexpected error")
     sub = p.add_subparsers(dest="command", required=True)
     v = sub.add_parser("validate", help="validate scenario files (default: every shipped scenario)")
     v.add_argument("files", nargs="*")
@@ -146,8 +149,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+BUG_HINT = ("this is a bug in the workbook, not in your input: please report it with the command and its "
+            "input files (rerun with --debug for the traceback)")
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    args = build_parser().parse_args([a for a in argv if a != "--debug"])
     try:
         return int(args.func(args) or 0)
     except InputError as e:
@@ -156,6 +165,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except MemoryError:
+        if debug:
+            raise
+        print("error: out of memory (an input asks for more than this machine holds; "
+              f"{BUG_HINT})", file=sys.stderr)
+        return 3
+    except Exception as e:  # noqa: BLE001 - the top level: any other failure is a bug, said in one line
+        if debug:
+            raise
+        print(f"error: {type(e).__name__}: {excerpt_text(str(e).splitlines()[0] if str(e) else '')} ({BUG_HINT})",
+              file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

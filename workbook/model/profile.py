@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .. import catalog, hf
-from ..scenario import Architecture, Workload
+from ..scenario import Architecture, Workload, hf_architecture
 
 BYTES_PER_VALUE = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5, "nf4": 0.5}
 
@@ -174,7 +174,7 @@ def model_profile(model_id: str) -> Profile:
 def hf_profile(path: str) -> Profile:
     """The Profile of a Hugging Face config.json (``workbook.hf``), named after its folder."""
     name = hf.config_file(path).resolve().parent.name or "hf-config"
-    return profile_from_architecture(Architecture(**hf.load(path)), name)
+    return profile_from_architecture(hf_architecture(path), name)
 
 
 def workload_profile(w: Workload) -> Profile:
