@@ -156,15 +156,15 @@ def cases(tmp: Path) -> list[tuple[str, str, list[str]]]:
         ("diff", "options-strings", ["diff", str(_summary(tmp, "opts.json", {"options": ["x", 3]})), str(ok_summary)]),
         ("diff", "dev-zero", ["diff", "/dev/zero", str(ok_summary)]),
         # price files (import only; the catalog is never written with --dry-run)
-        ("prices", "fifo", ["prices", "import", str(_fifo(tmp, "vms.fifo.csv")), "--format", "skypilot", "--out", str(tmp / "imported.csv")]),
-        ("prices", "directory", ["prices", "import", str(tmp), "--format", "skypilot", "--out", str(tmp / "imported.csv")]),
-        ("prices", "dev-zero", ["prices", "import", "/dev/zero", "--format", "skypilot", "--out", str(tmp / "imported.csv")]),
+        ("prices", "fifo", ["prices", "import", str(_fifo(tmp, "vms.fifo.csv")), "--format", "skypilot", "--provider", "aws", "--out", str(tmp / "imported.csv")]),
+        ("prices", "directory", ["prices", "import", str(tmp), "--format", "skypilot", "--provider", "aws", "--out", str(tmp / "imported.csv")]),
+        ("prices", "dev-zero", ["prices", "import", "/dev/zero", "--format", "skypilot", "--provider", "aws", "--out", str(tmp / "imported.csv")]),
         ("prices", "latin1", ["prices", "import", str(_w(tmp, "vms-latin.csv", (SKY_HEADER + "\n").encode() + b"p3\xe9,V100,1,8,61,,3.06,0.9,us-east-1,\n")),
-                              "--format", "skypilot", "--out", str(tmp / "imported.csv")]),
+                              "--format", "skypilot", "--provider", "aws", "--out", str(tmp / "imported.csv")]),
         ("prices", "count-inf", ["prices", "import", str(_w(tmp, "vms-inf.csv", SKY_HEADER + "\np3.2xlarge,V100,inf,8,61,,3.06,0.9,us-east-1,us-east-1a\n")),
-                                 "--format", "skypilot", "--out", str(tmp / "imported.csv")]),
+                                 "--format", "skypilot", "--provider", "aws", "--out", str(tmp / "imported.csv")]),
         ("prices", "cell-200kB", ["prices", "import", str(_w(tmp, "vms-big.csv", SKY_HEADER + "\np3.2xlarge,V100,1,8,61,,3.06,0.9," + "x" * 200_000 + ",a\n")),
-                                  "--format", "skypilot", "--out", str(tmp / "imported.csv")]),
+                                  "--format", "skypilot", "--provider", "aws", "--out", str(tmp / "imported.csv")]),
     ]
     return out
 

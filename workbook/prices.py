@@ -19,7 +19,6 @@ catalog version found in the path; blank = unknown, which counts as stale).
 """
 from __future__ import annotations
 
-import csv
 import datetime as _dt
 import math
 import re
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import catalog, paths
+from . import catalog, inputs, paths
 from .errors import InputError
 
 STALE_AFTER_DAYS = 365
@@ -140,27 +139,24 @@ def _number(text, file: str, row: int, col: str, required: bool = False) -> floa
     try:
         v = float(s)
     except ValueError:
-        raise InputError(f"{file}: row {row}: {col}: expected a number, got {s!r}") from None
-    if math.isnan(v) or v < 0:
-        raise InputError(f"{file}: row {row}: {col}: expected a non-negative number, got {s!r}")
+        raise InputError(f"{file}: row {row}: {col}: expected a number, got {inputs.excerpt(s)}") from None
+    if not math.isfinite(v) or v < 0:
+        raise InputError(f"{file}: row {row}: {col}: expected a finite non-negative number, got {inputs.excerpt(s)}")
     return v
 
 
+MAX_PRICE_FILE_BYTES = 200_000_000   # SkyPilot's largest vms.csv (AWS, all regions) is about 20 MB
+MAX_PRICE_ROWS = 1_000_000
+
+
 def _read_rows(path: Path, columns: tuple[str, ...]) -> tuple[str, list[tuple[int, dict]]]:
+    """The rows of a price CSV through ``inputs`` (a regular UTF-8 file, size-capped, no ragged row,
+    no cell over ``inputs.MAX_CSV_FIELD_CHARS``), with the required ``columns``."""
     rel = paths.rel(path)
-    if not path.exists():
-        raise InputError(f"{rel}: file not found")
-    with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        header = reader.fieldnames or []
-        missing = [c for c in columns if c not in header]
-        if missing:
-            raise InputError(f"{rel}: row 1: {missing[0]}: missing column (expected {', '.join(columns)})")
-        rows = []
-        for i, rec in enumerate(reader, start=2):
-            if None in rec:
-                raise InputError(f"{rel}: row {i}: {header[-1]}: more cells than header columns")
-            rows.append((i, rec))
+    header, rows = inputs.read_csv(path, "a price catalog CSV", MAX_PRICE_FILE_BYTES, MAX_PRICE_ROWS, label=rel)
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise InputError(f"{rel}: row 1: {missing[0]}: missing column (expected {', '.join(columns)})")
     return rel, rows
 
 

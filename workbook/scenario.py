@@ -448,6 +448,11 @@ def parse_scenario(data, file: str = "<scenario>") -> Scenario:
         raise InputError(f"{file}: empty file, expected a scenario mapping (name, title, workload, ...)")
     if not isinstance(data, dict):
         raise InputError(f"{file}: expected a mapping of keys (name, title, workload, ...), got {type(data).__name__}")
+    if not any(isinstance(k, str) and k in Scenario.model_fields for k in data):
+        # no key of the format: not a scenario at all; its keys are not quoted (they may be the
+        # content of a file the user did not mean to pass, e.g. /etc/shadow named by a portfolio)
+        raise InputError(f"{file}: not a scenario file: none of its {len(data)} key(s) is a scenario key "
+                         "(name, title, workload, candidates, ...)")
     try:
         s = Scenario.model_validate(data)
     except ValidationError as exc:

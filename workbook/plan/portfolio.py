@@ -16,7 +16,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from .. import paths
 from ..errors import InputError
 from ..scenario import Scenario, Strict, errors_to_lines, load_scenario, title_defaults_to_name
-from ..yamlsafe import read_yaml_file
+from ..yamlsafe import excerpt, read_yaml_file
 
 PORTFOLIO_DIR = paths.DATA_DIR / "portfolios"
 MAX_MONTHS = 120            # ten years: a sanity limit on the horizon, not a sourced fact
@@ -106,6 +106,8 @@ def _read(path: Path, rel: str):
 def scenario_path(ref: str, folder: Path) -> Path:
     """A workload's ``scenario``: a shipped id, or a path relative to the portfolio's folder."""
     if "/" in ref or ref.endswith((".yaml", ".yml")):
+        if not ref.endswith((".yaml", ".yml")):
+            raise InputError(f"{excerpt(ref)}: expected a scenario id or the path of a .yaml file")
         p = Path(ref)
         return p if p.is_absolute() else (folder / p).resolve()
     return paths.SCENARIO_DIR / f"{ref}.yaml"
