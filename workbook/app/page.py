@@ -8,7 +8,10 @@ mistakes (InputError) appear as sentences in the page, never tracebacks.
 """
 from __future__ import annotations
 
+import contextlib
+import signal
 import tempfile
+import threading
 import time
 
 import ipywidgets as W
@@ -163,10 +166,12 @@ class Page:
         if not change["new"]:
             return
         try:
-            path, name, _runs = widgets.save_measurements(change["new"], self.runs_folder.name)
-        except InputError as e:
+            with time_limit(COMPUTE_LIMIT_S):
+                path, name, _runs = widgets.save_measurements(change["new"], self.runs_folder.name)
+        except (InputError, ComputeTimeout, OSError, ValueError) as e:
             kept = f" (the page keeps {self.runs_name})" if self.runs_path else ""
-            self.runs_note.value = panels.message(f"These runs cannot be used{kept}:", e.problems)
+            lines = e.problems if isinstance(e, InputError) else [_words(e)]
+            self.runs_note.value = panels.message(f"These runs cannot be used{kept}:", lines)
             self._set_status("Not updated: the uploaded runs cannot be used (see the message on the left).", "error")
             return
         finally:
@@ -289,9 +294,12 @@ class Page:
             return
         analysis, problem = None, None
         try:
-            analysis = analyse(s)
+            with time_limit(COMPUTE_LIMIT_S):
+                analysis = analyse(s)
         except InputError as e:
             problem = ("The analysis cannot run on these inputs:", e.problems)
+        except (ComputeTimeout, MemoryError) as e:
+            problem = ("The analysis was stopped:", [_words(e)])
         except Exception as e:  # an unexpected failure: say what failed; the traceback goes to the log
             panels.log_exception()
             problem = ("The analysis failed (a bug in the workbook, logged on the server):",
@@ -337,6 +345,41 @@ class Page:
         self.version += 1
         self.status.value = (f'<span class="wb-status" data-version="{self.version}" data-state="{state}">'
                              f"{text.esc(message)}</span>")
+
+
+COMPUTE_LIMIT_S = 120   # one computation a visitor starts (an analysis, an upload); the slowest shipped scenario takes ~10 s
+
+
+class ComputeTimeout(Exception):
+    """A visitor's computation ran past ``COMPUTE_LIMIT_S``."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float):
+    """Stop the block with ``ComputeTimeout`` after ``seconds`` (SIGALRM: widget callbacks run on the
+    kernel's main thread); elsewhere (another thread, no SIGALRM) the block runs unbounded."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
+        yield
+        return
+
+    def _stop(_signum, _frame):
+        raise ComputeTimeout(f"it ran longer than {seconds:g} s, the app's limit for one computation")
+
+    old = signal.signal(signal.SIGALRM, _stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _words(e: BaseException) -> str:
+    if isinstance(e, MemoryError):
+        return "it needed more memory than the app has: ask for less (fewer chips, a lower load)"
+    if isinstance(e, OSError):
+        return f"the file could not be kept on the server ({(e.strerror or type(e).__name__).lower()})"
+    return str(e) or type(e).__name__
 
 
 def _get(s: Scenario, dotted: str):

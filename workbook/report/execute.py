@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import tempfile
 import threading
 import time
@@ -163,6 +164,45 @@ def shutdown_kernels() -> int:
         _close_entry(_KERNELS.pop(key))
         n += 1
     return n
+
+
+def kill_kernels_now() -> int:
+    """SIGKILL the process group of every kernel this process keeps, at once and without an event
+    loop (safe in a signal handler: a worker told to stop, or whose parent died, leaves no kernel
+    behind; each kernel runs in a session of its own, so its group is its pid)."""
+    n = 0
+    for key in [k for k in _KERNELS if k[2] == os.getpid()]:
+        proc = getattr(getattr(_KERNELS[key][0], "provisioner", None), "process", None)
+        pid = getattr(proc, "pid", None)
+        if pid:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+                n += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+    return n
+
+
+def _die_with_kernels(signum, _frame) -> None:
+    kill_kernels_now()
+    os._exit(128 + signum)
+
+
+def worker_init() -> None:
+    """A batch worker process: on SIGTERM, SIGHUP or SIGINT (the batch stopped, ``kill``), and when its
+    parent dies (Linux ``PR_SET_PDEATHSIG``: the runner was killed with -9), kill this worker's
+    kernels and exit, so that no kernel outlives the batch."""
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, _die_with_kernels)
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)    # PR_SET_PDEATHSIG = 1
+        if os.getppid() == 1:                     # the parent died before prctl
+            _die_with_kernels(signal.SIGTERM, None)
+    except (OSError, AttributeError):             # not Linux: SIGTERM from the runner still works
+        pass
 
 
 def _stop_kernel(km) -> None:
