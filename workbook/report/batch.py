@@ -31,7 +31,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -44,7 +43,7 @@ from ..paths import NOTEBOOK_DIR, PACKAGE_DIR, SCENARIO_DIR
 from ..scenario import load_scenario, resolve_path, scenario_names
 from . import outfolder
 from .assemble import headline, jinja_env, report_css, sha256_file, utc_now
-from .execute import kill_kernels_now, render_scenario, shutdown_kernels, worker_init
+from .execute import render_scenario, shutdown_kernels, stop_workers, unwind_on_signals, worker_init
 from .jobs import Job, Result
 from .sections import SECTION_METADATA, Section, available_sections, check_parameters
 
@@ -374,7 +373,7 @@ def _process_pool(workers: int) -> cf.Executor:
     if method == "forkserver":
         ctx.set_forkserver_preload(["workbook.report.batch", "papermill", "nbconvert", "jupyter_client",
                                     "workbook.analysis"])
-    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=worker_init)
+    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=worker_init, initargs=(os.getpid(),))
 
 
 def _worker_failed(job: Job, e: Exception, prefix: str = "") -> Result:
@@ -409,23 +408,11 @@ def _results(jobs: list[Job], workers: int, executor: cf.Executor | None):
             except Exception as e:  # the worker itself died (killed, out of memory, lost)
                 yield job, _worker_failed(job, e, "worker failed: ")
     except BaseException:  # interrupted (Ctrl-C, SIGTERM): stop the workers, whose kernels go with them
-        if own:
-            _stop_workers(ex)
+        stop_workers(ex) if own else None
         raise
     finally:
         if own:
             ex.shutdown(wait=True, cancel_futures=True)
-
-
-def _stop_workers(ex: cf.Executor) -> None:
-    """SIGTERM each worker of a process pool (``execute.worker_init`` kills its kernels then)."""
-    for proc in list((getattr(ex, "_processes", None) or {}).values()):
-        try:
-            proc.terminate()
-        except (OSError, AttributeError):
-            pass
-    for proc in list((getattr(ex, "_processes", None) or {}).values()):
-        proc.join(timeout=5)
 
 
 def _progress_bar(n: int):
@@ -447,8 +434,7 @@ def run_batch(jobs: list[Job], out: str | Path, workers: int = 1, executor: cf.E
     if progress is None:
         progress = sys.stderr.isatty()
     notes: list[str] = []
-    for sig in (signal.SIGTERM, signal.SIGHUP):   # a killed batch unwinds: workers and kernels stopped
-        signal.signal(sig, _interrupted)
+    unwind_on_signals()   # a killed batch unwinds: workers and kernels stopped
     with outfolder.output_lock(out, notes):
         bar = _progress_bar(len(jobs)) if progress and jobs else None
         say = echo or (bar.write if bar is not None else _say)
@@ -566,17 +552,11 @@ def run(args) -> int:
     if not names:
         raise InputError(f"{paths.rel(SCENARIO_DIR)}: no scenario files found")
     notes: list[str] = []
-    for sig in (signal.SIGTERM, signal.SIGHUP):   # a killed batch unwinds: workers and kernels stopped
-        signal.signal(sig, _interrupted)
+    unwind_on_signals()   # a killed batch unwinds: workers and kernels stopped
     with outfolder.output_lock(out, notes):  # before planning: --skip-unchanged reads the folder
         for line in notes:
             _say(f"note: {line}")
         return _run_locked(args, out, names, t0)
-
-
-def _interrupted(signum, _frame):
-    kill_kernels_now()          # this process's own kernels (a batch run without workers)
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def _run_locked(args, out: Path, names: list[str], t0: float) -> int:

@@ -188,21 +188,52 @@ def _die_with_kernels(signum, _frame) -> None:
     os._exit(128 + signum)
 
 
-def worker_init() -> None:
-    """A batch worker process: on SIGTERM, SIGHUP or SIGINT (the batch stopped, ``kill``), and when its
-    parent dies (Linux ``PR_SET_PDEATHSIG``: the runner was killed with -9), kill this worker's
-    kernels and exit, so that no kernel outlives the batch."""
+RUNNER_POLL_S = 1.0
+
+
+def worker_init(runner_pid: int | None = None) -> None:
+    """A batch worker process: on SIGTERM, SIGHUP or SIGINT (the batch stopped, ``kill``), and when
+    the runner ``runner_pid`` is gone (killed with -9: a thread checks every ``RUNNER_POLL_S``; the
+    pool's forkserver, the worker's parent, outlives it), kill this worker's kernels and exit, so
+    that no kernel outlives the batch."""
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(sig, _die_with_kernels)
-    try:
-        import ctypes
+    if runner_pid:
+        threading.Thread(target=_watch_runner, args=(runner_pid,), daemon=True, name="watch-runner").start()
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM, 0, 0, 0)    # PR_SET_PDEATHSIG = 1
-        if os.getppid() == 1:                     # the parent died before prctl
+
+def _watch_runner(pid: int) -> None:
+    while True:
+        time.sleep(RUNNER_POLL_S)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
             _die_with_kernels(signal.SIGTERM, None)
-    except (OSError, AttributeError):             # not Linux: SIGTERM from the runner still works
-        pass
+        except PermissionError:   # alive, another user's: cannot be ours
+            pass
+
+
+def _interrupted(signum, _frame):
+    kill_kernels_now()          # this process's own kernels (a batch run without workers)
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def unwind_on_signals() -> None:
+    """In the batch runner: SIGTERM and SIGHUP raise KeyboardInterrupt, so the batch unwinds
+    (workers stopped by ``stop_workers``, kernels shut down) instead of dying on the spot."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupted)
+
+
+def stop_workers(ex) -> None:
+    """SIGTERM each worker of a process pool (``execute.worker_init`` kills its kernels then)."""
+    for proc in list((getattr(ex, "_processes", None) or {}).values()):
+        try:
+            proc.terminate()
+        except (OSError, AttributeError):
+            pass
+    for proc in list((getattr(ex, "_processes", None) or {}).values()):
+        proc.join(timeout=5)
 
 
 def _stop_kernel(km) -> None:
