@@ -62,17 +62,35 @@ def _register_engine() -> None:
                 client.kc = kc
                 run_sync(reset)()
                 try:
-                    return client.execute()
+                    return _saving_on_failure(nb_man, client)
                 finally:
                     client.kc = None  # the kernel's client stays open for the next notebook
             client.on_notebook_start = reset
             try:
-                return client.execute()
+                return _saving_on_failure(nb_man, client)
             finally:
                 if client.kc is not None:
                     client.kc.stop_channels()
 
     papermill_engines.register(ENGINE, SharedKernelEngine)
+
+
+def _saving_on_failure(nb_man, client):
+    """``client.execute()``; when it stops on something else than a cell error (a cell past its
+    timeout, a dead kernel) the notebook is saved as it stands, its running cell marked by Papermill,
+    so that the failure names that cell (``_stopped_cell``)."""
+    try:
+        return client.execute()
+    except Exception:
+        try:
+            from papermill.iorw import write_ipynb
+
+            path = nb_man.output_path or nb_man.nb.metadata.get("papermill", {}).get("output_path")
+            if path:
+                write_ipynb(nb_man.nb, path)
+        except Exception:  # noqa: BLE001 - the message then names no cell; the first error stands
+            pass
+        raise
 
 
 # --- this worker's kernels ---------------------------------------------------------------------------
@@ -278,10 +296,35 @@ def _failure(job: Job, notebook: str, exc: Exception, executed_path: Path | None
         msg = (f"{rel}: cell {cell} (`{first_line(exc.source)}`): {exc.ename}: "
                f"{exc.evalue.splitlines()[0] if exc.evalue else ''}").rstrip()
         detail = {"notebook": rel, "cell": cell, "source": exc.source, "ename": exc.ename, "evalue": exc.evalue}
-    else:
-        msg = f"{rel}: {exc.__class__.__name__}: {exc}"
-        detail = {"notebook": rel, "cell": None, "ename": exc.__class__.__name__, "evalue": str(exc)}
+    else:  # a cell past its timeout (CellTimeoutError), a dead kernel (DeadKernelError), ...
+        cell, source = _stopped_cell(executed_path)
+        if cell is not None and executed_path is not None:
+            files[notebook] = executed_path.read_bytes()
+        where = f"cell {cell} (`{first_line(source)}`): " if cell is not None else ""
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        msg = f"{rel}: {where}{exc.__class__.__name__}: {text}".rstrip()
+        detail = {"notebook": rel, "cell": cell, "source": source, "ename": exc.__class__.__name__, "evalue": str(exc)}
     return msg, detail, files
+
+
+def _stopped_cell(executed_path: Path | None) -> tuple[int | None, str | None]:
+    """The source number and source of the cell the run stopped at (the last code cell Papermill
+    started: nbclient marks it completed even when it timed out or its kernel died), from the
+    executed notebook; (None, None) when unknown."""
+    import nbformat
+
+    if executed_path is None or not executed_path.exists():
+        return None, None
+    try:
+        nb = nbformat.read(executed_path, as_version=4)
+    except Exception:  # noqa: BLE001 - a half-written notebook: the message names no cell
+        return None, None
+    cells = [c for c in nb.cells if "papermill-error-cell-tag" not in c.get("metadata", {}).get("tags", [])]
+    started = [i for i, c in enumerate(cells) if c.cell_type == "code"
+               and c.get("metadata", {}).get("papermill", {}).get("status") in ("running", "failed", "completed")]
+    if not started:
+        return None, None
+    return _source_cell_number(nb, started[-1]), cells[started[-1]].source   # the run stopped at its last cell
 
 
 # --- one scenario ----------------------------------------------------------------------------------
