@@ -108,3 +108,19 @@ def test_a_cell_past_its_timeout_or_a_dead_kernel_fails_that_scenario_alone_nami
     assert not bad.ok and good.ok, (bad.error, good.error)
     assert re.search(rf"01_workload_profile\.ipynb: cell 4 \(`import \w+`\): {ename}", bad.error), bad.error
     assert bad.error_detail["cell"] == 4
+
+
+def test_every_planned_job_has_a_cell_timeout_and_no_widget_cell_reaches_the_kernel():
+    """Issue 28: a batch waited 14.6 min on notebook 02's widget cell. A job always carries a cell
+    timeout (also when the API caller gives none), and every code cell that builds a widget in the
+    shipped notebooks is tagged ``widgets``, so the batch removes it before the kernel sees it."""
+    from workbook.paths import NOTEBOOK_DIR
+    from workbook.report.jobs import CELL_TIMEOUT_S
+
+    jobs, problems, _ = batch.plan(["small-model-cheap"], "/nonexistent-out", timeout_s=None)
+    assert not problems and jobs[0].timeout_s == CELL_TIMEOUT_S
+    for path in sorted(NOTEBOOK_DIR.glob("0*.ipynb")):
+        kept = execute.batch_notebook(path)
+        for c in kept.cells:
+            if c.cell_type == "code":
+                assert not re.search(r"widgets\.|ipywidgets|JupyterChart|interact\(", c.source), (path.name, c.source)

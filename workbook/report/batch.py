@@ -44,7 +44,7 @@ from ..scenario import load_scenario, resolve_path, scenario_names
 from . import outfolder
 from .assemble import headline, jinja_env, report_css, sha256_file, utc_now
 from .execute import render_scenario, shutdown_kernels, stop_workers, unwind_on_signals, worker_init
-from .jobs import Job, Result
+from .jobs import CELL_TIMEOUT_S, Job, Result
 from .sections import SECTION_METADATA, Section, available_sections, check_parameters
 
 __all__ = ["Section", "Job", "Result", "available_sections", "check_parameters", "inputs_sha256", "plan",
@@ -109,7 +109,7 @@ def plan(scenarios: list[str], out: str | Path, notebook_dir: str | Path = NOTEB
     nb_paths = [Path(notebook_dir) / s.notebook for s in present]
     check_parameters(nb_paths)
     base = dict(notebook_dir=str(Path(notebook_dir).resolve()), missing=tuple(x.label for x in missing),
-                sections=tuple((x.key, x.notebook, x.label) for x in present), timeout_s=timeout_s,
+                sections=tuple((x.key, x.notebook, x.label) for x in present), timeout_s=timeout_s or CELL_TIMEOUT_S,
                 kernel_name=_kernel_name(nb_paths[0]))
     out = Path(out)
     jobs, problems, skipped, seen = [], [], [], {}
@@ -508,7 +508,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="hand scenarios to a Dask distributed scheduler (e.g. tcp://10.0.0.5:8786) instead "
                              "of a local process pool; workers need this package and its notebooks installed")
-    parser.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
+    parser.add_argument("--timeout", type=float, default=CELL_TIMEOUT_S, metavar="SECONDS",
                         help="limit per notebook cell (default: 600)")
     # The notebook folder (tests point it at fixtures); not part of the documented interface.
     parser.add_argument("--notebooks", default=str(NOTEBOOK_DIR), help=argparse.SUPPRESS)

@@ -223,12 +223,22 @@ def worker_init(runner_pid: int | None = None) -> None:
 def _watch_runner(pid: int) -> None:
     while True:
         time.sleep(RUNNER_POLL_S)
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if not runner_alive(pid):
             _die_with_kernels(signal.SIGTERM, None)
-        except PermissionError:   # alive, another user's: cannot be ours
-            pass
+
+
+def runner_alive(pid: int) -> bool:
+    """Is process ``pid`` alive (a zombie, killed but not yet reaped by its parent, is not)?"""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:   # alive, another user's
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True           # no /proc: signal 0 is all there is
 
 
 def _interrupted(signum, _frame):
