@@ -202,3 +202,14 @@ def test_the_notebook_explorer_shows_the_decision_with_and_without_the_upload(ca
     upload.value = _upload("runs.csv", V6E_RUNS.read_bytes())
     shown = capsys.readouterr().out
     assert "published runs only" in shown and "TPU-v6e mfu" in shown and "median_abs_error_after" in shown
+
+
+def test_the_app_kernel_memory_cap_turns_a_huge_allocation_into_memory_error():
+    """In a process of its own (the cap cannot be lifted once set): 4 GiB under a 1 GiB cap."""
+    import subprocess
+    import sys
+
+    code = ("from workbook.app import page\nimport numpy as np\nassert page.limit_memory(2**30) == 2**30\n"
+            "try:\n    np.ones(2**29)\nexcept MemoryError:\n    print('MemoryError')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "MemoryError", out.stderr[-500:]

@@ -9,6 +9,7 @@ mistakes (InputError) appear as sentences in the page, never tracebacks.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import tempfile
 import threading
@@ -396,7 +397,33 @@ def _scenario_label(name: str) -> str:
         return f"{name} (invalid file)"
 
 
+KERNEL_MEMORY_BYTES = 3 * 2 ** 30   # a visitor's kernel uses ~250 MB; WORKBOOK_APP_KERNEL_MEMORY_BYTES overrides
+
+
+def limit_memory(limit: int | None = None) -> int | None:
+    """Cap this process's data memory (``RLIMIT_DATA``: heap and anonymous mappings, where numpy
+    arrays live) at ``limit`` bytes (default ``KERNEL_MEMORY_BYTES`` or the environment's
+    ``WORKBOOK_APP_KERNEL_MEMORY_BYTES``; 0 = no cap), so that one visitor's computation fails with
+    ``MemoryError`` (shown as a sentence) instead of taking the server's memory. Returns the cap set."""
+    if limit is None:
+        limit = int(os.environ.get("WORKBOOK_APP_KERNEL_MEMORY_BYTES") or KERNEL_MEMORY_BYTES)
+    if not limit:
+        return None
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        cap = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+        if soft == resource.RLIM_INFINITY or soft > cap:
+            resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
+        return cap
+    except (ImportError, ValueError, OSError):   # not POSIX, or not allowed: no cap
+        return None
+
+
 def app(scenario: str | None = None) -> W.VBox:
     """The stakeholder app's page for one scenario name (a file in data/scenarios/); the picker
-    switches to the others. Returns the widget box (display it as a cell's last expression)."""
+    switches to the others. Returns the widget box (display it as a cell's last expression). The
+    kernel's memory is capped first (``limit_memory``)."""
+    limit_memory()
     return Page(scenario).box
