@@ -198,7 +198,7 @@ def main(argv: list[str]) -> int:
                 rc, err = "hang", ""
             tb = "Traceback" in err
             lines = len(err.strip().splitlines())
-            leak = any(s in err for s in ("root:", "PYTHONPATH=", "PATH=/"))
+            leak = any(s in err for s in ("root:", "PYTHONPATH=", "PATH=/", "SHELL="))
             fine = rc in (0, 1, 2) and not tb and len(err) < 2000 and not leak
             bad += not fine
             first = err.strip().splitlines()[0][:110] if err.strip() else ""

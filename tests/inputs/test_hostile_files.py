@@ -14,7 +14,7 @@ import hostile  # noqa: E402
 from workbook import cli  # noqa: E402
 
 CASE_LIMIT_S = 60   # the slowest valid case (an estimate) takes ~5 s; a hang is a FIFO or /dev/zero read
-SECRETS = ("root:", "PYTHONPATH=", "PATH=/")
+SECRETS = ("root:", "PYTHONPATH=", "PATH=/", "SHELL=")
 
 
 @pytest.fixture(scope="module")
