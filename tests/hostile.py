@@ -128,6 +128,10 @@ def cases(tmp: Path) -> list[tuple[str, str, list[str]]]:
         ("hf_config", "kv-heads-negative", ["estimate", str(_hf_scenario(tmp, "hf-neg", {**HF_OK, "num_key_value_heads": -8}))]),
         ("hf_config", "kv-heads-tiny", ["estimate", str(_hf_scenario(tmp, "hf-tiny", {**HF_OK, "num_key_value_heads": 0.5}))]),
         ("hf_config", "fifo", ["validate", str(_hf_fifo(tmp))]),
+        ("hf_config", "path-100kB", ["estimate", str(_scenario_with(
+            tmp, "hfpath.yaml", TRAIN, ("model: llama-3.1-8b", "hf_config: " + "x" * 100_000)))]),
+        ("measurements", "path-100kB", ["estimate", str(_scenario_with(
+            tmp, "mpath.yaml", TRAIN, extra="measurements: " + "y" * 100_000 + "\n"))]),
         ("hf_config", "nan", ["estimate", str(_hf_scenario(tmp, "hf-nan", '{"model_type": "llama", "hidden_size": NaN}'))]),
         # measurements
         ("measurements", "empty", ["estimate", str(_meas_scenario(tmp, "m-empty", ""))]),
