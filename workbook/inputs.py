@@ -247,7 +247,7 @@ def parse_csv(text: str, label: str, what: str, max_rows: int, comment: str | No
     than ``max_rows`` rows refused in one line naming the row. Blank lines, and lines starting with
     ``comment`` when given, are skipped."""
     lines = [ln for ln in io.StringIO(text, newline="") if not (comment and ln.lstrip().startswith(comment))]
-    csv.field_size_limit(max_field_chars)
+    previous = csv.field_size_limit(max_field_chars)    # a process-wide setting: restored below
     reader = csv.reader(lines)
     try:
         header = next(reader, None)
@@ -271,6 +271,8 @@ def parse_csv(text: str, label: str, what: str, max_rows: int, comment: str | No
         where = f"row {reader.line_num}: " if reader.line_num else ""
         reason = "a cell longer than " + f"{max_field_chars:,} characters" if "field larger" in str(e) else str(e)
         raise InputError(f"{label}: {where}not a readable CSV ({excerpt_text(reason)}; expected {what})") from None
+    finally:
+        csv.field_size_limit(previous)
     return header, rows
 
 
