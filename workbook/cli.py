@@ -1,7 +1,8 @@
 """Command line: ``python -m workbook <command>``.
 
 Expected mistakes (bad scenario, unknown id, missing file) print one line per problem naming file
-and field, and exit with status 2, never a traceback.
+and field, and exit with status 2, never a traceback. Anything else (a bug) prints one line with
+the exception and how to report it, and exits with status 3; ``--debug`` shows the traceback.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import json
 import sys
 
 from .errors import InputError
+from .inputs import excerpt_text
 
 
 class _Lazy:
@@ -152,7 +154,8 @@ def _estimate(args) -> int:
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """Every verb; ``only`` = the one verb whose module-level sub-command is built (the others list
     their help only, without importing their modules); None builds them all."""
-    p = argparse.ArgumentParser(prog="python -m workbook", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m workbook", description=__doc__.splitlines()[0],
+                                epilog="--debug (anywhere on the line): show the traceback of an unexpected error")
     sub = p.add_subparsers(dest="command", required=True)
     v = sub.add_parser("validate", help="validate scenario files (default: every shipped scenario)")
     v.add_argument("files", nargs="*")
@@ -181,8 +184,14 @@ def _verb(argv: list[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
+BUG_HINT = ("this is a bug in the workbook, not in your input: please report it with the command and its "
+            "input files (rerun with --debug for the traceback)")
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
     verb = _verb(argv)
     args = build_parser(only=verb if verb in _COMMANDS else "").parse_args(argv)
     try:
@@ -193,6 +202,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except MemoryError:
+        if debug:
+            raise
+        print("error: out of memory (an input asks for more than this machine holds; "
+              f"{BUG_HINT})", file=sys.stderr)
+        return 3
+    except Exception as e:  # noqa: BLE001 - the top level: any other failure is a bug, said in one line
+        if debug:
+            raise
+        print(f"error: {type(e).__name__}: {excerpt_text(str(e).splitlines()[0] if str(e) else '')} ({BUG_HINT})",
+              file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

@@ -20,14 +20,20 @@ APP_SHARE_DIR = PACKAGE_DIR / "app_share"   # holds voila/templates/workbook (fo
 APP_NOTEBOOK = NOTEBOOK_DIR / "app.ipynb"
 
 
+MAX_SHOWN_CHARS = 200   # a message shows at most this much of a path (a 100 kB name is not echoed)
+
+
 def rel(path: str | Path) -> str:
     """``path`` relative to the working directory when it lies below it (for error messages that
-    name a file the user can open), else as given."""
-    p = Path(path)
-    try:
-        return str(p.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(p)
+    name a file the user can open), else as given; never raises (a symlink loop, a name longer than
+    the system allows) and cut to ``MAX_SHOWN_CHARS`` characters."""
+    text = str(path)
+    if len(text) <= 4096:
+        try:
+            text = str(Path(text).resolve().relative_to(Path.cwd()))
+        except (ValueError, OSError, RuntimeError):
+            pass
+    return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS - 3] + "..."
 
 
 SCENARIO_FILE_KEYS = (("workload", "hf_config"), ("measurements",))  # files a scenario names

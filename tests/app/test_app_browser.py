@@ -415,9 +415,21 @@ def test_uploading_own_runs_changes_the_decision_and_a_bad_file_is_a_sentence(ap
     bad.write_text(runs.read_text().replace("TPU-v6e,8,", "TPU-v6e,-8,"))
     act(page, lambda: upload(page, bad))
     note = page.inner_text(".wb-runs-note")
-    assert "bad.csv: row 2: chips: expected a positive integer, got '-8'" in note
+    assert "bad.csv: row 2: chips: expected an integer above 0 and at most 1e+06, got '-8'" in note
     assert page.locator(".wb-runs-note li").count() == 1 and "Traceback" not in page.inner_text("body")
     assert recommendation(page)["accelerator"] == rec["accelerator"]     # the runs loaded before stay
+    # issue 28: a 46 MB upload dropped the page's connection and later uploads were ignored; an empty
+    # one showed nothing. Each is now a sentence, and the page keeps answering
+    huge = tmp_path / "huge.csv"
+    huge.write_bytes(b"#" * 46_000_000)
+    act(page, lambda: upload(page, huge))
+    assert "huge.csv: 46.0 MB, larger than a measurements CSV can be" in page.inner_text(".wb-runs-note")
+    empty = tmp_path / "empty.csv"
+    empty.write_bytes(b"")
+    act(page, lambda: upload(page, empty))
+    assert "empty.csv: empty file" in page.inner_text(".wb-runs-note")
+    act(page, lambda: upload(page, runs))
+    assert "2 of 2 runs near this workload" in page.inner_text(".wb-runs-note")
     act(page, lambda: page.locator("button.wb-forget-runs").click())
     assert recommendation(page)["accelerator"] == "TPU-v6e"
     assert_offline_and_clean(guard)

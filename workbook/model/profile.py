@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .. import catalog, hf
-from ..scenario import Architecture, Workload
+from ..scenario import Architecture, Workload, hf_architecture
 
 # FP4 block formats with their scales: NVFP4 = 4-bit E2M1 + one FP8 E4M3 scale per 16 values
 # (0.5 + 1/16 bytes; a per-tensor FP32 scale on top is negligible), NVIDIA Technical Blog
@@ -182,7 +182,7 @@ def model_profile(model_id: str) -> Profile:
 def hf_profile(path: str) -> Profile:
     """The Profile of a Hugging Face config.json (``workbook.hf``), named after its folder."""
     name = hf.config_file(path).resolve().parent.name or "hf-config"
-    return profile_from_architecture(Architecture(**hf.load(path)), name)
+    return profile_from_architecture(hf_architecture(path), name)
 
 
 def workload_profile(w: Workload) -> Profile:

@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 
+MAX_EXACT_SERVERS = 100_000   # beyond, the Poisson terms are not summed one by one (0.8 MB each)
 # Poisson terms further than this many standard deviations below the load are left out of the
 # cumulative sum of ``erlang_c`` (their share is below e^-800: nothing a float can hold), so a
 # deployment of thousands of slots costs a window around the load, not every k from 0.
@@ -42,6 +43,23 @@ def _erlang_c(c: np.ndarray, a: float) -> np.ndarray:
     return np.where(rho < 1, b / (1.0 - rho * (1.0 - b)), 1.0)
 
 
+def _erlang_c_normal(c, a: float, servers):
+    """Erlang C for more than ``MAX_EXACT_SERVERS`` servers without an array per server: the Poisson
+    (a) pmf and cdf at c from their normal approximation with continuity correction (central limit;
+    the relative error of b = pmf/cdf is O(1/sqrt(a)), below 0.3% where waiting is likely, a > 1e5;
+    where a is small the wait probability is 0 to float precision either way)."""
+    sd = math.sqrt(a)
+    z = (np.floor(c) + 0.5 - a) / sd
+    erfc = np.vectorize(math.erfc, otypes=[float])
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        logpmf = -0.5 * ((np.floor(c) - a) / sd) ** 2 - 0.5 * math.log(2 * math.pi * a)
+        logcdf = np.log(0.5 * erfc(-z / math.sqrt(2.0)))
+        b = np.exp(logpmf - logcdf)
+        rho = a / c
+        out = np.where(rho < 1, b / (1.0 - rho * (1.0 - b)), 1.0)
+    return out if np.ndim(servers) else float(out[0])
+
+
 def erlang_c(servers, offered_load):
     """Probability that an arrival waits in an M/M/c queue with ``servers`` servers and offered load
     a = λ·S (Erlang C); 1 when a ≥ c (the queue grows without bound). Broadcasts over ``servers``.
@@ -51,6 +69,9 @@ def erlang_c(servers, offered_load):
     a = float(offered_load)
     if a <= 0:
         return np.zeros_like(c) if np.ndim(servers) else 0.0
+    kmax = int(np.nanmax(c))
+    if kmax > MAX_EXACT_SERVERS:
+        return _erlang_c_normal(c, a, servers)
     key = (a, c.shape, c.tobytes())
     out = _MEMO.get(key)
     if out is None:
