@@ -23,7 +23,7 @@ import pandas as pd
 
 from . import comm
 from .efficiency import Efficiency, compute_efficiency, peak, scope_of
-from .profile import (Profile, bytes_per_value, decode_flops_per_token, decode_weight_bytes_read, kv_cache_bytes_per_token,
+from .profile import (Profile, attention_flops_per_token, bytes_per_value, decode_weight_bytes_read, kv_cache_bytes_per_token,
                       prefill_flops_per_token, weight_bytes)
 
 ACTIVATION_BYTES = 2.0  # 16-bit activations in the tensor-parallel all-reduces
@@ -182,13 +182,17 @@ def _split_bytes(p: Profile, tokens, weight_precision: str, tp, lay: Layout | No
 
 def decode_step_parts(eff: Efficiency, p: Profile, acc, batch, context, tp, precision: str, weight_precision: str,
                       kv_precision: str, mem_eff=None, latency_s=None, compute_eff=None, prefill_tokens=0.0,
-                      prefill_context=0.0, layout: Layout | None = None) -> dict:
+                      prefill_context=0.0, layout: Layout | None = None, prefill_compute_eff=None) -> dict:
     """The parts of one decode step (one token for each of ``batch`` sequences at ``context`` cached
     tokens) on a tensor-parallel group of ``tp`` chips: ``memory_s`` (active weights once + each
     sequence's KV cache over tp·HBM·mem_eff), ``compute_s`` (FLOPs over tp·peak·efficiency) and
-    ``comm_s`` (the TP all-reduces). ``prefill_tokens`` of other requests' prompts (of
-    ``prefill_context`` tokens) can ride along in the same step (chunked prefill, Agrawal et al. 2024
-    "Sarathi-Serve"): their FLOPs add to the compute side, their weight reads are the step's own.
+    ``comm_s`` (the TP all-reduces), each split for ``step_s``: ``weight_memory_s`` and
+    ``kv_memory_s``, ``linear_compute_s`` (the weight matmuls) and ``attention_compute_s``
+    (QKᵀ and AV). ``prefill_tokens`` of other requests' prompts (of ``prefill_context`` tokens) can
+    ride along in the same step (chunked prefill, Agrawal et al. 2024 "Sarathi-Serve", OSDI'24): they
+    join the step's weight matmuls, whose weights are read once for all its tokens, and run at
+    ``prefill_compute_eff`` (the prefill's ceiling: a chunk of thousands of rows is a large matmul;
+    default ``compute_eff``), the decode tokens at ``compute_eff``.
     With a ``layout`` of pp stages, ``batch`` is one micro-batch: the step is the sum of the pp stage
     steps (each 1/pp of the layers) plus the hand-offs, so the parts equal a tp-chip step; experts
     over ep chips read their weights and do their FLOPs over max(tp, ep) chips and add the
@@ -202,24 +206,42 @@ def decode_step_parts(eff: Efficiency, p: Profile, acc, batch, context, tp, prec
     pre = np.asarray(prefill_tokens, dtype=float)
     groups = 1 if layout is None else layout.groups
     width = tp if layout is None else float(layout.width)
-    bytes_ = (_split_bytes(p, b + pre, weight_precision, tp, layout)
-              + b / groups * np.asarray(context, dtype=float) * kv_bytes_per_token_held(p, acc, tp, kv_precision) / tp)
+    bw = float(acc["memory_bytes_per_s"]) * mem_eff
+    w_bytes = _split_bytes(p, b + pre, weight_precision, tp, layout)
+    kv_bytes = b / groups * np.asarray(context, dtype=float) * kv_bytes_per_token_held(p, acc, tp, kv_precision) / tp
     if compute_eff is None:
         compute_eff = compute_efficiency(eff, acc, precision, "decode", p, tp=tp)
-    flops = b * decode_flops_per_token(p, context) + pre * prefill_flops_per_token(p, prefill_context)
+    if prefill_compute_eff is None:
+        prefill_compute_eff = compute_eff
+    rate = width * peak(acc, precision)
+    lin = 2.0 * p.params_matmul_active
+    linear_s = b * lin / (rate * compute_eff) + pre * lin / (rate * prefill_compute_eff)
+    attn_s = (b * attention_flops_per_token(p, context, causal=False) / (rate * compute_eff)
+              + pre * attention_flops_per_token(p, prefill_context, causal=True) / (rate * prefill_compute_eff))
     comm = tp_allreduce_s(p, acc, (b + pre) / groups, tp, latency_s)
     if layout is not None:
         comm = comm + ep_alltoall_s(p, acc, b + pre, layout, latency_s) + pp_handoff_s(p, acc, b + pre, layout)
-    return {"memory_s": bytes_ / (float(acc["memory_bytes_per_s"]) * mem_eff),
-            "compute_s": flops / (width * peak(acc, precision) * compute_eff),
-            "comm_s": comm}
+    return {"memory_s": (w_bytes + kv_bytes) / bw, "compute_s": linear_s + attn_s, "comm_s": comm,
+            "weight_memory_s": w_bytes / bw, "kv_memory_s": kv_bytes / bw, "linear_compute_s": linear_s,
+            "attention_compute_s": attn_s}
+
+
+def step_s(parts: dict):
+    """Time of one decode step from ``decode_step_parts``: the weight matmuls take the larger of their
+    weight reads and their FLOPs, then attention the larger of its KV-cache reads and its FLOPs, then
+    the collectives: T = max(weights / BW, linear FLOPs / rate) + max(KV / BW, attention FLOPs / rate)
+    + comm ("How to Scale Your Model" ch. 7 "Inference": decode attention reads each sequence's own
+    KV cache, memory-bound at any batch, in kernels of its own that do not overlap the weight
+    matmuls, which turn compute-bound at a large batch; Sarathi-Serve §2 makes the same split of a
+    hybrid batch into linear and attention operators)."""
+    return (np.maximum(parts["weight_memory_s"], parts["linear_compute_s"])
+            + np.maximum(parts["kv_memory_s"], parts["attention_compute_s"]) + parts["comm_s"])
 
 
 def decode_step_s(eff: Efficiency, p: Profile, acc, batch, context, tp, precision: str, weight_precision: str,
                   kv_precision: str, **kw):
-    """Time of one decode step: roofline of ``decode_step_parts`` plus the TP all-reduces."""
-    d = decode_step_parts(eff, p, acc, batch, context, tp, precision, weight_precision, kv_precision, **kw)
-    return np.maximum(d["memory_s"], d["compute_s"]) + d["comm_s"]
+    """Time of one decode step: ``step_s`` of ``decode_step_parts``."""
+    return step_s(decode_step_parts(eff, p, acc, batch, context, tp, precision, weight_precision, kv_precision, **kw))
 
 
 def prefill_s(eff: Efficiency, p: Profile, acc, tokens, input_tokens, tp, precision: str, weight_precision: str,
@@ -305,8 +327,8 @@ def serving_point(eff: Efficiency, p: Profile, acc, batch, input_tokens, output_
     chunked = not (static or I == 0 or O == 0)
     parts = decode_step_parts(eff, p, acc, micro, I + O / 2.0, tp, precision, weight_precision, kv_precision,
                               compute_eff=ce_d, prefill_tokens=micro * I / O if chunked else 0.0,
-                              prefill_context=I if chunked else 0.0, **kw)
-    tpot = np.maximum(parts["memory_s"], parts["compute_s"]) + parts["comm_s"]
+                              prefill_context=I if chunked else 0.0, prefill_compute_eff=ce_p, **kw)
+    tpot = step_s(parts)
     if chunked:
         thr = b / tpot
     else:
