@@ -300,16 +300,52 @@ def max_batch_fit(p: Profile, acc, tp, seq_tokens, weight_precision: str, kv_pre
     return np.floor(np.maximum(budget, 0.0) / per_seq)
 
 
+# Tokens one engine step may carry (decode tokens + prefill chunk): TensorRT-LLM's ``max_num_tokens``
+# default 8192 (TensorRT-LLM docs, "Tuning max batch size and max num tokens": "the default value is
+# 8192") and vLLM's ``max_num_batched_tokens`` for offline runs (8192; 2048 behind its OpenAI server,
+# vLLM engine-args docs), the chunk budget of Sarathi-Serve's chunked prefill (Agrawal et al.,
+# OSDI'24, §4).
+STEP_TOKENS = 8192.0
+
+
+def _chunked_step(eff, p, acc, micro, I, O, tp, precision, weight_precision, kv_precision, ce_d, ce_p, step_tokens, kw):
+    """The mean decode step of continuous batching with chunked prefill (Sarathi-Serve, Agrawal et al.
+    OSDI'24): prompts enter as fast as answers finish, P = micro·I/O prompt tokens per step on
+    average, but in whole prompts: a step that admits prompts carries c = min(max(P, I),
+    step_tokens − micro) of their tokens (at least one prompt, chunked at the step's token budget)
+    and a fraction f = P / c of the steps does so (about micro/O answers finish per step: at a small
+    batch and long answers one step in many carries a whole prompt). The mean step is
+    f·T(micro, c) + (1 − f)·T(micro, 0) (``step_s``: a step with a long chunk is compute-bound, one
+    without reads the weights for the decode alone; spreading a prompt thinly over every step would
+    hide its FLOPs under the weight reads). Where even every step carrying a full chunk cannot admit
+    prompts as fast as answers finish (micro·(1 + I/O) > step_tokens), the engine holds only
+    step_tokens / (1 + I/O) sequences in decode. Returns (mean step, parts weighted the same way,
+    decode batch)."""
+    micro = np.minimum(np.asarray(micro, dtype=float), step_tokens / (1.0 + I / O))
+    demand = micro * I / O
+    chunk = np.maximum(np.minimum(np.maximum(demand, I), step_tokens - micro), 1.0)
+    f = np.minimum(demand / chunk, 1.0)
+    ctx = I + O / 2.0
+    args = (eff, p, acc, micro, ctx, tp, precision, weight_precision, kv_precision)
+    with_chunk = decode_step_parts(*args, compute_eff=ce_d, prefill_tokens=chunk, prefill_context=I,
+                                   prefill_compute_eff=ce_p, **kw)
+    plain = decode_step_parts(*args, compute_eff=ce_d, **kw)
+    mean = f * step_s(with_chunk) + (1.0 - f) * step_s(plain)
+    parts = {k: f * with_chunk[k] + (1.0 - f) * plain[k] for k in with_chunk}
+    return mean, parts, micro
+
+
 def serving_point(eff: Efficiency, p: Profile, acc, batch, input_tokens, output_tokens, tp, precision,
                   weight_precision, kv_precision, mem_eff=None, latency_s=None, ceiling=None,
-                  static: bool = False, layout: Layout | None = None, prefill_ceiling=None) -> dict:
+                  static: bool = False, layout: Layout | None = None, prefill_ceiling=None,
+                  step_tokens: float = STEP_TOKENS) -> dict:
     """TTFT, TPOT and output tokens/s of one replica serving ``batch`` concurrent requests, with the
     decode step's parts (``decode_memory_s``, ``decode_compute_s``, ``decode_comm_s``).
 
-    Continuous batching with chunked prefill (vLLM, SGLang, TensorRT-LLM; Agrawal et al. 2024): each
-    decode step also carries batch·I/O prompt tokens of the requests that replace finished ones, so
-    their FLOPs share the step's roofline with the decode; TPOT is that step at the mean context
-    I + O/2, output tokens/s = batch / TPOT, TTFT is one prompt's prefill (no queueing: see
+    Continuous batching with chunked prefill (vLLM, SGLang, TensorRT-LLM; Agrawal et al. 2024): the
+    steps carry, on average, batch·I/O prompt tokens of the requests that replace finished ones, in
+    chunks of at most ``step_tokens`` tokens per step (``_chunked_step``); TPOT is the mean step at
+    the mean context I + O/2, output tokens/s = batch / TPOT, TTFT is one prompt's prefill (no queueing: see
     ``model.queueing``). With pp pipeline stages the batch is pp micro-batches of batch/pp in flight
     together, so TPOT is a micro-batch's trip through every stage and output tokens/s = batch / TPOT.
     ``static`` batching (a batch prefilled together, then decoded: Neuron, benchmark_latency): output
@@ -325,13 +361,14 @@ def serving_point(eff: Efficiency, p: Profile, acc, batch, input_tokens, output_
                               ceiling=ceiling if prefill_ceiling is None else prefill_ceiling)
     kw = dict(mem_eff=mem_eff, latency_s=latency_s, layout=layout)
     chunked = not (static or I == 0 or O == 0)
-    parts = decode_step_parts(eff, p, acc, micro, I + O / 2.0, tp, precision, weight_precision, kv_precision,
-                              compute_eff=ce_d, prefill_tokens=micro * I / O if chunked else 0.0,
-                              prefill_context=I if chunked else 0.0, prefill_compute_eff=ce_p, **kw)
-    tpot = step_s(parts)
     if chunked:
-        thr = b / tpot
+        tpot, parts, micro = _chunked_step(eff, p, acc, micro, I, O, tp, precision, weight_precision, kv_precision,
+                                           ce_d, ce_p, step_tokens, kw)
+        thr = micro * (1 if layout is None else layout.pp) / tpot
     else:
+        parts = decode_step_parts(eff, p, acc, micro, I + O / 2.0, tp, precision, weight_precision, kv_precision,
+                                  compute_eff=ce_d, **kw)
+        tpot = step_s(parts)
         prefill_batch = prefill_s(eff, p, acc, b * I, I, tp, precision, weight_precision, compute_eff=ce_p, **kw) \
             if I > 0 else 0.0 * tpot
         thr = b * O / (prefill_batch + O * tpot) if O > 0 else b / tpot
