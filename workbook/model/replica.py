@@ -4,10 +4,13 @@ of a replica layout (tensor, pipeline and expert parallelism), with the calibrat
 - Decode streams weights and KV cache from HBM at ``decode_memory_efficiency[family]`` of the
   datasheet bandwidth; tensor parallelism adds two all-reduces per layer (Megatron-LM, Shoeybi et al.
   2019), each 2·log2(ranks) latency steps of ``tp_collective_latency_s[family]`` + bytes / link
-  bandwidth (ranks: chips, or NeuronCores on AWS Neuron); continuous batching lets
-  chunked prefill share the decode step's roofline (Agrawal et al. 2024, Sarathi-Serve).
-- A step takes the larger of its compute and memory time (roofline: Williams et al. 2009; "How to
-  Scale Your Model" ch. 7 "Inference").
+  bandwidth (ranks: chips, or NeuronCores on AWS Neuron); continuous batching carries prompts in
+  chunks of whole prompts inside decode steps of at most ``STEP_TOKENS`` tokens (Agrawal et al.
+  2024, Sarathi-Serve), their matmuls at the prefill's ceiling.
+- A decode step's weight matmuls take the larger of their weight reads and their FLOPs, its
+  attention the larger of its KV-cache reads and its FLOPs, one after the other (roofline: Williams
+  et al. 2009, per operator as in "How to Scale Your Model" ch. 7 "Inference"); a prefill the
+  larger of its FLOPs and one read of the weights.
 - A replica's KV-cache budget is tp·memory·(1 − headroom) − weights (vLLM's
   ``gpu_memory_utilization`` = 1 − headroom).
 
@@ -300,11 +303,13 @@ def max_batch_fit(p: Profile, acc, tp, seq_tokens, weight_precision: str, kv_pre
     return np.floor(np.maximum(budget, 0.0) / per_seq)
 
 
-# Tokens one engine step may carry (decode tokens + prefill chunk): TensorRT-LLM's ``max_num_tokens``
-# default 8192 (TensorRT-LLM docs, "Tuning max batch size and max num tokens": "the default value is
-# 8192") and vLLM's ``max_num_batched_tokens`` for offline runs (8192; 2048 behind its OpenAI server,
-# vLLM engine-args docs), the chunk budget of Sarathi-Serve's chunked prefill (Agrawal et al.,
-# OSDI'24, §4).
+# Tokens one engine step may carry (decode tokens + prompt chunks): TensorRT-LLM's ``max_num_tokens``
+# default 8192 (``BuildConfig``, NVIDIA/TensorRT-LLM tensorrt_llm/builder.py @008b2b8, read
+# 2026-12-02; its in-flight batching scheduler fills a step's context requests up to that budget:
+# TensorRT-LLM docs, "Tuning Max Batch Size and Max Num Tokens") and vLLM's ``max_num_batched_tokens``
+# default 8192 (its OpenAI server on GPUs of >= 70 GiB other than A100; 16384 offline there, 2048
+# behind the server and 8192 offline on smaller GPUs: vllm/engine/arg_utils.py, EngineArgs batch
+# defaults), the per-step token budget of chunked prefill (Sarathi-Serve, Agrawal et al., OSDI'24 §4).
 STEP_TOKENS = 8192.0
 
 
@@ -330,9 +335,33 @@ def _chunked_step(eff, p, acc, micro, I, O, tp, precision, weight_precision, kv_
     with_chunk = decode_step_parts(*args, compute_eff=ce_d, prefill_tokens=chunk, prefill_context=I,
                                    prefill_compute_eff=ce_p, **kw)
     plain = decode_step_parts(*args, compute_eff=ce_d, **kw)
-    mean = f * step_s(with_chunk) + (1.0 - f) * step_s(plain)
-    parts = {k: f * with_chunk[k] + (1.0 - f) * plain[k] for k in with_chunk}
-    return mean, parts, micro
+    def mix(a, b):  # f·a + (1 − f)·b, a term of weight 0 left out (an unusable link makes it inf)
+        return np.where(f > 0, f * a, 0.0) + np.where(f < 1, (1.0 - f) * b, 0.0)
+
+    t_chunk, t_plain = step_s(with_chunk), step_s(plain)
+    return {"mean": mix(t_chunk, t_plain), "parts": {k: mix(with_chunk[k], plain[k]) for k in with_chunk},
+            "micro": micro, "t_chunk": t_chunk, "t_plain": t_plain, "f": f}
+
+
+def _loaded_ttft(eff, p, acc, micro, I, O, tp, precision, weight_precision, kv_precision, ce_d, ce_p, step_tokens, kw):
+    """Time to first token of a prompt that joins ``micro`` − 1 sequences in decode (continuous
+    batching; Orca, Yu et al. OSDI'22: a request enters at the next iteration): the rest of the step
+    in progress, whose mean is the residual life E[T²] / (2·E[T]) of the others' steps (renewal
+    theory, Kleinrock 1975 "Queueing Systems" vol. 1 §5.2: an arrival more likely falls in a long,
+    prompt-carrying step), then its own prompt in ceil(I / c) steps of c = min(I, step_tokens −
+    others) prompt tokens beside the others' decode tokens (``_chunked_step``'s steps). 0 wait
+    with no other sequence."""
+    others = np.maximum(np.asarray(micro, dtype=float) - 1.0, 0.0)
+    o = _chunked_step(eff, p, acc, others, I, O, tp, precision, weight_precision, kv_precision, ce_d, ce_p,
+                      step_tokens, kw)
+    f, tc, tpl = o["f"], o["t_chunk"], o["t_plain"]
+    second = np.where(f > 0, f * tc * tc, 0.0) + np.where(f < 1, (1.0 - f) * tpl * tpl, 0.0)
+    residual = np.where(o["micro"] > 0, second / (2.0 * o["mean"]), 0.0)
+    c = np.maximum(np.minimum(I, step_tokens - o["micro"]), 1.0)
+    own = step_s(decode_step_parts(eff, p, acc, o["micro"], I + O / 2.0, tp, precision, weight_precision, kv_precision,
+                                   compute_eff=ce_d, prefill_tokens=c, prefill_context=I, prefill_compute_eff=ce_p,
+                                   **kw))
+    return residual + np.ceil(I / c) * own
 
 
 def serving_point(eff: Efficiency, p: Profile, acc, batch, input_tokens, output_tokens, tp, precision,
@@ -345,8 +374,9 @@ def serving_point(eff: Efficiency, p: Profile, acc, batch, input_tokens, output_
     Continuous batching with chunked prefill (vLLM, SGLang, TensorRT-LLM; Agrawal et al. 2024): the
     steps carry, on average, batch·I/O prompt tokens of the requests that replace finished ones, in
     chunks of at most ``step_tokens`` tokens per step (``_chunked_step``); TPOT is the mean step at
-    the mean context I + O/2, output tokens/s = batch / TPOT, TTFT is one prompt's prefill (no queueing: see
-    ``model.queueing``). With pp pipeline stages the batch is pp micro-batches of batch/pp in flight
+    the mean context I + O/2, output tokens/s = batch / TPOT, TTFT the rest of the step in progress
+    and the prompt's own steps beside the batch's decode (``_loaded_ttft``; waiting for a batch slot
+    is ``model.queueing``'s). With pp pipeline stages the batch is pp micro-batches of batch/pp in flight
     together, so TPOT is a micro-batch's trip through every stage and output tokens/s = batch / TPOT.
     ``static`` batching (a batch prefilled together, then decoded: Neuron, benchmark_latency): output
     tokens/s = batch·O / (prefill(batch·I) + O·TPOT), TTFT = prefill(batch·I).
@@ -362,9 +392,11 @@ def serving_point(eff: Efficiency, p: Profile, acc, batch, input_tokens, output_
     kw = dict(mem_eff=mem_eff, latency_s=latency_s, layout=layout)
     chunked = not (static or I == 0 or O == 0)
     if chunked:
-        tpot, parts, micro = _chunked_step(eff, p, acc, micro, I, O, tp, precision, weight_precision, kv_precision,
-                                           ce_d, ce_p, step_tokens, kw)
-        thr = micro * (1 if layout is None else layout.pp) / tpot
+        args = (eff, p, acc, micro, I, O, tp, precision, weight_precision, kv_precision, ce_d, ce_p, step_tokens, kw)
+        st = _chunked_step(*args)
+        tpot, parts = st["mean"], st["parts"]
+        thr = st["micro"] * (1 if layout is None else layout.pp) / tpot
+        ttft = _loaded_ttft(*args)
     else:
         parts = decode_step_parts(eff, p, acc, micro, I + O / 2.0, tp, precision, weight_precision, kv_precision,
                                   compute_eff=ce_d, **kw)
@@ -372,10 +404,9 @@ def serving_point(eff: Efficiency, p: Profile, acc, batch, input_tokens, output_
         prefill_batch = prefill_s(eff, p, acc, b * I, I, tp, precision, weight_precision, compute_eff=ce_p, **kw) \
             if I > 0 else 0.0 * tpot
         thr = b * O / (prefill_batch + O * tpot) if O > 0 else b / tpot
-    if I > 0:
-        ttft = prefill_s(eff, p, acc, (b if static else 1.0) * I, I, tp, precision, weight_precision, compute_eff=ce_p, **kw)
-    else:
-        ttft = np.zeros_like(tpot)
+    if not chunked:
+        ttft = prefill_s(eff, p, acc, (b if static else 1.0) * I, I, tp, precision, weight_precision, compute_eff=ce_p,
+                         **kw) if I > 0 else np.zeros_like(tpot)
     ones = np.ones_like(tpot)
     return {"ttft_s": ttft * ones, "tpot_s": tpot, "output_tokens_per_s": thr, "decode_memory_s": parts["memory_s"] * ones,
             "decode_compute_s": parts["compute_s"] * ones, "decode_comm_s": parts["comm_s"] * ones}
