@@ -336,7 +336,7 @@ def _chunked_step(eff, p, acc, micro, I, O, tp, precision, weight_precision, kv_
                                    prefill_compute_eff=ce_p, **kw)
     plain = decode_step_parts(*args, compute_eff=ce_d, **kw)
     def mix(a, b):  # f·a + (1 − f)·b, a term of weight 0 left out (an unusable link makes it inf)
-        return np.where(f > 0, f * a, 0.0) + np.where(f < 1, (1.0 - f) * b, 0.0)
+        return f * np.where(f > 0, a, 0.0) + (1.0 - f) * np.where(f < 1, b, 0.0)
 
     t_chunk, t_plain = step_s(with_chunk), step_s(plain)
     return {"mean": mix(t_chunk, t_plain), "parts": {k: mix(with_chunk[k], plain[k]) for k in with_chunk},
@@ -355,8 +355,9 @@ def _loaded_ttft(eff, p, acc, micro, I, O, tp, precision, weight_precision, kv_p
     o = _chunked_step(eff, p, acc, others, I, O, tp, precision, weight_precision, kv_precision, ce_d, ce_p,
                       step_tokens, kw)
     f, tc, tpl = o["f"], o["t_chunk"], o["t_plain"]
-    second = np.where(f > 0, f * tc * tc, 0.0) + np.where(f < 1, (1.0 - f) * tpl * tpl, 0.0)
-    residual = np.where(o["micro"] > 0, second / (2.0 * o["mean"]), 0.0)
+    second = f * np.where(f > 0, tc * tc, 0.0) + (1.0 - f) * np.where(f < 1, tpl * tpl, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        residual = np.where(o["micro"] > 0, second / (2.0 * o["mean"]), 0.0)
     c = np.maximum(np.minimum(I, step_tokens - o["micro"]), 1.0)
     own = step_s(decode_step_parts(eff, p, acc, o["micro"], I + O / 2.0, tp, precision, weight_precision, kv_precision,
                                    compute_eff=ce_d, prefill_tokens=c, prefill_context=I, prefill_compute_eff=ce_p,
