@@ -145,7 +145,7 @@ class Page:
         return controls
 
     def _build_own_runs(self) -> list:
-        """Upload the team's runs (a measurements CSV, README "Your own measurements"); the page
+        """Upload the team's runs (a measurements CSV, docs/how-to/own-runs.md); the page
         keeps the file in a temporary folder of its own for as long as the kernel lives."""
         self.runs_folder = tempfile.TemporaryDirectory(prefix="wb-app-runs-")
         self.runs_path = None       # the uploaded CSV, validated (scenario key ``measurements``)

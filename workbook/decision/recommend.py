@@ -190,7 +190,7 @@ def recommendation_warnings(s: Scenario, perf_df: pd.DataFrame, win, today: _dt.
     calibrated range (``calibrated`` False: no published run of this chip family set its efficiency,
     so the wider band applies), a host short for the workload (``balance.balance_flags``: CPU per chip,
     host RAM for loading, NVMe for checkpoints), and a generic (non-transformer) model, whose estimate borrows the
-    transformer-fitted ceilings and is optimistic (README "Known limits")."""
+    transformer-fitted ceilings and is optimistic (docs/explanation/limits.md)."""
     out = []
     valid = price_valid_date(win)
     age = age_days(valid, today or _dt.date.today()) if valid is not None else np.nan

@@ -1,0 +1,177 @@
+"""MkDocs hook: the reference pages are generated from the code at build time.
+
+A page holds a marker and the hook replaces it:
+
+- ``<!-- generated: scenario-keys -->``: every scenario key from the pydantic schema
+  (``workbook.scenario.scenario_schema``) with its unit (from the key's unit suffix), default, allowed
+  range and description (the description carries the key's source where it has one);
+- ``<!-- generated: cli -->``: every command and option from the argparse parser (``workbook.cli.build_parser``);
+- ``<!-- generated: catalogs -->``: every catalog's columns from ``workbook.catalog.SCHEMAS`` (type, required,
+  range) joined with the unit and meaning of ``data/README.md``'s dictionary tables.
+
+So the reference cannot drift from the code: a key added to the scenario model appears on the next build.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from workbook import catalog, paths  # noqa: E402
+from workbook.scenario import scenario_schema  # noqa: E402
+
+# Unit suffixes of the one vocabulary (style: units in names), longest first.
+UNIT_SUFFIXES = [
+    ("_usd_per_million_input_tokens", "USD per million input tokens"),
+    ("_usd_per_million_output_tokens", "USD per million output tokens"),
+    ("_usd_per_tb_month", "USD per TB-month"), ("_usd_per_tb", "USD per TB"),
+    ("_usd_per_kwh", "USD per kWh"), ("_usd_per_kw_month", "USD per kW-month"),
+    ("_usd_per_system_month", "USD per system-month"), ("_usd_per_week", "USD per week"),
+    ("_usd_per_tonne", "USD per tonne CO2e"), ("_usd_per_hour", "USD per hour"), ("_usd", "USD"),
+    ("_bytes_per_s", "bytes/s"), ("_flops_per_s", "FLOP/s"), ("_tokens_per_s", "tokens/s"),
+    ("_per_host_hour", "per host-hour"), ("_per_hour", "per hour"), ("_per_year", "per year"),
+    ("_per_s", "per second"), ("_bytes", "bytes"), ("_flops", "FLOP"), ("_ms", "ms"), ("_min", "minutes"),
+    ("_hours", "hours"), ("_days", "days"), ("_months", "months"), ("_years", "years"), ("_tb_per_month", "TB per month"),
+    ("_tb", "TB"), ("_kg", "kg CO2e"), ("_fraction", "fraction 0-1"), ("_discount", "fraction 0-1"),
+    ("_tokens", "tokens"), ("_weeks", "engineer-weeks"), ("_w", "W"), ("_s", "seconds"),
+]
+
+
+def unit_of(key: str) -> str:
+    for suffix, unit in UNIT_SUFFIXES:
+        if key.endswith(suffix):
+            return unit
+    return ""
+
+
+def _cell(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _type_and_range(prop: dict) -> tuple[str, str]:
+    """A JSON-schema property's type and its bounds, e.g. ('number', '> 0, <= 1')."""
+    options = prop.get("anyOf") or [prop]
+    types, bounds = [], []
+    for o in options:
+        t = o.get("type") or (o.get("$ref", "").rsplit("/", 1)[-1] or None)
+        if t == "null":
+            continue
+        if "enum" in o:
+            t = " \\| ".join(f"`{v}`" for v in o["enum"])
+        elif t == "array" and "items" in o:
+            it = o["items"]
+            inner = " \\| ".join(f"`{v}`" for v in it["enum"]) if "enum" in it else it.get("type", "")
+            t = f"list of {inner}"
+        elif "const" in o:
+            t = f"`{o['const']}`"
+        types.append(str(t))
+        for k, sym in (("exclusiveMinimum", ">"), ("minimum", ">="), ("exclusiveMaximum", "<"), ("maximum", "<=")):
+            if k in o:
+                bounds.append(f"{sym} {o[k]:g}")
+    return " or ".join(dict.fromkeys(types)), ", ".join(bounds)
+
+
+def scenario_keys_markdown() -> str:
+    schema = scenario_schema()
+    defs = schema["$defs"]
+    out = []
+
+    def table(props: dict, prefix: str, required: list[str]):
+        rows = ["| key | type | unit | default | range | what it is, and its source |", "|---|---|---|---|---|---|"]
+        nested = []
+        for key, prop in props.items():
+            ref = prop.get("$ref") or next((o["$ref"] for o in prop.get("anyOf", []) if "$ref" in o), None)
+            name = f"{prefix}{key}"
+            if ref and ref.rsplit("/", 1)[-1] in defs and ref.rsplit("/", 1)[-1] not in ("Parallelism",):
+                nested.append((name, defs[ref.rsplit("/", 1)[-1]]))
+                rows.append(f"| `{name}` | section | | | | see [{name}](#{name.replace('.', '')}) |")
+                continue
+            typ, rng = _type_and_range(prop)
+            default = "required" if key in required else json.dumps(prop.get("default")) if "default" in prop else ""
+            rows.append(f"| `{name}` | {typ} | {unit_of(key)} | {_cell(default)} | {rng} | {_cell(prop.get('description', ''))} |")
+        return rows, nested
+
+    rows, nested = table(schema["properties"], "", schema.get("required", []))
+    out += ["## Top level", ""] + rows + [""]
+    while nested:
+        name, d = nested.pop(0)
+        rows, more = table(d.get("properties", {}), f"{name}.", d.get("required", []))
+        out += [f"## {name}", "", _cell(d.get("description", "")), ""] + rows + [""]
+        nested += more
+    return "\n".join(out)
+
+
+def cli_markdown() -> str:
+    from workbook.cli import build_parser  # the parser imports every command module: only when the page builds
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {a.dest: a.help for a in sub._choices_actions}
+    out = []
+    for name, p in sub.choices.items():
+        p.prog = f"python -m workbook {name}"
+        out += [f"## `{name}`", "", _cell(helps.get(name) or ""), "", "```text", p.format_usage().strip(), "```", ""]
+        rows = ["| argument | default | meaning |", "|---|---|---|"]
+        for a in p._actions:
+            if isinstance(a, argparse._HelpAction):
+                continue
+            flag = ", ".join(a.option_strings) or a.dest
+            if a.choices and not isinstance(a, argparse._SubParsersAction):
+                flag += " {" + ",".join(map(str, a.choices)) + "}"
+            default = "" if a.default in (None, False, argparse.SUPPRESS) or a.option_strings == [] else a.default
+            rows.append(f"| `{_cell(flag)}` | {_cell(default)} | {_cell(a.help or '')} |")
+        if len(rows) > 2:
+            out += rows + [""]
+    return "\n".join(out)
+
+
+def _readme_columns() -> dict[str, dict[str, tuple[str, str]]]:
+    """data/README.md's dictionary tables, per section: column -> (unit, meaning)."""
+    text = (paths.DATA_DIR / "README.md").read_text()
+    out: dict[str, dict[str, tuple[str, str]]] = {}
+    for m in re.finditer(r"<!-- section: (\w+) -->(.*?)<!-- end: \1 -->", text, re.S):
+        cols = out.setdefault(m.group(1), {})
+        for line in m.group(2).splitlines():
+            cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+            if len(cells) >= 3 and cells[0].startswith("`"):
+                for col in re.findall(r"`([a-z0-9_]+)`", cells[0]):
+                    cols.setdefault(col, (cells[1], cells[-1]))
+    return out
+
+
+def catalogs_markdown() -> str:
+    readme = _readme_columns()
+    out = []
+    for name, schema in catalog.SCHEMAS.items():
+        section = readme.get(name) or next((v for k, v in readme.items() if name.startswith(k) or k.startswith(name)), {})
+        if not section:  # the energy tables share one section
+            section = readme.get("energy", {})
+        out += [f"## `{name}`", "", f"Columns checked by `workbook.catalog.SCHEMAS[{name!r}]`; unit and meaning from "
+                "`data/README.md`.", "", "| column | type | required | range or choices | unit | meaning |",
+                "|---|---|---|---|---|---|"]
+        for col, c in schema.items():
+            rng = " \\| ".join(f"`{x}`" for x in c.choices) if c.choices else ", ".join(
+                f"{s} {v:g}" for s, v in ((">=", c.min), ("<=", c.max)) if v is not None)
+            unit, meaning = section.get(col, ("", ""))
+            out.append(f"| `{col}` | {c.kind} | {'yes' if c.required else ''} | {rng} | {unit} | {meaning} |")
+        out.append("")
+    return "\n".join(out)
+
+
+MARKERS = {
+    "<!-- generated: scenario-keys -->": scenario_keys_markdown,
+    "<!-- generated: cli -->": cli_markdown,
+    "<!-- generated: catalogs -->": catalogs_markdown,
+}
+
+
+def on_page_markdown(markdown: str, page=None, config=None, files=None) -> str:
+    for marker, build in MARKERS.items():
+        if marker in markdown:
+            markdown = markdown.replace(marker, build())
+    return markdown
