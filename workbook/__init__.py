@@ -26,7 +26,8 @@ register_table_formatter()
 
 
 # names that live deeper than their notebook spelling
-_ALIASES = {"charts": "workbook.views.charts", "widgets": "workbook.views.widgets", "text": "workbook.views.text"}
+_ALIASES = {"charts": "workbook.views.charts", "widgets": "workbook.views.widgets", "text": "workbook.views.text",
+            "buyer": "workbook.views.buyer"}
 
 
 def __getattr__(name: str):

@@ -280,7 +280,7 @@ def record_failure(result: Result, out: str | Path, scenario_file: str | None = 
 # --- the index -----------------------------------------------------------------------------------------
 
 INDEX_COLUMNS = [("scenario", "Scenario"), ("title", "Title"), ("recommendation", "Recommendation"),
-                 ("cost", "Cost"), ("time", "Time"), ("confidence", "Confidence"), ("warnings", "Warnings"),
+                 ("cost", "Cost"), ("price", "Price (basis, age)"), ("time", "Time"), ("confidence", "Tie or lead"), ("warnings", "Warnings"),
                  ("status", "Status"), ("since_last_run", "Since last run"), ("generated_utc", "Generated (UTC)")]
 CSV_COLUMNS = ["scenario", "title", "recommendation", "accelerator", "pricing_model", "provider", "offering",
                "cost_metric", "cost_value", "cost_low", "cost_high", "usd_per_month", "training_days", "ttft_ms",

@@ -221,42 +221,61 @@ def ranking_text(summary: dict, n: int = 8) -> str:
 BUYER_COLUMNS = {
     "ranking": ["rank", "accelerator", "pricing_model", "provider", "region", "usd_per_million_tokens", "cost_usd",
                 "usd_per_month", "training_days", "tpot_ms", "p_cheapest", "score"],
-    "offers": ["rank", "accelerator", "provider", "instance", "region", "pricing_model", "usd_per_chip_hour",
-               "price_as_of", "usd_per_million_tokens", "cost_usd", "training_days", "ttft_ms_at_slo_percentile", "tie"],
+    "offers": ["rank", "accelerator", "provider", "region", "pricing_model", "chips", "usd_per_chip_hour",
+               "price_basis", "price_as_of", "usd_per_million_tokens", "cost_usd", "training_days",
+               "ttft_ms_at_slo_percentile", "tie", "excluded_reason"],
+    "energy": ["accelerator", "provider", "region", "pricing_model", "energy_kwh_per_month", "co2_kg_per_month",
+               "energy_kwh", "co2_kg", "energy_reason"],
     "excluded": ["accelerator", "pricing_model", "offerings", "constraint"],
+    "claims": ["claim", "status", "measured", "claimed", "why"],
 }
+LABELS = {"ttft_ms_at_slo_percentile": "ttft_ms (SLO percentile, under load)", "usd_per_chip_hour": "usd_per_chip_hour",
+          "p_cheapest": "p_cheapest (share of cost draws)"}
 
 
-def buyer_table(df: pd.DataFrame | None, kind: str, max_rows: int = 25) -> "HTML":
-    """A table with the columns a buyer needs (``BUYER_COLUMNS[kind]``, those present) and, collapsed under
-    "more columns", the whole frame (every column, up to 100 rows)."""
+def _with_price_basis(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with ``price_basis`` from ``data/offerings.csv`` when it has an ``offering`` column but no basis."""
+    if "offering" not in df or "price_basis" in df:
+        return df
+    basis = catalog.offerings().set_index("offering")["price_basis"]
+    return df.assign(price_basis=df["offering"].map(basis))
+
+
+def table(df: pd.DataFrame | None, kind: str, max_rows: int = 15) -> "HTML":
+    """A table with the columns a buyer needs (``BUYER_COLUMNS[kind]``, those present; at most ``max_rows``
+    rows) and, collapsed under "more columns", the whole frame (every column, up to 100 rows)."""
     from IPython.display import HTML  # third-party: only when a notebook renders a table
 
     if df is None or len(df) == 0:
         return HTML("<p><i>No rows.</i></p>")
+    df = _with_price_basis(df)
     cols = [c for c in BUYER_COLUMNS.get(kind, []) if c in df.columns] or list(df.columns)[:8]
     rest = [c for c in df.columns if c not in cols]
-    more = (f'<details class="wb-more"><summary>More columns ({len(rest)}: {esc(", ".join(map(str, rest[:6])))}'
-            f'{", ..." if len(rest) > 6 else ""})</summary>{table_html(df)}</details>') if rest else ""
-    return HTML(table_html(df, columns=cols, highlight_first=kind != "excluded", max_rows=max_rows) + more)
+    hidden = max(len(df) - max_rows, 0)
+    what = ", ".join(x for x in (f"{len(rest)} more columns" if rest else "", f"{hidden:,} more rows" if hidden else "") if x)
+    more = (f'<details class="wb-more"><summary>More columns and rows ({what})</summary>{table_html(df)}</details>'
+            if what else "")
+    return HTML(table_html(df, columns=cols, labels=LABELS, highlight_first=kind in ("ranking", "offers"),
+                           max_rows=max_rows) + more)
 
 
-def ledger_appendix(ledger: pd.DataFrame, summary: dict) -> "HTML":
+def ledger_appendix(ledger: pd.DataFrame, rec) -> "HTML":
     """The assumptions ledger collapsed (``<details>``), starting with the rows behind the winner and the
-    runner-up (their offerings, accelerators and prices), then every other row."""
+    runner-up (their offerings, accelerators and prices), then every other row. ``rec``: a
+    ``Recommendation`` or its ``as_dict()``."""
     from IPython.display import HTML
 
-    rec = summary.get("recommendation") or {}
+    rec = rec.as_dict() if hasattr(rec, "as_dict") else (rec or {})
     ru = rec.get("runner_up") or {}
     keys = [k for k in (rec.get("offering"), rec.get("accelerator"), ru.get("offering"), ru.get("accelerator")) if k]
     hit = ledger["item"].astype(str).map(lambda s: any(k in s for k in keys)) if keys else pd.Series(False, index=ledger.index)
     behind, others = ledger[hit], ledger[~hit]
-    flagged = int((ledger["flag"].astype(str).str.len() > 0).sum()) if "flag" in ledger else 0
+    flagged = int((ledger["flag"].fillna("").astype(str).str.len() > 0).sum()) if "flag" in ledger else 0
     return HTML(
-        f'<details class="wb-appendix"><summary>Assumptions ledger: {len(ledger):,} inputs with source and date '
+        f'<details class="wb-appendix"><summary>Assumptions ledger: {len(ledger):,} inputs with their source and date '
         f'({flagged:,} flagged); the {len(behind):,} behind the winner and the runner-up first</summary>'
-        f'<h4>Behind the winner and the runner-up</h4>{table_html(behind, max_rows=len(behind) or 1)}'
-        f'<h4>Every other input</h4>{table_html(others, max_rows=len(others) or 1)}</details>')
+        f'<h4>Behind the winner and the runner-up</h4>{table_html(behind, max_rows=max(len(behind), 1))}'
+        f'<h4>Every other input</h4>{table_html(others, max_rows=max(len(others), 1))}</details>')
 
 
 def number_or_blank(v) -> str:
