@@ -377,7 +377,7 @@ def headline(summary: dict) -> dict:
     warnings = list(rec.get("warnings") or [])
     nearest = [n.get("text") for n in rec.get("nearest_changes") or [] if n.get("text")]
     ttft_load, pct = _num(fig.get("ttft_ms_at_slo_percentile")), _num(fig.get("ttft_slo_percentile"))
-    tie = buyer.tie_facts(summary) if rec.get("accelerator") else {}
+    tie = buyer.tie_facts(summary) if rec.get("accelerator") and "ties" in rec else {}
     warnings = buyer.caveats(summary)
     return {
         "scenario": summary.get("scenario"),
