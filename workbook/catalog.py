@@ -438,7 +438,7 @@ def resolve(name: str, ident: str, data_dir: str | None = None) -> str:
     if str(ident).lower() in m:
         return m[str(ident).lower()]
     canon = sorted(set(m.values()))
-    if name == "models":
+    if name == "models" and isinstance(ident, str) and ident:
         df = load("models", data_dir)
         raise InputError(f"unknown model id {ident!r}"
                          f"{names.suggest_model(str(ident), zip(df['model'], df['params_published']))}")

@@ -107,6 +107,33 @@ def scenario_keys_markdown() -> str:
     return "\n".join(out)
 
 
+def _parser_markdown(name: str, p: argparse.ArgumentParser, help_: str, level: str = "##") -> list[str]:
+    """One command: its help, usage and arguments table; sub-commands (``prices import``) follow, one level down."""
+    p.prog = f"python -m workbook {name}"
+    out = [f"{level} `{name}`", "", _cell(help_ or ""), "", "```text", p.format_usage().strip(), "```", ""]
+    rows = ["| argument | default | meaning |", "|---|---|---|"]
+    subs = []
+    for a in p._actions:
+        if isinstance(a, argparse._HelpAction):
+            continue
+        if isinstance(a, argparse._SubParsersAction):
+            helps = {c.dest: c.help for c in a._choices_actions}
+            subs += [(f"{name} {n}", sp, helps.get(n)) for n, sp in a.choices.items()]
+            continue
+        if a.help == argparse.SUPPRESS:
+            continue
+        flag = ", ".join(a.option_strings) or a.dest
+        if a.choices:
+            flag += " {" + ",".join(map(str, a.choices)) + "}"
+        default = "" if a.default in (None, False, [], argparse.SUPPRESS) or a.option_strings == [] else a.default
+        rows.append(f"| `{_cell(flag)}` | {_cell(default)} | {_cell(a.help or '')} |")
+    if len(rows) > 2:
+        out += rows + [""]
+    for sub_name, sp, sub_help in subs:
+        out += _parser_markdown(sub_name, sp, sub_help, level + "#")
+    return out
+
+
 def cli_markdown() -> str:
     from workbook.cli import build_parser  # the parser imports every command module: only when the page builds
     parser = build_parser()
@@ -114,19 +141,7 @@ def cli_markdown() -> str:
     helps = {a.dest: a.help for a in sub._choices_actions}
     out = []
     for name, p in sub.choices.items():
-        p.prog = f"python -m workbook {name}"
-        out += [f"## `{name}`", "", _cell(helps.get(name) or ""), "", "```text", p.format_usage().strip(), "```", ""]
-        rows = ["| argument | default | meaning |", "|---|---|---|"]
-        for a in p._actions:
-            if isinstance(a, argparse._HelpAction):
-                continue
-            flag = ", ".join(a.option_strings) or a.dest
-            if a.choices and not isinstance(a, argparse._SubParsersAction):
-                flag += " {" + ",".join(map(str, a.choices)) + "}"
-            default = "" if a.default in (None, False, argparse.SUPPRESS) or a.option_strings == [] else a.default
-            rows.append(f"| `{_cell(flag)}` | {_cell(default)} | {_cell(a.help or '')} |")
-        if len(rows) > 2:
-            out += rows + [""]
+        out += _parser_markdown(name, p, helps.get(name))
     return "\n".join(out)
 
 

@@ -211,8 +211,13 @@ def recommendation_warnings(s: Scenario, perf_df: pd.DataFrame, win, today: _dt.
                    f"for training, a fixed time per step) is fitted on the published {bench} runs of "
                    "data/reference_runs.csv; chips and per-chip batches those runs do not cover are extrapolated.")
     elif "calibrated" in row and len(row) and row["calibrated"].iloc[0] is not None and not bool(row["calibrated"].iloc[0]):
-        out.append(f"Uncalibrated estimate: no published run on {win['accelerator']}'s chip family set its efficiency; "
-                   "the wider uncalibrated band applies.")
+        # the parameter whose family value makes the estimate "calibrated" (estimate.py, serving.py): the family
+        # may have published runs that set other parameters, so the sentence names this one, not "no run"
+        what = ("decode efficiency (decode_memory_efficiency)" if s.workload.task == "inference"
+                else "matmul ceiling (matmul_ceiling)")
+        out.append(f"Uncalibrated estimate: {win['accelerator']}'s chip family has no fitted {what} of its own; the "
+                   "pooled value and the wider uncalibrated band apply (data/efficiency.csv lists what its published "
+                   "runs do set).")
     return out + balance_flags(s, win)[0]
 
 

@@ -99,6 +99,23 @@ def winner_price_text(summary: dict) -> str | None:
     return f"{price_text(p)}{source}"
 
 
+def winner_price_short(summary: dict) -> str | None:
+    """The index's price cell: basis and age of the winner's price, without its source."""
+    rec = summary.get("recommendation") or {}
+    return price_text(price_facts(summary, rec.get("offering"), rec.get("pricing_model"))) if rec.get("offering") else None
+
+
+def tie_short(summary: dict) -> str | None:
+    """The index's cell: 'tie (leads in 51% of draws)' or 'clear lead'."""
+    rec = summary.get("recommendation") or {}
+    if not rec.get("accelerator") or "ties" not in rec:
+        return None
+    t = tie_facts(summary)
+    if not t["tie"]:
+        return "clear lead"
+    return f"tie (leads in {t['share']:.0%} of draws)" if t["share"] is not None else "tie"
+
+
 def tie_facts(summary: dict) -> dict:
     """Whether the winner is tied (``recommendation.ties``), with the lowest share of joint draws in which
     the top-scored offer leads a tied one, the offers tied with it, and whether a tie-breaker put a
