@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from workbook import catalog, paths  # noqa: E402
+from workbook import catalog, paths, terms  # noqa: E402
 from workbook.scenario import scenario_schema  # noqa: E402
 
 # Unit suffixes of the one vocabulary (style: units in names), longest first.
@@ -77,8 +77,102 @@ def _type_and_range(prop: dict) -> tuple[str, str]:
     return " or ".join(dict.fromkeys(types)), ", ".join(bounds)
 
 
+# What a key means where its schema field has no description and workbook.terms.FIELD_HELP has no entry: the
+# words of the scenario guide (docs/how-to/scenario.md), kept short. Prefer adding a description to the field.
+KEY_HELP = {
+    "description": "a paragraph shown under the title in reports and the app",
+    "workload.samples": "training a generic (non-transformer) model: samples to train on, instead of tokens",
+    "workload.seq_len": "training: tokens per sequence",
+    "workload.global_batch_tokens": "training: tokens per optimizer step; default: one sequence per chip",
+    "workload.trainable_fraction": "fine-tuning only part of the model's weights: the share that is trained",
+    "workload.lora_rank": "LoRA adapters of this rank on every linear layer of the blocks (Hu et al. 2021); with "
+                          "precision nf4 this is QLoRA (Dettmers et al. 2023)",
+    "workload.moe_capacity_factor": "mixture of experts: tokens an expert may take, as a multiple of an even share",
+    "workload.output_tokens": "inference: answer tokens per request",
+    "workload.tpot_slo_ms": "latency target: time per output token",
+    "cluster.accelerator": "pin the estimate to this accelerator (an id or alias of data/accelerators.csv)",
+    "cluster.chips": "pin the number of chips",
+    "cluster.offering": "pin one offering of data/offerings.csv",
+    "cluster.parallelism": "pin the parallel layout (tp, pp, dp, ep, cp, zero, micro_batch, recompute)",
+    "candidates.accelerators": "only these accelerators (ids or aliases); default: every one in the catalog",
+    "candidates.clouds": "only these providers; default: all",
+    "candidates.pricing_models": "only these ways to pay",
+    "candidates.regions": "only offers in these regions (rule code region)",
+    "constraints.deadline_days": "training must finish within this many days (with deadline_confidence)",
+    "constraints.budget_usd": "the cost may not exceed this",
+    "constraints.max_chips": "at most this many chips",
+    "constraints.min_memory_headroom": "memory kept free on each chip",
+    "constraints.frameworks": "frameworks the team accepts (software fit)",
+    "constraints.start_days": "days before the capacity runs; default: the sourced wait in data/lead_times.csv, else 0",
+    "constraints.data_residency": "EU and/or ISO country codes, read from data/regions.csv (rule code residency)",
+    "constraints.max_co2_kg": "rules out offers above this CO2e (rule code carbon)",
+    "pricing.models": "the ways to pay to price (on_demand, spot, commit_1y, commit_3y, capacity_block, monthly, purchase)",
+    "pricing.utilization": "share of paid hours doing useful work",
+    "pricing.negotiated_discount": "discount off list prices",
+    "pricing.spot_interruptions_per_hour": "spot reclaims per instance-hour (an input, not a sourced figure)",
+    "pricing.checkpoint_interval_min": "minutes between checkpoints; default: the Young/Daly optimum of each offer",
+    "pricing.restart_min": "minutes lost to restart after an interruption",
+    "pricing.horizon_months": "months the service runs, or over which a purchase or commitment is compared",
+    "pricing.electricity_usd_per_kwh": "electricity price for bought hardware",
+    "pricing.pue": "power usage effectiveness of your own data centre (bought hardware)",
+    "pricing.grid_gco2e_per_kwh": "grid carbon intensity of your own site, for bought hardware (no default: the site is unknown)",
+    "pricing.depreciation_years": "years over which bought hardware is paid off",
+    "pricing.storage_tb": "storage kept for the workload",
+    "pricing.egress_tb_per_month": "data leaving the cloud each month",
+    "pricing.porting_cost_usd": "a fixed porting cost; above 0 it replaces the engineer-weeks estimate",
+    "pricing.checkpoint_write_bytes_per_s": "checkpoint write bandwidth; instead of pricing.checkpoint_storage",
+    "pricing.network_usd_per_system_month": "network contract per bought system; not priced unless given (no published figure)",
+    "pricing.support_fraction_per_year": "support contract as a share of the list price a year; not priced unless given",
+    "weights.cost": "weight of cost in the ranking", "weights.time": "weight of time (training days or latency)",
+    "weights.ecosystem": "weight of the software fit", "weights.portability": "weight of portability",
+    "weights.supply_risk": "weight of supply risk (wait for capacity, spot availability)",
+    "workload.architecture.layers": "transformer blocks", "workload.architecture.hidden": "model width",
+    "workload.architecture.ffn_hidden": "MLP width", "workload.architecture.heads": "attention heads",
+    "workload.architecture.kv_heads": "key/value heads (grouped-query attention)",
+    "workload.architecture.head_dim": "width of one head", "workload.architecture.vocab": "vocabulary size",
+    "workload.architecture.experts": "routed experts per MoE layer (1: dense)",
+    "workload.architecture.experts_per_token": "experts each token is routed to",
+    "workload.architecture.shared_experts": "experts every token uses (DeepSeek)",
+    "workload.architecture.moe_ffn_hidden": "MLP width of one expert", "workload.architecture.dense_layers": "leading dense layers before the MoE ones",
+    "workload.architecture.gated_mlp": "SwiGLU-style gated MLP (three matrices)",
+    "workload.architecture.tied_embeddings": "input and output embeddings shared",
+    "workload.architecture.kv_cache_dim": "KV-cache width per token per layer where it is not heads x head_dim",
+    "workload.architecture.q_lora_rank": "multi-head latent attention: query compression rank (DeepSeek-V2/V3)",
+    "workload.architecture.kv_lora_rank": "multi-head latent attention: key/value compression rank",
+    "workload.architecture.qk_rope_head_dim": "multi-head latent attention: rotary part of a head",
+    "workload.architecture.v_head_dim": "multi-head latent attention: value head width",
+    "workload.generic.params": "parameters of a non-transformer model",
+    "workload.generic.train_flops_per_sample": "training FLOPs per sample (forward and backward)",
+    "workload.generic.infer_flops_per_sample": "inference FLOPs per sample",
+    "workload.generic.bytes_per_sample": "bytes read per sample",
+    "workload.generic.activation_bytes_per_sample": "activation memory per sample",
+}
+
+
+def _guide_comments() -> dict[str, str]:
+    """The comments of the annotated example in docs/how-to/scenario.md (``  key: value  # what it is``), by dotted
+    key: the description of a key whose schema field carries none."""
+    text = (ROOT / "docs" / "how-to" / "scenario.md").read_text()
+    m = re.search(r"```yaml\n(.*?)```", text, re.S)
+    out, section = {}, None
+    for line in (m.group(1) if m else "").splitlines():
+        k = re.match(r"^(\s*)([a-z_]+):\s*([^#]*?)\s*(?:#\s*(.*))?$", line)
+        if not k:
+            continue
+        indent, key, value, comment = k.groups()
+        if not indent:
+            section = key if not value else None
+            name = key
+        else:
+            name = f"{section}.{key}" if section else key
+        if comment:
+            out[name] = comment
+    return out
+
+
 def scenario_keys_markdown() -> str:
     schema = scenario_schema()
+    guide = _guide_comments()
     defs = schema["$defs"]
     out = []
 
@@ -94,7 +188,9 @@ def scenario_keys_markdown() -> str:
                 continue
             typ, rng = _type_and_range(prop)
             default = "required" if key in required else json.dumps(prop.get("default")) if "default" in prop else ""
-            rows.append(f"| `{name}` | {typ} | {unit_of(key)} | {_cell(default)} | {rng} | {_cell(prop.get('description', ''))} |")
+            what = (prop.get("description") or terms.FIELD_HELP.get(key) or KEY_HELP.get(name)
+                    or (f"{guide[name]} (the guide's example)" if name in guide else ""))
+            rows.append(f"| `{name}` | {typ} | {unit_of(key)} | {_cell(default)} | {rng} | {_cell(what)} |")
         return rows, nested
 
     rows, nested = table(schema["properties"], "", schema.get("required", []))
