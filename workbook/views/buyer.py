@@ -234,19 +234,21 @@ def ranking_text(summary: dict, n: int = 8) -> str:
 
 # --- report tables: the buyer's columns, the rest behind "more columns" -----------------------------
 
-BUYER_COLUMNS = {
-    "ranking": ["rank", "accelerator", "pricing_model", "provider", "region", "usd_per_million_tokens", "cost_usd",
-                "usd_per_month", "training_days", "tpot_ms", "p_cheapest", "score"],
-    "offers": ["rank", "accelerator", "provider", "region", "pricing_model", "chips", "usd_per_chip_hour",
-               "price_basis", "price_as_of", "usd_per_million_tokens", "cost_usd", "training_days",
-               "ttft_ms_at_slo_percentile", "tie", "excluded_reason"],
+BUYER_COLUMNS = {   # at most about nine columns: what fits 1280 px without scrolling
+    "ranking": ["rank", "accelerator", "pricing_model", "provider", "usd_per_million_tokens", "cost_usd",
+                "usd_per_month", "training_days", "tpot_ms", "score"],
+    "offers": ["rank", "accelerator", "provider", "pricing_model", "usd_per_chip_hour", "price_basis", "price_as_of",
+               "usd_per_million_tokens", "cost_usd", "training_days", "ttft_ms_at_slo_percentile", "tie"],
     "energy": ["accelerator", "provider", "region", "pricing_model", "energy_kwh_per_month", "co2_kg_per_month",
                "energy_kwh", "co2_kg", "energy_reason"],
     "excluded": ["accelerator", "pricing_model", "offerings", "constraint"],
     "claims": ["claim", "status", "measured", "claimed", "why"],
 }
-LABELS = {"ttft_ms_at_slo_percentile": "ttft_ms (SLO percentile, under load)", "usd_per_chip_hour": "usd_per_chip_hour",
-          "p_cheapest": "p_cheapest (share of cost draws)"}
+LABELS = {"pricing_model": "way to pay", "usd_per_million_tokens": "$ per M output tokens", "cost_usd": "$ per run",
+          "usd_per_month": "$ per month", "training_days": "days", "tpot_ms": "ms per token",
+          "ttft_ms_at_slo_percentile": "TTFT ms (load)", "usd_per_chip_hour": "$ per chip-hour",
+          "price_basis": "price basis", "price_as_of": "price valid", "energy_kwh_per_month": "kWh per month",
+          "co2_kg_per_month": "kg CO2e per month", "energy_kwh": "kWh", "co2_kg": "kg CO2e", "energy_reason": "note"}
 
 
 def _with_price_basis(df: pd.DataFrame) -> pd.DataFrame:
