@@ -241,6 +241,19 @@ def cli_markdown() -> str:
     return "\n".join(out)
 
 
+def _site_links(text: str) -> str:
+    """data/README.md's relative links as seen from reference/catalogs.md: a docs page keeps its link, any
+    other file of the repository becomes its path in code (the site holds only docs/)."""
+    def fix(m):
+        label, target = m.group(1), m.group(2)
+        if target.startswith(("http://", "https://", "#")):
+            return m.group(0)
+        if target.startswith("../docs/"):
+            return f"[{label}](../{target[len('../docs/'):]})"
+        return f"{label} (`{target.lstrip('./')}`)"
+    return re.sub(r"\[([^\]]+)\]\(([^)]+)\)", fix, text)
+
+
 def _readme_columns() -> dict[str, dict[str, tuple[str, str]]]:
     """data/README.md's dictionary tables, per section: column -> (unit, meaning)."""
     text = (paths.DATA_DIR / "README.md").read_text()
@@ -251,7 +264,7 @@ def _readme_columns() -> dict[str, dict[str, tuple[str, str]]]:
             cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
             if len(cells) >= 3 and cells[0].startswith("`"):
                 for col in re.findall(r"`([a-z0-9_]+)`", cells[0]):
-                    cols.setdefault(col, (cells[1], cells[-1]))
+                    cols.setdefault(col, (cells[1], _site_links(cells[-1])))
     return out
 
 

@@ -44,6 +44,8 @@ def test_a_tie_is_said_with_the_share_of_draws_and_a_lower_scored_winner_is_expl
     assert text.startswith("Tie:") and "57%" in text and "2,000" in text
     assert "runner-up scores higher (0.700 vs 0.600)" in text
     assert buyer.tie_text(_summary()).startswith("Clear lead:")
+    doubt = buyer.tie_text(_summary(ties=[{**TIE, "cause": "price doubt"}]))
+    assert doubt.startswith("Tie on the doubt of the prices") and "order is kept" in doubt
 
 
 def test_the_winners_price_says_its_basis_and_age():

@@ -125,6 +125,7 @@ def tie_facts(summary: dict) -> dict:
     shares = [s for s in (_num(t.get("p_top_leads")) for t in ties) if s is not None]
     score, ru = _num((rec.get("figures") or {}).get("score")), _num((rec.get("runner_up") or {}).get("score"))
     return {"tie": bool(ties), "share": min(shares) if shares else None, "with": [t.get("option") for t in ties],
+            "causes": {t.get("cause") for t in ties if t.get("cause")},
             "score": score, "runner_up_score": ru, "lower_scored_first": score is not None and ru is not None and ru > score}
 
 
@@ -137,6 +138,11 @@ def tie_text(summary: dict) -> str | None:
     if t["tie"]:
         n = len(t["with"])
         share = f"in only {t['share']:.0%}" if t["share"] is not None else "in fewer than 90%"
+        if t["causes"] == {"price doubt"}:   # decision.rank.ties: stated, the order kept (cost.doubt)
+            return (f"Tie on the doubt of the prices: the best-scored offer leads {n} other offer{'s' if n > 1 else ''} "
+                    f"{share} of {TIE_DRAWS:,} joint Monte Carlo draws with each price varied within its doubt (a "
+                    f"clear win needs {CLEAR_LEAD:.0%}); at the catalog's prices it leads clearly, so the order is "
+                    "kept: confirm the prices before acting.")
         text = (f"Tie: the best-scored offer leads {n} other offer{'s' if n > 1 else ''} {share} of {TIE_DRAWS:,} "
                 f"joint Monte Carlo draws (a clear win needs {CLEAR_LEAD:.0%}); the tie-breakers "
                 f"({', then '.join(TIE_BREAKERS)}) chose this one")
@@ -175,7 +181,8 @@ def caveats(summary: dict) -> list[str]:
                    "change the ranking.")
     t = tie_facts(summary)
     if t["tie"] and "tie" not in said:
-        out.append(f"Tie: the lead over {len(t['with'])} offer(s) is within the model's noise; treat them as equals "
+        why = "the doubt of the prices" if t["causes"] == {"price doubt"} else "the model's noise"
+        out.append(f"Tie: the lead over {len(t['with'])} offer(s) is within {why}; treat them as equals "
                    "and let price quotes decide.")
     return out
 
