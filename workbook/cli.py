@@ -187,7 +187,7 @@ def _estimate(args) -> int:
         print()
     else:
         print(_estimate_table(result))
-    # 0: a recommendation; 1: the scenario is valid but no option passes its hard constraints (docs/reference/command-line.md)
+    # 0: a recommendation; 1: valid, but no option passes the hard constraints (docs/reference/command-line.md)
     return 0 if (result.get("recommendation") or {}).get("accelerator") else 1
 
 
