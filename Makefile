@@ -5,6 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PORT   ?= 8866
 JOBS   ?=
+TEST_JOBS ?= auto
 
 .PHONY: report test lab app bench clean-venv schema docs
 
@@ -20,9 +21,9 @@ report: $(STAMP)  ## render every shipped scenario into reports/ (HTML + summary
 	  $(BIN)/python -m workbook plan $$f --html reports/plans/$$n.html > /dev/null || rc=2; done; \
 	$(BIN)/python -c "from workbook.report.batch import write_index; write_index('reports')"; exit $$rc
 
-test: $(STAMP)  ## run every test: package, notebooks (nbval), report path, browser, the docs site (strict)
-	$(BIN)/python -m pytest tests
-	$(BIN)/python -m pytest --nbval-lax --nbval-current-env -p no:randomly notebooks
+test: $(STAMP)  ## run every test: package, notebooks (nbval), report path, browser, the docs site (strict); across the cores (pytest-xdist, one file per worker)
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile tests
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile --nbval-lax --nbval-current-env -p no:randomly notebooks
 	$(MAKE) --no-print-directory docs
 
 docs: $(STAMP)  ## the documentation site into site/, offline; --strict: a broken link or anchor fails the build (never with --quiet: it hides the warnings strict counts)

@@ -7,32 +7,61 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import json
 import sys
 import tempfile
 from pathlib import Path
 
-import pandas as pd
-import yaml
-
-from . import analysis, catalog, diff, prices, terms
-from .calibrate import command as calibrate
-from .calibrate import layouts
-from .plan import command as plan_command
 from .errors import InputError
-from .report import batch as report
-from .scenario import load_scenario, resolve_path, scenario_names, scenario_schema, with_overrides
-from .views import buyer, text
-from .yamlsafe import read_yaml
+
+
+class _Lazy:
+    """A module imported on first attribute use: ``--help`` and ``validate`` load neither pandas'
+    display stack nor Altair/Jupyter, and each verb pays only for the modules it calls."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        return getattr(importlib.import_module(self._name), attr)
+
+
+pd = _Lazy("pandas")
+analysis, catalog, terms = _Lazy("workbook.analysis"), _Lazy("workbook.catalog"), _Lazy("workbook.terms")
+layouts, text = _Lazy("workbook.calibrate.layouts"), _Lazy("workbook.views.text")
+_scenario = _Lazy("workbook.scenario")
+buyer, _yamlsafe = _Lazy("workbook.views.buyer"), _Lazy("workbook.yamlsafe")
+
+
+def load_scenario(*args, **kwargs):
+    return _scenario.load_scenario(*args, **kwargs)
+
+
+def resolve_path(*args, **kwargs):
+    return _scenario.resolve_path(*args, **kwargs)
+
+
+def scenario_names():
+    return _scenario.scenario_names()
+
+
+def scenario_schema():
+    return _scenario.scenario_schema()
+
+
+def with_overrides(*args, **kwargs):
+    return _scenario.with_overrides(*args, **kwargs)
+
 
 # Sub-commands that live in their own modules: name -> (module, help). Each module defines
-# ``add_arguments(parser)`` and ``run(args) -> int``.
+# ``add_arguments(parser)`` and ``run(args) -> int``; it is imported only when its verb runs.
 _COMMANDS = {
-    "calibrate": (calibrate, "compare the performance model with published runs"),
-    "report": (report, "render decision reports (HTML) for scenarios with Papermill"),
-    "prices": (prices, "import maintained price catalogs (SkyPilot vms.csv, gpuhunt CSV) into offerings"),
-    "diff": (diff, "what changed between two summary.json files or report folders"),
-    "plan": (plan_command, "plan a fleet over months for a portfolio of workloads (commitments and bursts)"),
+    "calibrate": ("workbook.calibrate.command", "compare the performance model with published runs"),
+    "report": ("workbook.report.batch", "render decision reports (HTML) for scenarios with Papermill"),
+    "prices": ("workbook.prices", "import maintained price catalogs (SkyPilot vms.csv, gpuhunt CSV) into offerings"),
+    "diff": ("workbook.diff", "what changed between two summary.json files or report folders"),
+    "plan": ("workbook.plan.command", "plan a fleet over months for a portfolio of workloads (commitments and bursts)"),
 }
 
 
@@ -144,7 +173,7 @@ def _parse_sets(items: list[str]) -> dict:
             raise InputError(f"--set {item!r}: expected KEY=VALUE with a dotted scenario key, e.g. "
                              "workload.requests_per_s=40")
         try:
-            out[key] = read_yaml(value) if value.strip() else None
+            out[key] = _yamlsafe.read_yaml(value) if value.strip() else None
         except Exception as e:  # yaml.YAMLError and the bounded reader's refusals
             raise InputError(f"--set {key}: cannot read {value!r} as a value ({e.__class__.__name__})") from None
     return out
@@ -165,6 +194,7 @@ def _report_with_sets(args) -> int:
     """``report --set``: each scenario with the overrides is written to a stable temporary YAML file
     (one folder per output folder, so a later run with other overrides replaces the same report) and
     rendered from there; the report's title names the overrides."""
+    report = importlib.import_module("workbook.report.batch")
     if not args.sets:
         return report.run(args)
     folder = Path(tempfile.gettempdir()) / "workbook-set" / hashlib.sha256(
@@ -174,7 +204,8 @@ def _report_with_sets(args) -> int:
     for name in args.scenarios or scenario_names():
         s = _scenario_with_sets(name, args.sets)
         path = folder / f"{s.name}.yaml"
-        path.write_text(yaml.safe_dump(s.model_dump(mode="json", exclude_none=True), sort_keys=False))
+        path.write_text(importlib.import_module("yaml").safe_dump(s.model_dump(mode="json", exclude_none=True),
+                                                                  sort_keys=False))
         files.append(str(path))
     args.scenarios = files
     return report.run(args)
@@ -191,7 +222,9 @@ def _estimate(args) -> int:
     return 0 if (result.get("recommendation") or {}).get("accelerator") else 1
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Every verb; ``only`` = the one verb whose module-level sub-command is built (the others list
+    their help only, without importing their modules); None builds them all."""
     p = argparse.ArgumentParser(prog="python -m workbook", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     v = sub.add_parser("validate", help="validate scenario files (default: every shipped scenario)")
@@ -208,18 +241,27 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=_estimate)
     s = sub.add_parser("schema", help="print the scenario file's JSON schema")
     s.set_defaults(func=_schema)
-    for name, (mod, help_) in _COMMANDS.items():
+    for name, (module, help_) in _COMMANDS.items():
         sp = sub.add_parser(name, help=help_)
-        mod.add_arguments(sp)
-        sp.set_defaults(func=mod.run)
-        if name == "report":
-            _add_set_argument(sp)
-            sp.set_defaults(func=_report_with_sets)
+        if only is None or name == only:  # the other verbs' modules are not imported
+            mod = importlib.import_module(module)
+            mod.add_arguments(sp)
+            sp.set_defaults(func=mod.run)
+            if name == "report":
+                _add_set_argument(sp)
+                sp.set_defaults(func=_report_with_sets)
     return p
 
 
+def _verb(argv: list[str]) -> str | None:
+    """The sub-command ``argv`` names (its first word that is not an option), else None."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    verb = _verb(argv)
+    args = build_parser(only=verb if verb in _COMMANDS else "").parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except InputError as e:

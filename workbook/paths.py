@@ -44,3 +44,17 @@ def beside(data, folder: str | Path, keys=SCENARIO_FILE_KEYS):
         if isinstance(value, str) and value and not Path(value).is_absolute():
             node[key[-1]] = str((Path(folder) / value).resolve())
     return data
+
+
+def data_state(extra=()) -> tuple:
+    """What the catalogs would read now: each ``DATA_DIR/*.csv`` (and each path of ``extra``) by path,
+    size and modification time, so that a result cached on it is recomputed after a file changes or
+    the data folder moves (the analysis and comparison caches key on it)."""
+    out = []
+    for f in [*sorted(DATA_DIR.glob("*.csv")), *(Path(str(p)) for p in extra)]:
+        try:
+            st = f.stat()
+            out.append((str(f), st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append((str(f), None, None))
+    return tuple(out)

@@ -14,7 +14,7 @@ import time
 import ipywidgets as W
 
 from .. import catalog
-from ..analysis import analyse
+from ..analysis import shared_analyse as analyse
 from ..errors import InputError
 from ..scenario import Scenario, load_scenario, scenario_names, with_overrides
 from ..terms import PRICING_MODEL_IDS, pricing_short

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from .. import netcheck, paths
+from ..analysis import SHARE_ENV
 from ..scenario import load_scenario
 from .assemble import assemble_report, first_line, run_estimate, source_numbers, widget_cells
 from .jobs import Job, Result
@@ -84,6 +85,7 @@ def _start_kernel(kernel_name: str, cwd: str, log_file):
 
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(paths.ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env[SHARE_ENV] = "1"   # the notebooks and the summary of a scenario share one analysis
     km = AsyncKernelManager(kernel_name=kernel_name)
     run_sync(km.start_kernel)(cwd=cwd, env=env, stdout=log_file, stderr=log_file)
     return km
