@@ -7,12 +7,12 @@ PORT   ?= 8866
 JOBS   ?=
 TEST_JOBS ?= auto
 
-.PHONY: report test lab app bench clean-venv schema
+.PHONY: report test lab app bench clean-venv schema docs
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[notebooks,test]'
+	$(BIN)/python -m pip install --quiet -e '.[notebooks,test,docs]'
 	@touch $(STAMP)
 
 report: $(STAMP)  ## render every shipped scenario into reports/ (HTML + summary.json + index) and every portfolio's plan
@@ -21,9 +21,13 @@ report: $(STAMP)  ## render every shipped scenario into reports/ (HTML + summary
 	  $(BIN)/python -m workbook plan $$f --html reports/plans/$$n.html > /dev/null || rc=2; done; \
 	$(BIN)/python -c "from workbook.report.batch import write_index; write_index('reports')"; exit $$rc
 
-test: $(STAMP)  ## run every test: package, notebooks (nbval), report path, browser; across the cores (pytest-xdist, one file per worker)
+test: $(STAMP)  ## run every test: package, notebooks (nbval), report path, browser, the docs site (strict); across the cores (pytest-xdist, one file per worker)
 	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile tests
 	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile --nbval-lax --nbval-current-env -p no:randomly notebooks
+	$(MAKE) --no-print-directory docs
+
+docs: $(STAMP)  ## the documentation site into site/, offline; --strict: a broken link or anchor fails the build (never with --quiet: it hides the warnings strict counts)
+	PYTHONPATH=$(CURDIR) $(BIN)/python -m mkdocs build --strict
 
 lab: $(STAMP)  ## JupyterLab for analysts
 	$(BIN)/jupyter lab --ip 127.0.0.1 $(if $(filter 0,$(shell id -u)),--allow-root) notebooks

@@ -21,7 +21,8 @@ from . import paths  # noqa: E402
 __version__ = paths.VERSION
 
 # names that live deeper than their notebook spelling
-_ALIASES = {"charts": "workbook.views.charts", "widgets": "workbook.views.widgets", "text": "workbook.views.text"}
+_ALIASES = {"charts": "workbook.views.charts", "widgets": "workbook.views.widgets", "text": "workbook.views.text",
+            "buyer": "workbook.views.buyer"}
 # the public names: (module, attribute)
 _NAMES = {"analyse": ("workbook.analysis", "analyse"), "InputError": ("workbook.errors", "InputError"),
           "header": ("workbook.views.text", "header"), "Scenario": ("workbook.scenario", "Scenario"),

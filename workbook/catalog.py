@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import inputs, paths
+from . import inputs, names, paths
 from .errors import InputError
 from .terms import PLATFORMS
 
@@ -440,6 +440,10 @@ def resolve(name: str, ident: str, data_dir: str | None = None) -> str:
     if str(ident).lower() in m:
         return m[str(ident).lower()]
     canon = sorted(set(m.values()))
+    if name == "models" and isinstance(ident, str) and ident:
+        df = load("models", data_dir)
+        raise InputError(f"unknown model id {inputs.excerpt(ident)}"
+                         f"{names.suggest_model(str(ident), zip(df['model'], df['params_published']))}")
     raise InputError(f"unknown {name[:-1]} id {inputs.excerpt(ident)}{_suggest(str(ident), canon)}")
 
 

@@ -7,9 +7,12 @@ the exception and how to report it, and exits with status 3; ``--debug`` shows t
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib
 import json
 import sys
+import tempfile
+from pathlib import Path
 
 from .errors import InputError
 from .inputs import excerpt_text
@@ -30,6 +33,7 @@ pd = _Lazy("pandas")
 analysis, catalog, terms = _Lazy("workbook.analysis"), _Lazy("workbook.catalog"), _Lazy("workbook.terms")
 layouts, text = _Lazy("workbook.calibrate.layouts"), _Lazy("workbook.views.text")
 _scenario = _Lazy("workbook.scenario")
+buyer, _yamlsafe = _Lazy("workbook.views.buyer"), _Lazy("workbook.yamlsafe")
 
 
 def load_scenario(*args, **kwargs):
@@ -46,6 +50,10 @@ def scenario_names():
 
 def scenario_schema():
     return _scenario.scenario_schema()
+
+
+def with_overrides(*args, **kwargs):
+    return _scenario.with_overrides(*args, **kwargs)
 
 
 # Sub-commands that live in their own modules: name -> (module, help). Each module defines
@@ -120,12 +128,14 @@ SERVING_TABLE = ["ttft_ms", "ttft_ms_p99", "tpot_ms", "output_tokens_per_s", "ma
 
 
 def _estimate_table(result: dict) -> str:
-    """``estimate``'s human-readable output: one row per option, then the recommendation."""
+    """``estimate``'s human-readable output: the ranking of the best offers (offer, price basis and age,
+    cost, time, verdict) and whether the winner is a tie, one row per accelerator, then the recommendation."""
     training = result["task"] != "inference"
     keys = ["accelerator", "chips", "fits"] + (TRAINING_TABLE if training else SERVING_TABLE) + ["reason"]
     df = pd.DataFrame(result["options"])
     df = df[[k for k in keys if k in df.columns]]
-    lines = [f"{result['scenario']}: {result['title']}", ""]
+    lines = [f"{result['scenario']}: {result['title']}", ""] + _ranking_lines(result) + [
+        "Each accelerator at its best layout:"]
     with pd.option_context("display.width", 200, "display.max_columns", None, "display.float_format", "{:,.3g}".format):
         lines.append(df.to_string(index=False, na_rep="-"))
     lines += layouts.comparison_lines(result.get("published_layouts") or [])
@@ -140,14 +150,77 @@ def _estimate_table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def _ranking_lines(result: dict) -> list[str]:
+    """The compact ranking (``views.buyer.ranking_text``) and the tie sentence, for ``estimate``."""
+    lines = ["Best offers (price: basis, age; cost: point estimate):", buyer.ranking_text(result)]
+    tie = buyer.tie_text(result)
+    return lines + ([tie] if tie else []) + [""]
+
+
+# --- --set KEY=VALUE: change a scenario for one run -------------------------------------------------
+
+def _add_set_argument(parser) -> None:
+    parser.add_argument("--set", action="append", dest="sets", default=[], metavar="KEY=VALUE",
+                        help="change one scenario key for this run, e.g. workload.requests_per_s=40 (repeatable; "
+                             "the value is read as YAML)")
+
+
+def _parse_sets(items: list[str]) -> dict:
+    """``["workload.requests_per_s=40", ...]`` as dotted-key overrides, each value read as YAML."""
+    out = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key or not all(key.split(".")):
+            raise InputError(f"--set {item!r}: expected KEY=VALUE with a dotted scenario key, e.g. "
+                             "workload.requests_per_s=40")
+        try:
+            out[key] = _yamlsafe.read_yaml(value) if value.strip() else None
+        except Exception as e:  # yaml.YAMLError and the bounded reader's refusals
+            raise InputError(f"--set {key}: cannot read {value!r} as a value ({e.__class__.__name__})") from None
+    return out
+
+
+def _scenario_with_sets(name: str, items: list[str]):
+    """The scenario ``name`` with the ``--set`` overrides applied and re-validated; its title says what changed."""
+    s = load_scenario(name)
+    changes = _parse_sets(items)
+    if not changes:
+        return s
+    changed = with_overrides(s, **changes)
+    note = ", ".join(f"{k}={v}" for k, v in changes.items())
+    return changed.model_copy(update={"title": f"{changed.title or changed.name} (with {note})"})
+
+
+def _report_with_sets(args) -> int:
+    """``report --set``: each scenario with the overrides is written to a stable temporary YAML file
+    (one folder per output folder, so a later run with other overrides replaces the same report) and
+    rendered from there; the report's title names the overrides."""
+    report = importlib.import_module("workbook.report.batch")
+    if not args.sets:
+        return report.run(args)
+    folder = Path(tempfile.gettempdir()) / "workbook-set" / hashlib.sha256(
+        str(Path(args.out).resolve()).encode()).hexdigest()[:12]
+    folder.mkdir(parents=True, exist_ok=True)
+    files = []
+    for name in args.scenarios or scenario_names():
+        s = _scenario_with_sets(name, args.sets)
+        path = folder / f"{s.name}.yaml"
+        path.write_text(importlib.import_module("yaml").safe_dump(s.model_dump(mode="json", exclude_none=True),
+                                                                  sort_keys=False))
+        files.append(str(path))
+    args.scenarios = files
+    return report.run(args)
+
+
 def _estimate(args) -> int:
-    result = analysis.summary_json(analysis.analyse(load_scenario(args.scenario)))
+    result = analysis.summary_json(analysis.analyse(_scenario_with_sets(args.scenario, args.sets)))
     if args.json:
         json.dump(result, sys.stdout, indent=2)
         print()
     else:
         print(_estimate_table(result))
-    # 0: a recommendation; 1: the scenario is valid but no option passes its hard constraints (README)
+    # 0: a recommendation; 1: valid, but no option passes the hard constraints (docs/reference/command-line.md)
     return 0 if (result.get("recommendation") or {}).get("accelerator") else 1
 
 
@@ -167,6 +240,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     e = sub.add_parser("estimate", help="estimate time, throughput, cost and the recommendation for a scenario")
     e.add_argument("scenario", help="a scenario name (data/scenarios/NAME.yaml) or a YAML path")
     e.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_set_argument(e)
     e.set_defaults(func=_estimate)
     s = sub.add_parser("schema", help="print the scenario file's JSON schema")
     s.set_defaults(func=_schema)
@@ -176,6 +250,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             mod = importlib.import_module(module)
             mod.add_arguments(sp)
             sp.set_defaults(func=mod.run)
+            if name == "report":
+                _add_set_argument(sp)
+                sp.set_defaults(func=_report_with_sets)
     return p
 
 

@@ -269,7 +269,7 @@ FIELD_HELP = {
 
 MEASUREMENTS_DESCRIPTION = (
     "A CSV of the team's own runs, relative to the scenario file (workbook.calibrate.own; columns in the "
-    "README, 'Your own measurements'): near runs on a chip replace the published calibration for that chip "
+    "docs/how-to/own-runs.md): near runs on a chip replace the published calibration for that chip "
     "(its efficiency is scaled to them, its band narrowed); other chips do not move")
 
 # The label every output carries beside a generic (non-transformer) estimate (CLI table, warnings in

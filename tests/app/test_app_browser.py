@@ -205,6 +205,26 @@ def test_app_widget_unticking_every_candidate_asks_for_one():
     assert "Tick at least one candidate accelerator" in a.rec.value
 
 
+def test_app_widget_shows_a_busy_badge_while_it_updates_and_the_reports_price_and_tie(monkeypatch):
+    """While the analysis runs the page shows the busy badge and dims the results; after, both are gone.
+    The card carries the report header's words: the price's basis and age, and tie or clear lead."""
+    from workbook.app import page
+
+    a = page.Page(SCENARIO)
+    seen = []
+    real = page.analyse
+
+    def spy(s):
+        seen.append((a.busy.value, "wb-updating" in a.main._dom_classes))
+        return real(s)
+
+    monkeypatch.setattr(page, "analyse", spy)
+    a.load.value = a.load.value * 2
+    assert seen and "Updating" in seen[0][0] and seen[0][1]
+    assert a.busy.value == "" and "wb-updating" not in a.main._dom_classes
+    assert "<b>Price:</b>" in a.rec.value and ("<b>Tie:</b>" in a.rec.value or "<b>Clear lead:</b>" in a.rec.value)
+
+
 def test_app_widget_more_load_needs_more_replicas_on_every_accelerator():
     """Ten times the requests per second: no accelerator serves it with fewer replicas, some need more."""
     from workbook.app import page

@@ -258,8 +258,8 @@ def test_a_published_layout_is_parsed_into_pins_and_limits():
         calruns.parse_parallelism("tpp=8", "reference_runs.csv: run x: parallelism")
 
 
-def test_readme_shows_the_current_calibration_table(summary):
-    """The README's table is what `python -m workbook calibrate --markdown` prints today."""
-    readme = (paths.DATA_DIR.parent / "README.md").read_text()
+def test_the_docs_show_the_current_calibration_table(summary):
+    """The docs' calibration table (docs/explanation/calibration.md) is what `calibrate --markdown` prints today."""
+    readme = (paths.ROOT / "docs" / "explanation" / "calibration.md").read_text()
     block = readme.split("<!-- calibration-table -->")[1].split("<!-- end calibration-table -->")[0]
     assert calruns.summary_markdown(summary) in block

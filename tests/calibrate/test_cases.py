@@ -1,5 +1,5 @@
 """The per-case calibration table (calibrate.cases): each run tagged by the kinds of issue 15 from
-its columns, and the table printed by `calibrate` and kept in the README."""
+its columns, and the table printed by `calibrate` and kept in docs/explanation/calibration.md."""
 import io
 from contextlib import redirect_stdout
 
@@ -95,12 +95,12 @@ def test_the_case_summary_counts_errors_and_band_coverage_per_case():
     assert np.isnan(s.loc["Blackwell", "median_abs_error_holdout"])
 
 
-def test_calibrate_markdown_prints_the_cases_table_and_the_readme_holds_it():
+def test_calibrate_markdown_prints_the_cases_table_and_the_docs_hold_it():
     out = io.StringIO()
     with redirect_stdout(out):
         assert main(["calibrate", "--markdown"]) == 0
     table = cases.cases_markdown()
     assert table in out.getvalue()
-    readme = (paths.DATA_DIR.parent / "README.md").read_text()
+    readme = (paths.ROOT / "docs" / "explanation" / "calibration.md").read_text()
     block = readme.split("<!-- cases-table -->")[1].split("<!-- /cases-table -->")[0]
     assert table in block

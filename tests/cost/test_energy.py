@@ -88,7 +88,7 @@ def test_the_offered_chips_without_power_are_exactly_the_documented_ones():
     e = energy.offering_energy(0.9)
     blank = set(off.set_index("offering").loc[e.index[e["energy_kwh_per_instance_hour"].isna()], "accelerator"])
     assert blank == UNPOWERED
-    readme = " ".join((paths.ROOT / "README.md").read_text().split())
+    readme = " ".join((paths.ROOT / "docs" / "how-to" / "scenario.md").read_text().split())
     assert all(name in readme for name in ("TPU v5e, v5p and v6e", "Trainium", "Inferentia2"))
 
 

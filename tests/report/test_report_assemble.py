@@ -115,7 +115,7 @@ def test_headline_reads_an_inference_recommendation_with_latency_from_its_option
                                               "usd_per_million_tokens_high": 0.42, "usd_per_month": 2500.0}}}
     h = assemble.headline(summary)
     assert h["cost"] == "$0.35 per million output tokens ($0.3 to $0.42); $2,500 per month"
-    assert h["time"] == "20 ms per output token, first token 120 ms"
+    assert h["time"] == "20 ms per output token, first token 120 ms unloaded"
     assert h["confidence"] is None
 
 

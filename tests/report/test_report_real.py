@@ -123,3 +123,19 @@ def test_index_lists_each_scenario_with_a_link_and_a_csv(real):
         assert r["recommendation"] == (assemble.headline(summary)["recommendation"] or "")
         assert r["status"] == "ok"
     assert assemble.external_resources(index) == []
+
+
+@pytest.mark.slow
+def test_header_shows_the_winners_price_source_and_age_and_says_tie_when_it_is_one(real):
+    for name in TWO:
+        summary = json.loads((real["out"] / name / "summary.json").read_text())
+        rec = summary["recommendation"]
+        html = page(real["out"], name)
+        if not rec.get("accelerator"):
+            continue
+        price = unescape(re.search(r'data-field="price">([^<]*)<', html).group(1))
+        assert "source: " in price and (" old" in price or "undated" in price), price
+        lead = unescape(re.search(r'data-field="(?:tie or lead)">([^<]*)<', html).group(1))
+        assert lead.startswith("Tie:") == bool(rec.get("ties")), lead
+        assert '<details class="wb-appendix">' in html            # the ledger, collapsed
+        assert 'class="wb-more"' in html                           # the rest of a table behind "more columns"

@@ -215,3 +215,26 @@ def test_pareto_chart_is_cost_against_time(request, which, time_field):
     assert spec["encoding"]["y"]["field"] == time_field
     assert spec["encoding"]["opacity"]["field"] == "front"
     assert spec["encoding"]["shape"]["field"] == "way to pay"
+
+
+def test_interactivity_curve_is_throughput_per_chip_against_tokens_per_user_with_the_cost_at_each_point(serving):
+    """The InferenceX-style curve: x = 1000 / tpot_ms, y = output tokens/s per chip from the serving model's TP
+    curve, and the cost per million tokens at full load = $/chip-hour / (3,600 x tokens/s per chip) x 1e6."""
+    s = load_scenario(SERVING)
+    d = tables.interactivity_curve(s, serving.offers)
+    assert 2 <= d["accelerator"].nunique() <= 4 and d["frontier"].any()
+    assert (d["tokens_per_s_per_user"] - 1000.0 / d["tpot_ms"]).abs().max() < 1e-9
+    cost = d["usd_per_chip_hour"] / (3600.0 * d["output_tokens_per_s_per_chip"]) * 1e6
+    assert (d["usd_per_million_tokens_full_load"] - cost).abs().max() < 1e-9
+    # one offer's frontier: more tokens per user never comes with more throughput per chip
+    f = d[d["frontier"] & (d["offer"] == d["offer"].iloc[0])].sort_values("tokens_per_s_per_user")
+    assert f["output_tokens_per_s_per_chip"].is_monotonic_decreasing
+    spec = sc.interactivity(d).to_dict()
+    marks = {_mark(layer) for layer in _layers(spec)}
+    assert {"line", "text"} <= marks and {"tokens_per_s_per_user", "output_tokens_per_s_per_chip", "cost_label"} <= _fields(spec)
+
+
+def test_interactivity_curve_is_empty_for_training_and_the_chart_says_so(training):
+    d = tables.interactivity_curve(load_scenario(TRAINING), training.offers)
+    assert d.empty
+    assert "Serving scenarios only" in str(sc.interactivity(d).to_dict())

@@ -64,6 +64,16 @@ CSS = """<style>
 .wb-app .wb-downloads { font-size: 12.5px; margin: 4px 0; }
 .wb-app .wb-downloads a { margin: 0 4px; }
 .wb-app .widget-label { min-width: 0; }
+.wb-app .wb-busy { position: fixed; top: 12px; right: 16px; z-index: 1000; background: #1f5fa8; color: #fff;
+                   padding: 6px 14px; border-radius: 16px; font-size: 13px; box-shadow: 0 2px 6px rgba(0,0,0,.25); }
+.wb-app .wb-spinner { display: inline-block; width: 11px; height: 11px; margin-right: 8px; vertical-align: -1px;
+                      border: 2px solid rgba(255,255,255,.4); border-top-color: #fff; border-radius: 50%;
+                      animation: wb-spin .8s linear infinite; }
+@keyframes wb-spin { to { transform: rotate(360deg); } }
+.wb-app .wb-updating .wb-recommendation, .wb-app .wb-updating .wb-tabs { opacity: .45; transition: opacity .2s; }
+/* controls show their full values: descriptions may wrap, readouts are never cut */
+.wb-app .widget-readout { min-width: 56px; overflow: visible; }
+.wb-app .widget-text input { min-width: 90px; }
 </style>"""
 
 class Page:
@@ -91,6 +101,8 @@ class Page:
         self.status.add_class("wb-status-box")
         self.downloads = W.HTML()
         self.downloads.add_class("wb-downloads-box")
+        self.busy = W.HTML()   # shown while an update runs (1-14 s); its own widget, so data-version counts updates only
+        self.busy.add_class("wb-busy-box")
         controls = self._build_controls()
         self.panes = [W.HTML() for _ in panels.TABS]
         for name, pane in zip(panels.TABS, self.panes):
@@ -100,7 +112,9 @@ class Page:
         for i, name in enumerate(panels.TABS):
             self.tabs.set_title(i, name)
         self.tabs.add_class("wb-tabs")
-        main = W.VBox([self.rec, self.status, self.downloads, self.tabs], layout=W.Layout(flex="1 1 auto", padding="0 0 0 14px"))
+        main = W.VBox([self.busy, self.rec, self.status, self.downloads, self.tabs],
+                      layout=W.Layout(flex="1 1 auto", padding="0 0 0 14px"))
+        self.main = main
         self.box = W.VBox([W.HTML(CSS), self.picker, self.about,
                            W.HBox([controls, main], layout=W.Layout(align_items="flex-start"))])
         self.box.add_class("wb-app")
@@ -149,7 +163,7 @@ class Page:
         return controls
 
     def _build_own_runs(self) -> list:
-        """Upload the team's runs (a measurements CSV, README "Your own measurements"); the page
+        """Upload the team's runs (a measurements CSV, docs/how-to/own-runs.md); the page
         keeps the file in a temporary folder of its own for as long as the kernel lives."""
         self.runs_folder = tempfile.TemporaryDirectory(prefix="wb-app-runs-")
         self.runs_path = None       # the uploaded CSV, validated (scenario key ``measurements``)
@@ -282,6 +296,20 @@ class Page:
     def _recompute(self) -> None:
         if self.base is None:
             return
+        self._busy(True)
+        try:
+            self._recompute_now()
+        finally:
+            self._busy(False)
+
+    def _busy(self, on: bool) -> None:
+        """The busy indicator: a badge pinned to the top of the window and the results dimmed while an update
+        runs (the widget messages reach the browser before the computation blocks the kernel)."""
+        self.busy.value = ('<div class="wb-busy" role="status" aria-live="polite"><span class="wb-spinner"></span>'
+                           "Updating the analysis…</div>") if on else ""
+        (self.main.add_class if on else self.main.remove_class)("wb-updating")
+
+    def _recompute_now(self) -> None:
         t0 = time.perf_counter()
         self.analysis = None
         changes = self.overrides()

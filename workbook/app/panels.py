@@ -23,7 +23,7 @@ from ..analysis import Analysis
 from ..decision import offers_summary as summary_offers
 from ..scenario import Scenario
 from ..terms import ESTIMATE_COLUMNS, RANKING_LABELS, pricing_short
-from ..views import text
+from ..views import buyer, text
 from ..views.charts import cost as cost_charts
 from ..views.charts import perf as perf_charts
 from ..views.charts import scaling as scaling_charts
@@ -87,7 +87,16 @@ def recommendation(a: Analysis | None) -> str:
     """The recommendation card (``views.text.recommendation_html``)."""
     if a is None or a.recommendation is None:
         return message("No recommendation: the analysis gave no decision.", [], "note")
-    return text.recommendation_html(a.recommendation)
+    d = a.recommendation.as_dict()
+    if not d.get("accelerator"):
+        return text.recommendation_html(d)
+    # the report header's words (views.buyer): the price's basis and age, tie or lead, every caveat
+    won = a.offers[(a.offers["offering"] == d["offering"]) & (a.offers["pricing_model"] == d["pricing_model"])] \
+        if a.offers is not None and "offering" in a.offers else pd.DataFrame()
+    summary = {"recommendation": d, "offers": json.loads(won.head(1).to_json(orient="records", date_format="iso"))}
+    d.update(price_text=buyer.winner_price_text(summary), tie_text=buyer.tie_text(summary),
+             warnings=buyer.caveats(summary))
+    return text.recommendation_html(d)
 
 
 def _data_link(cls: str, filename: str, mime: str, payload: str, label: str) -> str:
@@ -210,7 +219,10 @@ def _inputs(s: Scenario) -> pd.DataFrame:
              ("Utilization", f"{s.pricing.utilization:.0%}"), ("Horizon (months)", s.pricing.horizon_months),
              ("Pricing models", ", ".join(pricing_short(m) for m in s.pricing.models)),
              ("Candidates", ", ".join(s.candidates.accelerators or ["every accelerator in the catalog"]))]
-    return pd.DataFrame([(k, v) for k, v in rows if v is not None], columns=["Input", "Value"])
+    # every value as text (full digits, left-aligned, wrapping): a right-aligned number in a column that a long
+    # list of candidates widens would sit beyond the pane's edge, cut to its first digit ("Requests per second 2")
+    return pd.DataFrame([(k, v if isinstance(v, str) else text.number(v)) for k, v in rows if v is not None],
+                        columns=["Input", "Value"])
 
 
 def workload(s: Scenario, a: Analysis | None, memo: dict) -> str:
@@ -269,6 +281,9 @@ def cost_tab(s: Scenario, a: Analysis | None, memo: dict) -> str:
     rec, option = a.recommendation, _winner_option(a)
     charts = [("Ways to pay, cheapest offering of each accelerator", lambda: cost_charts.pricing_models(a.priced)),
               ("Monte Carlo distribution of the cost", lambda: cost_charts.mc_distribution(cost.mc_histogram(s, a.priced)))]
+    if s.workload.task == "inference":   # the report's chart too (notebook 04): the same function, the same figures
+        charts.insert(1, ("Throughput per chip against tokens per second per user, cost per million tokens at each "
+                          "point", lambda: scaling_charts.interactivity(tables.interactivity_curve(s, a.offers))))
     if option is not None:
         charts.append(("Which input moves the cost most",
                        lambda: cost_charts.tornado_chart(cost.tornado(s, a.priced, option))))

@@ -19,7 +19,7 @@ rule, never by run id:
   (``batch``), where no batching amortises the weights.
 
 ``case_summary`` reports per case: runs, held-out runs, median absolute error (all and held out),
-median signed error and P10-P90 band coverage (all and held out). ``cases_markdown`` is the README
+median signed error and P10-P90 band coverage (all and held out). ``cases_markdown`` is the docs'
 table between ``<!-- cases-table -->`` and ``<!-- /cases-table -->``.
 """
 from __future__ import annotations
@@ -133,7 +133,7 @@ def _signed(v) -> str:
 
 
 def cases_markdown(summary: pd.DataFrame | None = None) -> str:
-    """``case_summary`` as GitHub markdown (the README's cases table)."""
+    """``case_summary`` as GitHub markdown (the cases table of docs/explanation/calibration.md)."""
     s = case_summary() if summary is None else summary
     lines = ["| case | runs | held-out runs | median abs. error | median abs. error (held out) | median signed error "
              "| inside the P10-P90 band | inside the band (held out) |", "|---|---:|---:|---:|---:|---:|---:|---:|"]

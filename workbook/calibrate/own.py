@@ -2,7 +2,7 @@
 compared with the model (``python -m workbook calibrate --runs FILE``) and turned into an explicit
 adjustment of the measured chip's efficiency.
 
-The file is a CSV, one row per measured run (columns in ``COLUMNS``; README "Your own measurements").
+The file is a CSV, one row per measured run (columns in ``COLUMNS``; docs/how-to/own-runs.md).
 Each row becomes one reference run per figure it gives (``to_runs``), in the definitions of
 ``calibrate.runs`` (MFU for training; output tokens/s per chip, TPOT and TTFT for serving), so the
 same ``calibration_table`` compares them with the model.

@@ -406,7 +406,7 @@ def error_summary(table: pd.DataFrame | None = None) -> pd.DataFrame:
 
 
 def summary_markdown(summary: pd.DataFrame | None = None) -> str:
-    """The per-kind, per-family error table as GitHub markdown (for the README)."""
+    """The per-kind, per-family error table as GitHub markdown (for docs/explanation/calibration.md)."""
     s = error_summary() if summary is None else summary
     lines = ["| kind | family | runs | median abs. error | held-out runs | median abs. error (held out) |",
              "|---|---|---:|---:|---:|---:|"]
@@ -419,7 +419,7 @@ def summary_markdown(summary: pd.DataFrame | None = None) -> str:
 
 
 def coverage_markdown(coverage: pd.DataFrame | None = None) -> str:
-    """The held-out band coverage per kind as GitHub markdown (for the README)."""
+    """The held-out band coverage per kind as GitHub markdown (for docs/explanation/calibration.md)."""
     c = coverage_summary() if coverage is None else coverage
     lines = ["| kind | held-out runs | inside the P10-P90 band | median band width (P90/P10) |", "|---|---:|---:|---:|"]
     for _, r in c.iterrows():

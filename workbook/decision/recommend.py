@@ -227,7 +227,7 @@ def recommendation_warnings(s: Scenario, perf_df: pd.DataFrame, win, today: _dt.
     calibrated range (``calibrated`` False: no published run of this chip family set its efficiency,
     so the wider band applies), a host short for the workload (``balance.balance_flags``: CPU per chip,
     host RAM for loading, NVMe for checkpoints), a generic (non-transformer) model, whose estimate borrows the
-    transformer-fitted ceilings and is optimistic (README "Known limits"), and an instance shape no
+    transformer-fitted ceilings and is optimistic (docs/explanation/limits.md), and an instance shape no
     source confirms (``shape_confirmed`` false, ``unconfirmed_shape``)."""
     out = []
     valid = price_valid_date(win)
@@ -249,8 +249,13 @@ def recommendation_warnings(s: Scenario, perf_df: pd.DataFrame, win, today: _dt.
                    f"for training, a fixed time per step) is fitted on the published {bench} runs of "
                    "data/reference_runs.csv; chips and per-chip batches those runs do not cover are extrapolated.")
     elif "calibrated" in row and len(row) and row["calibrated"].iloc[0] is not None and not bool(row["calibrated"].iloc[0]):
-        out.append(f"Uncalibrated estimate: no published run on {win['accelerator']}'s chip family set its efficiency; "
-                   "the wider uncalibrated band applies.")
+        # the parameter whose family value makes the estimate "calibrated" (estimate.py, serving.py): the family
+        # may have published runs that set other parameters, so the sentence names this one, not "no run"
+        what = ("decode efficiency (decode_memory_efficiency)" if s.workload.task == "inference"
+                else "matmul ceiling (matmul_ceiling)")
+        out.append(f"Uncalibrated estimate: {win['accelerator']}'s chip family has no fitted {what} of its own; the "
+                   "value used is pooled or borrowed from a related family, and the wider uncalibrated band applies "
+                   "(data/efficiency.csv lists what its published runs do set).")
     if unconfirmed_shape(win):
         out.append(f"Unconfirmed shape: {win['offering']} is priced as {win['chips_per_instance']:.0f} chip(s) per "
                    "instance, a shape no source confirms the provider sells (data/offerings.csv shape_confirmed "

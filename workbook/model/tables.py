@@ -404,3 +404,56 @@ def summary(curves: pd.DataFrame) -> pd.DataFrame:
     wide = d.pivot_table(index="chips", columns="accelerator", values="summary", aggfunc="first", sort=False)
     return wide.reindex(columns=list(dict.fromkeys(d["accelerator"]))).sort_index().fillna("")
 
+
+
+# --- serving: throughput per chip against interactivity, with the cost per token ------------------
+
+INTERACTIVITY_COLUMNS = ["offer", "accelerator", "usd_per_chip_hour", "tp", "pp", "ep", "batch", "tpot_ms", "ttft_ms",
+                         "tokens_per_s_per_user", "output_tokens_per_s_per_chip", "usd_per_million_tokens_full_load",
+                         "meets_slo", "frontier"]
+
+
+def _pareto(df: pd.DataFrame) -> pd.Series:
+    """Points no other point beats on both tokens/s per user and tokens/s per chip."""
+    x, y = df["tokens_per_s_per_user"].to_numpy(float), df["output_tokens_per_s_per_chip"].to_numpy(float)
+    return pd.Series([not ((x >= x[i]) & (y >= y[i]) & ((x > x[i]) | (y > y[i]))).any() for i in range(len(df))],
+                     index=df.index)
+
+
+def interactivity_curve(s: Scenario, offers: pd.DataFrame, top: int = 4,
+                        efficiency: Efficiency | None = None) -> pd.DataFrame:
+    """The serving curve buyers compare (SemiAnalysis' InferenceX): for the best-ranked offer of each of the
+    ``top`` accelerators in ``offers`` (``Analysis.offers``: rows passing the constraints, by ``rank``), every
+    layout and decode batch that fits (``serving.tp_curve``, the serving model the estimate uses) as tokens/s
+    per user (1000 / ``tpot_ms``) against output tokens/s per chip, with the cost per million output tokens
+    at full load, ``usd_per_chip_hour`` / (3,600 x tokens/s per chip) x 1e6: the chips busy all the time, no
+    idle hours, spares or queueing, so lower than the recommendation's cost at the scenario's load.
+    ``frontier`` marks each offer's Pareto-optimal points. Empty for training scenarios or generic models."""
+    if s.workload.task != "inference" or offers is None or offers.empty:
+        return pd.DataFrame(columns=INTERACTIVITY_COLUMNS)
+    p = prof.workload_profile(s.workload)
+    if p.generic:
+        return pd.DataFrame(columns=INTERACTIVITY_COLUMNS)
+    ok = offers[offers["excluded_reason"].isna() & offers["usd_per_chip_hour"].notna()] if "excluded_reason" in offers \
+        else offers[offers["usd_per_chip_hour"].notna()]
+    best = ok.sort_values("rank").drop_duplicates("accelerator").head(top)
+    frames = []
+    for _, o in best.iterrows():
+        try:
+            c = serving.tp_curve(p, catalog.accelerator(o["accelerator"]), s.workload, efficiency=efficiency,
+                                 memory_headroom=s.constraints.min_memory_headroom)
+        except InputError:
+            continue
+        c = c[c["fits"] & (c["tpot_ms"] > 0)].copy()
+        if c.empty:
+            continue
+        pay = terms.PRICING_MODELS[o["pricing_model"]].label.removeprefix("a ") if o["pricing_model"] in terms.PRICING_MODELS else o["pricing_model"]
+        c["offer"] = f"{o['accelerator']} · {o['provider']} · {pay}"
+        c["usd_per_chip_hour"] = float(o["usd_per_chip_hour"])
+        c["tokens_per_s_per_user"] = 1000.0 / c["tpot_ms"]
+        c["usd_per_million_tokens_full_load"] = c["usd_per_chip_hour"] / (3600.0 * c["output_tokens_per_s_per_chip"]) * 1e6
+        c["frontier"] = _pareto(c)
+        frames.append(c)
+    if not frames:
+        return pd.DataFrame(columns=INTERACTIVITY_COLUMNS)
+    return pd.concat(frames, ignore_index=True)[INTERACTIVITY_COLUMNS]

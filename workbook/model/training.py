@@ -82,7 +82,7 @@ class Overlap:
     - ``fsdp = 1``: ZeRO-3/FSDP prefetches the next layer's weights during the current layer
       (Zhao et al. 2023 "PyTorch FSDP" §3.3). Checked against the calibration runs pinned to
       ZeRO-3 (llm-foundry MPT, MaxText on TPU v4): any value >= 0.5 prices them the same and a
-      fitted fraction is not identified (README, "How good is the performance model?"), so 1 stays.
+      fitted fraction is not identified (docs/explanation/calibration.md), so 1 stays.
       The ZeRO-3 runs of Narayanan et al. 2021 Table 2 (GPT-3 175B, 384-1,536 A100s, held out) are
       slower than even fsdp = 0 predicts: their step is flat at ~67 s from 768 to 1,536 GPUs, a
       collective about 3x slower than ``comm.collective_s`` prices, not a missing overlap.

@@ -17,6 +17,7 @@ from ..terms import usd as _usd
 from ..paths import TEMPLATE_DIR
 from ..scenario import load_scenario
 from ..terms import pricing_label
+from ..views import buyer
 from .jobs import Job
 
 WIDGETS_TAG = "widgets"
@@ -310,11 +311,20 @@ def _cost_text(metric, value, low, high, per_month) -> str | None:
     return f"{_usd(value)}{unit}{band}" + (f"; {_usd(per_month)} per month" if per_month is not None else "")
 
 
-def _time_text(days, ttft, tpot) -> str | None:
+def _time_text(days, ttft, tpot, ttft_load=None, pct=None) -> str | None:
+    """Training days, or serving latency: the time per output token and the first-token time at the SLO
+    percentile under the scenario's request rate (the figure the latency target is checked on, the app's
+    too), with the unloaded figure beside it, labelled, so the two never appear as one number."""
     if days is not None:
         return f"{days:,.1f} days" if days >= 1 else f"{days * 24:,.1f} hours"
     if tpot is not None:
-        return f"{tpot:,.0f} ms per output token" + (f", first token {ttft:,.0f} ms" if ttft is not None else "")
+        first = ""
+        if ttft_load is not None:
+            first = f", first token {ttft_load:,.0f} ms at P{pct or 99:g} under load" + (
+                f" ({ttft:,.0f} ms unloaded)" if ttft is not None else "")
+        elif ttft is not None:
+            first = f", first token {ttft:,.0f} ms unloaded"
+        return f"{tpot:,.0f} ms per output token{first}"
     return None
 
 
@@ -366,17 +376,23 @@ def headline(summary: dict) -> dict:
     batch = _num(fig.get("batch_hours_needed"))
     warnings = list(rec.get("warnings") or [])
     nearest = [n.get("text") for n in rec.get("nearest_changes") or [] if n.get("text")]
+    ttft_load, pct = _num(fig.get("ttft_ms_at_slo_percentile")), _num(fig.get("ttft_slo_percentile"))
+    tie = buyer.tie_facts(summary) if rec.get("accelerator") and "ties" in rec else {}
+    warnings = buyer.caveats(summary)
     return {
         "scenario": summary.get("scenario"),
         "title": summary.get("title"),
         "recommendation": _recommendation_text(rec) if rec else None,
+        "price": buyer.winner_price_text(summary), "price_short": buyer.winner_price_short(summary),
+        "tie_short": buyer.tie_short(summary),
         "answer": _answer_text(fig),
         "cost": _cost_text(metric, value, low, high, per_month),
-        "time": f"{batch:.1f} hours per batch" if batch is not None else _time_text(days, ttft, tpot),
+        "time": f"{batch:.1f} hours per batch" if batch is not None else _time_text(days, ttft, tpot, ttft_load, pct),
         "chips": _chips_text(fig),
         "warnings": " ".join(w if w.endswith(".") else w + "." for w in warnings) or None, "warning_list": warnings,
         "nearest_change": nearest[0] if nearest else None,
-        "confidence": _confidence_text(score, ru_score, p_ru, p),
+        "confidence": buyer.tie_text(summary) or _confidence_text(score, ru_score, p_ru, p),
+        "tie": tie.get("tie"), "tie_share": tie.get("share"),
         "estimate_error": summary.get("estimate_error"),
         "generated_utc": _pick(summary, "report.generated_utc"),
         # plain values for index.csv
@@ -429,8 +445,9 @@ def assemble_report(job: Job, executed: list[tuple[str, Path, float]],
     summary = build_summary(job, durations, estimate_file)
     head = headline(summary)
     items = [("Recommendation", head["recommendation"] or "(no recommendation)"),
-             ("Nearest change", head["nearest_change"]), ("Answer", head["answer"]), ("Cost", head["cost"]),
-             ("Time", head["time"]), ("Chips", head["chips"]), ("Confidence", head["confidence"])]
+             ("Nearest change", head["nearest_change"]), ("Price", head["price"]),
+             ("Tie or lead" if head["tie"] is not None else "Confidence", head["confidence"]),
+             ("Cost", head["cost"]), ("Answer", head["answer"]), ("Time", head["time"]), ("Chips", head["chips"])]
     page = jinja_env().get_template("report_page.html.j2").render(
         scenario=summary["scenario"], title=summary["title"], description=load_scenario(job.scenario_file).description,
         headline_items=[(k, v) for k, v in items if v is not None], estimate_error=summary.get("estimate_error"),

@@ -280,12 +280,13 @@ def record_failure(result: Result, out: str | Path, scenario_file: str | None = 
 # --- the index -----------------------------------------------------------------------------------------
 
 INDEX_COLUMNS = [("scenario", "Scenario"), ("title", "Title"), ("recommendation", "Recommendation"),
-                 ("cost", "Cost"), ("time", "Time"), ("confidence", "Confidence"), ("warnings", "Warnings"),
+                 ("cost", "Cost"), ("price_short", "Price (basis, age)"), ("time", "Time"),
+                 ("tie_short", "Tie or lead"), ("warnings", "Before acting"),
                  ("status", "Status"), ("since_last_run", "Since last run"), ("generated_utc", "Generated (UTC)")]
 CSV_COLUMNS = ["scenario", "title", "recommendation", "accelerator", "pricing_model", "provider", "offering",
                "cost_metric", "cost_value", "cost_low", "cost_high", "usd_per_month", "training_days", "ttft_ms",
                "tpot_ms", "score", "runner_up_score", "p_beats_runner_up", "p_cheapest", "chips", "chips_billed",
-               "warnings", "status", "since_last_run", "generated_utc", "report"]
+               "price_short", "tie", "tie_share", "warnings", "status", "since_last_run", "generated_utc", "report"]
 
 
 def _read_json(path: Path) -> dict | None:

@@ -436,13 +436,19 @@ def recommendation_markdown(rec) -> Explanation:
 
 def recommendation_html(rec) -> str:
     """The recommendation as a card: headline, key figures, reasons, runner-up, flip conditions;
-    its data attributes name the choice (``data-accelerator``, ``data-pricing-model``, ...)."""
-    d = rec.as_dict()
+    its data attributes name the choice (``data-accelerator``, ``data-pricing-model``, ...). ``rec``: a
+    ``Recommendation`` or its ``as_dict()``, which may carry ``price_text`` and ``tie_text`` (``views.buyer``)."""
+    d = rec.as_dict() if hasattr(rec, "as_dict") else rec
     data = " ".join(f'data-{k.replace("_", "-")}="{esc(d.get(k) or "")}"'
                     for k in ("accelerator", "provider", "offering", "pricing_model"))
     none = "" if d.get("accelerator") else " wb-none"
     parts = [f'<div class="wb-rec{none}" {data}><div class="wb-rec-label">Recommendation</div>',
              f'<div class="wb-rec-headline">{esc(d["summary"] if d.get("accelerator") else "No option passes the hard constraints.")}</div>']
+    if d.get("price_text"):
+        parts.append(f'<div class="wb-price-text"><b>Price:</b> {esc(d["price_text"])}</div>')
+    if d.get("tie_text"):   # starts "Tie:" or "Clear lead:"
+        head, _, rest = d["tie_text"].partition(":")
+        parts.append(f'<div class="wb-tie-text"><b>{esc(head)}:</b>{esc(rest)}</div>')
     figs = key_figures(d.get("figures")) if d.get("accelerator") else []
     if figs:
         parts.append('<div class="wb-figures">' + "".join(

@@ -371,7 +371,7 @@ def _draw_own_runs(s2: Scenario, a2: Analysis) -> None:
 
 
 def own_runs_explorer(s: Scenario, a: Analysis | None = None, folder: str | Path | None = None) -> W.VBox:
-    """Notebook 05: upload a CSV of the team's runs (README "Your own measurements") and see the
+    """Notebook 05: upload a CSV of the team's runs (docs/how-to/own-runs.md) and see the
     decision with and without them. ``folder``: where the upload is saved (default: a temporary one)."""
     keep = tempfile.TemporaryDirectory(prefix="wb-runs-") if folder is None else None
     folder = keep.name if keep is not None else folder

@@ -140,3 +140,43 @@ def tp_curves(df: pd.DataFrame) -> alt.Chart:
         y=alt.Y("tpot_ms:Q", title="ms per output token")).properties(
         title="Latency: at the chosen batch and at batch 1", width=300, height=240)
     return alt.hconcat(thr, lat)
+
+
+def interactivity(df: pd.DataFrame) -> alt.Chart:
+    """Throughput per chip against tokens/s per user (``tables.interactivity_curve``), one line per offer along
+    its Pareto frontier, each point labelled with its cost per million output tokens at full load (a static
+    report shows no tooltips). The scenario's time-per-token target, when met, is the right-hand region."""
+    d = df[df["frontier"]].copy() if "frontier" in df else df.copy()
+    d = pd.concat([_thin(d[d["offer"] == o]) for o in d["offer"].unique()]) if len(d) else d
+    if d.empty:
+        return empty("Serving scenarios only: throughput per chip against tokens per second per user.")
+    d["cost_label"] = d["usd_per_million_tokens_full_load"].map(lambda v: f"${v:,.2f}" if v < 10 else f"${v:,.0f}")
+    tips = ["offer", "tp", "batch", alt.Tooltip("tokens_per_s_per_user:Q", format=",.0f"),
+            alt.Tooltip("output_tokens_per_s_per_chip:Q", format=",.0f"),
+            alt.Tooltip("usd_per_million_tokens_full_load:Q", format="$,.3f", title="$ per M tokens (full load)")]
+    base = alt.Chart(d).encode(
+        x=alt.X("tokens_per_s_per_user:Q", title="Interactivity: output tokens/s per user (1000 / ms per token)",
+                scale=alt.Scale(zero=False)),
+        y=alt.Y("output_tokens_per_s_per_chip:Q", title="Output tokens/s per chip", scale=alt.Scale(type="log")),
+        color=alt.Color("offer:N", title="Offer (best of each accelerator)", legend=alt.Legend(orient="bottom", columns=2, labelLimit=320)),
+        tooltip=tips)
+    lines = base.mark_line(point=True).encode(order="tokens_per_s_per_user:Q")
+    labels = base.mark_text(dy=-9, fontSize=9).encode(text="cost_label:N")
+    return (lines + labels).properties(
+        width=560, height=320,
+        title={"text": "Throughput per chip against interactivity, $ per million output tokens at each point",
+               "subtitle": "Each offer's best layouts and batches. The cost assumes the chips busy all the time (no idle hours, "
+                           "spares or queueing): not the recommendation's cost at your load"})
+
+
+def _thin(g: pd.DataFrame, step: float = 0.05) -> pd.DataFrame:
+    """Frontier points from the highest throughput towards the highest interactivity, keeping a point only
+    when it gains at least ``step`` (5%) of tokens/s per user over the last kept one: the memory-bound tail
+    where smaller batches buy almost no speed per user is left out, and the cost labels stay readable."""
+    g = g.sort_values("output_tokens_per_s_per_chip", ascending=False)
+    keep, last = [], None
+    for i, x in zip(g.index, g["tokens_per_s_per_user"]):
+        if last is None or x >= last * (1 + step):
+            keep.append(i)
+            last = x
+    return g.loc[keep]
