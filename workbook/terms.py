@@ -174,6 +174,22 @@ def label(column: str) -> str:
 
 # --- money for people ------------------------------------------------------------------------------
 
+def chips_billed_label(used, billed) -> str:
+    """The words after the number of chips used, the same on every surface (CLI, app, report): the
+    chips billed are the whole instances or slices bought (spares included), never fewer than used.
+    "chips used, 72 billed (whole instances and spares)"; "chips used and billed" when they agree."""
+    noun = "chip" if used == 1 else "chips"
+    try:
+        billed = float(billed)
+    except (TypeError, ValueError):
+        billed = float("nan")
+    if billed != billed:
+        return f"{noun} used"
+    if billed > float(used):
+        return f"{noun} used, {billed:,.0f} billed (whole instances and spares)"
+    return f"{noun} used and billed (whole instances)"
+
+
 def usd(x) -> str:
     """Money for people: $1.23B, $1.23M, $45,600, $2.13, $0.213; "n/a" for a blank. (Here, below
     every layer, so that the decision's reasons and the views write money the same way.)"""

@@ -256,7 +256,8 @@ def _reason_time(s: Scenario, win) -> str:
                   f"{win['decode_chips']:,.0f} decode chips at TP {win['decode_tp']:.0f}, "
                   f"{win['kv_transfer_ms']:.1f} ms to move each prompt's KV cache")
     elif pd.notna(win.get("replicas")) and pd.notna(win.get("tp")):
-        fleet += f" ({win['replicas']:,.0f} replicas x TP {win['tp']:.0f})"
+        dims = "".join(f" x {k.upper()} {win[k]:.0f}" for k in ("pp", "ep") if pd.notna(win.get(k)) and win[k] > 1)
+        fleet += f" ({win['replicas']:,.0f} replica{'s' if win['replicas'] != 1 else ''} x TP {win['tp']:.0f}{dims})"
     has_slo = w.ttft_slo_ms is not None or w.tpot_slo_ms is not None
     return (f"It {'meets the latency targets' if has_slo else 'serves the load'} with {fleet} on "
             f"{win['instances']:,.0f} x {win['instance']}: " + ", ".join(bits) + ".")
@@ -300,7 +301,9 @@ def _reason_term(s: Scenario, win) -> list[str]:
                 f"{win['paid_per_used_hour']:.2f} hours per hour of work ({win['price_basis']})."]
     if win["pricing_model"] == "spot" and pd.notna(win.get("spot_availability_target", np.nan)):
         k, n = float(win["spare_instances"]), float(win["instances"])
-        short = float(cost.poisson_sf(int(k), (n + k) * p.spot_interruptions_per_hour * p.restart_h))
+        u = float(win.get("instances_per_replica", 1.0)) if pd.notna(win.get("instances_per_replica")) else 1.0
+        # replicas out at once (a replica of u instances is out when any of them is): Poisson((n + k) r R)
+        short = float(cost.poisson_sf(int(round(k / u)), (n + k) * p.spot_interruptions_per_hour * p.restart_h))
         target = f"{p.spot_availability_target * 100:g}% availability target"
         how = (f"with {k:.0f} spare instance{'' if k == 1 else 's'} ({target}): +{k / n:.0%} instance-hours; "
                if k > 0 else f"with 0 spare instances ({target}): ")
@@ -449,9 +452,7 @@ def _question_figures(s: Scenario, win) -> dict:
     chips used (spare spot instances included); the deadline and the chance of meeting it (training); the hours the night's work
     takes against the batch window (batch serving: work = demand x hours_per_day, done at the fleet's
     output tokens/s)."""
-    spares = win.get("spare_instances")
-    spares = float(spares) if pd.notna(spares) else 0.0
-    out = {"chips_billed": float((win["instances"] + spares) * win["chips_per_instance"])}
+    out = {"chips_billed": float(win["chips_billed"])}
     c, w = s.constraints, s.workload
     if s.is_training and c.deadline_days:
         out["deadline_days"] = float(c.deadline_days)

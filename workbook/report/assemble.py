@@ -16,7 +16,7 @@ from .. import analysis, catalog, paths
 from ..terms import usd as _usd
 from ..paths import TEMPLATE_DIR
 from ..scenario import load_scenario
-from ..terms import pricing_label
+from ..terms import chips_billed_label, pricing_label
 from .jobs import Job
 
 WIDGETS_TAG = "widgets"
@@ -336,8 +336,7 @@ def _chips_text(fig: dict) -> str | None:
     used, billed = _num(fig.get("chips")), _num(fig.get("chips_billed"))
     if used is None:
         return None
-    text = f"{used:,.0f} used"
-    return text + (f", {billed:,.0f} billed (whole instances and spares)" if billed and billed > used else "")
+    return f"{used:,.0f} {chips_billed_label(used, billed)}"
 
 
 def _confidence_text(score, ru_score, p_ru, p) -> str | None:

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..scenario import Scenario
-from ..terms import SECONDS_PER_DAY, usd
+from ..terms import SECONDS_PER_DAY, chips_billed_label, usd
 
 __all__ = ["BLANK", "Explanation", "esc", "explain_layout", "header", "header_markdown", "model_label",
            "key_figures", "energy_text", "co2_text", "markdown_html", "money", "number", "recommendation_html",
@@ -325,10 +325,7 @@ def key_figures(figures: dict | None) -> list[tuple[str, str]]:
     if "p_meets_deadline" in f:
         out.append((f"{f['p_meets_deadline']:.0%}", "chance of meeting the deadline (performance band)"))
     if "chips" in f:
-        billed = f.get("chips_billed")
-        used = "chip used" if f["chips"] == 1 else "chips used"
-        out.append((f"{f['chips']:,.0f}", used + (f", {billed:,.0f} billed (whole instances and spares)"
-                                                  if billed and billed > f["chips"] else "")))
+        out.append((f"{f['chips']:,.0f}", chips_billed_label(f["chips"], f.get("chips_billed"))))
     out += _energy_figures(f)
     if "p_cheapest" in f:
         out.append((f"{f['p_cheapest']:.0%}", "chance it is the cheapest (Monte Carlo)"))
