@@ -113,7 +113,7 @@ def precision_changes(s: Scenario, priced: pd.DataFrame, eff: Efficiency | None 
             continue
         if rec.accelerator is not None:
             metric, fig = rec.metric, rec.figures.get(rec.metric)
-            unit = "for the run" if s.is_training else "per million output tokens"
+            unit = terms.metric_unit(s.is_training, s.workload.generic is not None)
             return [{"changes": {"workload.precision": {"from": w.precision, "to": p}}, "stretch": None,
                      "accelerator": rec.accelerator, "offering": rec.offering, "pricing_model": rec.pricing_model,
                      metric: fig, "text": f"Change workload.precision from {w.precision} to {p}: then {rec.headline()} "

@@ -174,6 +174,19 @@ def label(column: str) -> str:
 
 # --- money for people ------------------------------------------------------------------------------
 
+def metric_unit(training: bool, generic: bool = False) -> str:
+    """The words after the ranking figure, the same on every surface: "for the run" (training),
+    "per million output tokens" (a transformer service), "per million requests" (a generic model's
+    service: one forward pass per request, e.g. an embedding per document; the figure sits in the
+    ``usd_per_million_tokens`` column)."""
+    return "for the run" if training else ("per million requests" if generic else "per million output tokens")
+
+
+def latency_label(generic: bool = False) -> str:
+    """What ``ttft_ms`` measures: the time to first token, or a generic model's request latency."""
+    return "request latency" if generic else "to first token"
+
+
 def chips_billed_label(used, billed) -> str:
     """The words after the number of chips used, the same on every surface (CLI, app, report): the
     chips billed are the whole instances or slices bought (spares included), never fewer than used.

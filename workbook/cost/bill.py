@@ -126,9 +126,11 @@ def _band(perf: pd.DataFrame, training: bool) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _demand_tokens_per_s(s: Scenario, perf: pd.DataFrame) -> pd.Series:
-    """Output tokens per second the scenario asks for (requests/s x output tokens), else what the
-    deployment produces (perf)."""
+    """Output tokens per second the scenario asks for (requests/s x output tokens; a generic model's
+    service: requests/s, one forward pass each), else what the deployment produces (perf)."""
     w = s.workload
+    if w.generic is not None and w.requests_per_s is not None:
+        return pd.Series(w.requests_per_s, index=perf.index, dtype=float)
     if w.requests_per_s is not None and w.output_tokens is not None:
         return pd.Series(w.requests_per_s * w.output_tokens, index=perf.index, dtype=float)
     return perf["output_tokens_per_s"].astype(float)

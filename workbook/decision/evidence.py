@@ -17,7 +17,7 @@ import pandas as pd
 from .. import catalog, prices
 from ..model import profile
 from ..scenario import Scenario
-from ..terms import HOURS_PER_MONTH, pricing_label, usd
+from ..terms import HOURS_PER_MONTH, metric_unit, pricing_label, usd
 from .rules import PHYSICAL, needed_capabilities
 
 STALE_DAYS = prices.STALE_AFTER_DAYS   # a price older than a year, or undated, is stale (issue 12)
@@ -263,11 +263,15 @@ def _cost_ratio(row, s, perf_df, priced):
         base_name = " or ".join(names)
     if base.empty:
         return _result(row, NA, None, f"No {base_name} option can serve this load on-demand here.")
-    a = mine.loc[mine["usd_per_million_tokens"].idxmin()]
-    b = base.loc[base["usd_per_million_tokens"].idxmin()]
-    ratio = float(a["usd_per_million_tokens"] / b["usd_per_million_tokens"])
-    why = (f"At your load, {subj} on-demand ({a['offering']}) costs {usd(a['usd_per_million_tokens'])} per million "
-           f"output tokens vs {usd(b['usd_per_million_tokens'])} for {b['accelerator']} ({b['offering']}): "
+    # the claims compare the hardware: the bill without the team's porting cost (spread over the horizon)
+    mine, base = (d.assign(hw=(d["usd_per_month"] - d["porting_usd"].fillna(0.0) / s.pricing.horizon_months)
+                           / d["tokens_per_month"] * 1e6) for d in (mine, base))
+    a = mine.loc[mine["hw"].idxmin()]
+    b = base.loc[base["hw"].idxmin()]
+    ratio = float(a["hw"] / b["hw"])
+    why = (f"At your load, {subj} on-demand ({a['offering']}) costs {usd(a['hw'])} "
+           f"{metric_unit(False, s.workload.generic is not None)} (hardware, porting left out) vs {usd(b['hw'])} for "
+           f"{b['accelerator']} ({b['offering']}): "
            f"{ratio:.2f}x.")
     return _result(row, HOLDS if _within(ratio, row) else FAILS, ratio, why,
                    f"{1 - ratio:.0%} cheaper" if ratio < 1 else f"{ratio - 1:.0%} more expensive")

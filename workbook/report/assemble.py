@@ -302,10 +302,10 @@ def _recommendation_text(rec: dict) -> str | None:
             f"({rec.get('provider')}, {rec.get('offering')})")
 
 
-def _cost_text(metric, value, low, high, per_month) -> str | None:
+def _cost_text(metric, value, low, high, per_month, words=None) -> str | None:
     if value is None:
         return None
-    unit = {"cost_usd": " per run", "usd_per_million_tokens": " per million output tokens"}.get(metric, "")
+    unit = {"cost_usd": " per run", "usd_per_million_tokens": " " + (words or "per million output tokens")}.get(metric, "")
     band = f" ({_usd(low)} to {_usd(high)})" if low is not None and high is not None else ""
     return f"{_usd(value)}{unit}{band}" + (f"; {_usd(per_month)} per month" if per_month is not None else "")
 
@@ -370,7 +370,7 @@ def headline(summary: dict) -> dict:
         "title": summary.get("title"),
         "recommendation": _recommendation_text(rec) if rec else None,
         "answer": _answer_text(fig),
-        "cost": _cost_text(metric, value, low, high, per_month),
+        "cost": _cost_text(metric, value, low, high, per_month, rec.get("unit") if rec else None),
         "time": f"{batch:.1f} hours per batch" if batch is not None else _time_text(days, ttft, tpot),
         "chips": _chips_text(fig),
         "warnings": " ".join(w if w.endswith(".") else w + "." for w in warnings) or None, "warning_list": warnings,
