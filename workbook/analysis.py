@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pandas as pd
 
-from . import catalog, cost, decision, paths
+from . import catalog, cost, decision, paths, terms
 from .calibrate import layouts, own as own_runs
 from .cost import reliability
 from .model import estimate, generic as model_generic, offers as model_offers
