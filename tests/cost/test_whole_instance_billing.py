@@ -37,8 +37,9 @@ def test_an_expert_parallel_replica_on_tpu_slices_pays_for_every_slice():
     """DeepSeek-V3 FP8 class: one replica on 32 TPU v6e (TP 8, experts over all 32 chips: the serving
     model reports ep 32 on 32 chips) on tpu-v6e-8 slices at $21.60/h (8 x $2.70 per chip-hour, GCP):
     4 slices x $21.60 x 730 h = $63,072 a month = $24.00 per million at 2,628 M tokens. On a
-    tpu-v6e-256 slice ($691.20/h) the whole pod is billed: 256 chips, $504,576 a month."""
-    s = parse_scenario(SERVE)
+    tpu-v6e-256 slice ($691.20/h) the whole pod is billed: 256 chips, $504,576 a month. (A JAX team:
+    no port to price.)"""
+    s = parse_scenario({**SERVE, "workload": {**SERVE["workload"], "framework": "jax"}})
     offs = offers(offering("v6e-8", acc="TPU-v6e", cpi=8, od=21.60, spot=float("nan")),
                   offering("v6e-256", acc="TPU-v6e", cpi=256, od=691.20, spot=float("nan")))
     p = price(s, perf(acc="TPU-v6e", tp=8, ep=32, chips=32), offerings=offs)
