@@ -18,6 +18,7 @@ from .. import catalog, prices
 from ..model import profile
 from ..scenario import Scenario
 from ..terms import HOURS_PER_MONTH, metric_unit, pricing_label, usd
+from . import claim_checks
 from .rules import PHYSICAL, needed_capabilities
 
 STALE_DAYS = prices.STALE_AFTER_DAYS   # a price older than a year, or undated, is stale (issue 12)
@@ -213,6 +214,10 @@ def _claimed_text(row) -> str:
         return f"at most {hi:g}x" if lo <= 0 else f"{lo:g}-{hi:g}x"
     if unit == "flops_per_s":
         return f"{(lo + hi) / 2 / 1e12:.0f} TFLOP/s"
+    if pd.isna(lo) or pd.isna(hi):
+        return "as stated"
+    if unit == "bytes_per_s":
+        return f"{(lo + hi) / 2 * 8 / 1e9:,.0f} Gb/s"
     return f"{lo:g}" if lo == hi else f"{lo:g}-{hi:g}"
 
 
@@ -393,6 +398,8 @@ CHECKS = {
     "fast_domain_chips": _spec("fast_domain_chips"),
     "chips_per_node": _spec("chips_per_node"),
     "matmul_fraction_of_peak": _matmul,
+    "intra_node_bytes_per_s": _spec("intra_node_bytes_per_s"),
+    **claim_checks.CHECKS,
 }
 
 
@@ -401,5 +408,7 @@ def check_claims(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, table
     scenario gives), ``claimed``, ``by_how_much``, ``why`` (a sentence with the numbers), ``source``."""
     table = claims() if table is None else table
     rows = [CHECKS[r["check"]](r, s, perf_df, priced) for _, r in table.iterrows()]
+    for out, (_, r) in zip(rows, table.iterrows()):
+        out["claimed"] = out["claimed"] or _claimed_text(r)
     return pd.DataFrame(rows, columns=["claim_id", "claim", "status", "measured", "claimed", "by_how_much", "why",
                                        "source", "as_of"])
