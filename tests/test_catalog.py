@@ -63,7 +63,7 @@ def test_every_offering_names_a_known_accelerator():
 
 def test_software_covers_every_platform():
     sw = catalog.software()
-    assert set(sw["platform"]) == {"cuda", "rocm", "tpu", "neuron"}
+    assert set(sw["platform"]) == {"cuda", "rocm", "tpu", "neuron", "gaudi"}
     for cap in ["pytorch", "jax", "tensorflow", "vllm"]:
         assert cap in set(sw["capability"])
 

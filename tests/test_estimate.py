@@ -35,6 +35,14 @@ def test_estimate_json_has_every_contract_key_with_bands(name, keys, cost):
     rec = d["recommendation"]
     assert rec["accelerator"] in {o["accelerator"] for o in fitting}
     assert rec["pricing_model"] and rec["reasons"]
+    # how firm every offer's price is (issue 29): basis, age (None undated) and the P10/P90 doubt
+    assert d["offers"]
+    for o in d["offers"]:
+        assert o["price_basis"] in ("catalog", "provider_page", "transcription", "secondary")
+        assert "price_age_days" in o and o["price_doubt_low"] < 1 < o["price_doubt_high"]
+    win = next(o for o in d["offers"] if o["offering"] == rec["offering"] and o["pricing_model"] == rec["pricing_model"])
+    said = next(r for r in rec["reasons"] if r.startswith("Its price: "))
+    assert ("days old" in said) == (win["price_age_days"] is not None) and ("undated" in said) != ("days old" in said)
 
 
 def test_pinned_cluster_is_estimated_for_exactly_that_setup():

@@ -32,7 +32,8 @@ from hypothesis import strategies as st
 from workbook import analysis, catalog, decision
 from workbook.model.profile import bytes_per_value, workload_profile
 from workbook.scenario import parse_scenario
-from workbook.terms import DAYS_PER_MONTH, compute_precision
+from workbook.model.efficiency import matmul_precision
+from workbook.terms import DAYS_PER_MONTH
 
 TOL = 1e-6
 ACCELERATORS = ["H100-SXM5-80GB", "A100-SXM4-80GB", "L4", "L40S", "MI300X", "TPU-v5e", "TPU-v6e", "Inferentia2",
@@ -120,8 +121,8 @@ def _check_billing(s, a) -> None:
             assert got >= paid * (1 - 1e-6), r["option"]
 
 
-def _peak(acc, precision) -> float:
-    return float(catalog.peak_flops_per_s(acc, compute_precision(precision)))
+def _peak(acc, w) -> float:
+    return float(catalog.peak_flops_per_s(acc, matmul_precision(acc, w.precision, w.fp4_fallback)))
 
 
 def _check_physics(s, a) -> None:
@@ -129,7 +130,7 @@ def _check_physics(s, a) -> None:
     p = workload_profile(w)
     for _, r in a.perf[a.perf["fits"].astype("boolean").fillna(False)].iterrows():
         acc = catalog.accelerator_record(r["accelerator"])
-        peak, chips = _peak(acc, w.precision), float(r["chips"])
+        peak, chips = _peak(acc, w), float(r["chips"])
         if pd.notna(r.get("memory_per_chip_bytes")):
             assert float(r["memory_per_chip_bytes"]) <= float(acc["memory_bytes"]) * (1 + TOL), r["accelerator"]
         if s.is_training:
@@ -149,7 +150,7 @@ def _check_physics(s, a) -> None:
         if r.get("layout") != "disaggregated" and pd.notna(r.get("batch")):
             # bytes: a decode step of a replica reads its active weights at least once per batch
             bw = float(acc["memory_bytes_per_s"]) * per_replica
-            step_s = p.params_active * bytes_per_value(w.precision) / bw
+            step_s = p.params_active * bytes_per_value(w.weight_precision) / bw
             assert thr <= replicas * float(r["batch"]) / step_s * (1 + TOL), r["accelerator"]
         # TTFT: the prompt's prefill needs 2 N I FLOPs on the chips that hold the replica (or the prefill pool)
         chips_prefill = float(r["prefill_chips"]) if r.get("layout") == "disaggregated" else per_replica

@@ -19,6 +19,7 @@ import pandas as pd
 from . import catalog, cost, decision, paths, terms
 from .calibrate import layouts, own as own_runs
 from .cost import reliability
+from .decision.rank import reorderable
 from .model import estimate, generic as model_generic, offers as model_offers
 from .model.efficiency import Efficiency
 from .model.profile import workload_profile
@@ -28,6 +29,8 @@ from .terms import usd
 
 COST_KEYS = ("cost_usd", "usd_per_million_tokens", "usd_per_month")
 ENERGY_KEYS = ("energy_kwh", "co2_kg", "energy_kwh_per_month", "co2_kg_per_month")  # workbook.cost.energy
+# how firm each price is (workbook.cost.doubt): every offer and every option's cheapest offer carry them
+PRICE_KEYS = ("price_basis", "price_age_days", "price_doubt_low", "price_doubt_high")
 MC_DRAWS = 10000
 
 
@@ -137,7 +140,8 @@ def analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0, measurements: b
         rec.nearest_changes = list(rec.nearest_changes) + extra
         rec.flip_conditions = [c["text"] for c in extra] + list(rec.flip_conditions)
     tied = [t["option"] for t in rec.ties]
-    return Analysis(s, perf_df, priced, mc, rec, fit, decision.offers_table(s, priced, mc, tied), runs, adjustments)
+    return Analysis(s, perf_df, priced, mc, rec, fit, decision.offers_table(s, priced, mc, tied, reorderable(rec.ties)),
+                    runs, adjustments)
 
 
 def _decision_row(label: str, a: Analysis, chips: list[str], key: str) -> dict:
@@ -212,7 +216,8 @@ def _option_costs(priced: pd.DataFrame, accelerator: str) -> dict:
             continue
         best = grp.loc[grp[key].idxmin()]
         entry = {"offering": best.get("offering"), "provider": best.get("provider")}
-        for k in ("usd_per_chip_hour_effective", "spare_instances", "as_of", "porting_usd", "hosting_usd", "user_rtt_ms"):
+        for k in ("usd_per_chip_hour_effective", "spare_instances", "as_of", "porting_usd", "hosting_usd", "user_rtt_ms",
+                  *PRICE_KEYS):
             if k in best.index:
                 entry[k] = jsonable(best[k])
         for k in COST_KEYS:
@@ -263,7 +268,7 @@ def summary_json(a: Analysis) -> dict:
     options = records(a.perf)
     keep = ["accelerator", "excluded_reason", "pricing_model", "offering", "provider", "block_days",
             "usd_per_chip_hour_effective", "spare_instances", "as_of", "porting_usd", "hosting_usd", "user_rtt_ms",
-            *[k + x for k in COST_KEYS for x in ("", "_low", "_high")], *ENERGY_KEYS]
+            *PRICE_KEYS, *[k + x for k in COST_KEYS for x in ("", "_low", "_high")], *ENERGY_KEYS]
     slim = a.priced[[c for c in keep if c in a.priced]]   # the columns _option_costs reads: fast filters
     for opt in options:
         opt["costs"] = _option_costs(slim, opt["accelerator"])

@@ -18,6 +18,7 @@ import pandas as pd
 
 from . import paths
 from .errors import InputError
+from .terms import PLATFORMS
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ SCHEMAS: dict[str, dict[str, Col]] = {
         "vendor": Col("str", True),
         "kind": Col("str", True, choices=("gpu", "tpu", "asic")),
         "family": Col("str", True),
-        "platform": Col("str", True, choices=("cuda", "rocm", "tpu", "neuron")),
+        "platform": Col("str", True, choices=PLATFORMS),
         "memory_bytes": Col("float", True, 1e9, 1e12),
         "memory_bytes_per_s": Col("float", True, 1e11, 2e13),
         "peak_fp32_flops_per_s": Col("float", False, 1e12, 1e16),
@@ -117,7 +118,7 @@ SCHEMAS: dict[str, dict[str, Col]] = {
         "notes": Col(),
     },
     "software": {
-        "platform": Col("str", True, choices=("cuda", "rocm", "tpu", "neuron")),
+        "platform": Col("str", True, choices=PLATFORMS),
         "capability": Col("str", True),
         "support": Col("str", True, choices=("native", "supported", "partial", "none")),
         **_SRC,
@@ -165,9 +166,9 @@ SCHEMAS: dict[str, dict[str, Col]] = {
         "parallelism": Col(),
         "global_batch_seqs": Col("int", False, 1, 100000000),
         "framework": Col(),
-        "precision": Col("str", True, choices=("bf16", "fp16", "fp8", "int8")),
-        "weight_precision": Col("str", False, choices=("bf16", "fp16", "fp8", "int8", "int4")),
-        "kv_precision": Col("str", False, choices=("bf16", "fp16", "fp8", "int8")),
+        "precision": Col("str", True, choices=("bf16", "fp16", "fp8", "fp4", "int8")),
+        "weight_precision": Col("str", False, choices=("bf16", "fp16", "fp8", "int8", "int4", "nvfp4", "mxfp4")),
+        "kv_precision": Col("str", False, choices=("bf16", "fp16", "fp8", "int8", "nvfp4")),
         "seq_len": Col("int", False, 1, 10000000),
         "train_tokens": Col("float", False, 1e6, 1e15),
         "input_tokens": Col("int", False, 1, 10000000),
@@ -214,7 +215,7 @@ SCHEMAS: dict[str, dict[str, Col]] = {
     # decision.rules.framework_fit prices porting from it; a blank engineer_weeks = not published.
     "effort": {
         "framework": Col("str", True, choices=("pytorch", "jax", "tensorflow")),
-        "platform": Col("str", True, choices=("cuda", "rocm", "tpu", "neuron")),
+        "platform": Col("str", True, choices=PLATFORMS),
         "custom_cuda_kernels": Col("bool", True),
         "task": Col("str", True, choices=("training", "inference", "any")),
         "engineer_weeks": Col("float", False, 0, 10000),
@@ -485,7 +486,7 @@ def peak_flops_per_s(acc, precision: str, required: bool = False):
     blank peak of one accelerator is an InputError naming the column, not NaN."""
     col = {"fp32": "peak_fp32_flops_per_s", "bf16": "peak_bf16_flops_per_s", "fp16": "peak_fp16_flops_per_s",
            "fp8": "peak_fp8_flops_per_s", "int8": "peak_int8_flops_per_s", "int4": "peak_bf16_flops_per_s",
-           "nf4": "peak_bf16_flops_per_s"}[precision]
+           "nf4": "peak_bf16_flops_per_s", "fp4": "peak_fp4_flops_per_s"}[precision]
     other = {"peak_bf16_flops_per_s": "peak_fp16_flops_per_s", "peak_fp16_flops_per_s": "peak_bf16_flops_per_s"}.get(col)
     if isinstance(acc, pd.DataFrame):
         val = acc[col].astype(float)

@@ -3,11 +3,17 @@
 ``workload.hf_config`` names a config.json (or a folder holding one). The keys are those of the
 ``transformers`` configuration classes of each model type (``LlamaConfig``, ``MistralConfig``,
 ``MixtralConfig``, ``Qwen2Config``, ``Qwen2MoeConfig``, ``Qwen3Config``, ``Qwen3MoeConfig``,
-``GemmaConfig``, ``Gemma2Config``, ``DeepseekV3Config``, ``GPTNeoXConfig``, ``MptConfig``), with the same
-defaults where a key is left out. A model type or a field this package cannot represent gives one
-line naming the key (``InputError``), never a silent approximation: MoE layers interleaved with dense
-ones (``decoder_sparse_step``, ``mlp_only_layers``, ``moe_layer_freq``), shared experts of a width that
-is not a whole number of routed experts, nested multimodal configs (``text_config``).
+``GemmaConfig``, ``Gemma2Config``, ``Gemma3TextConfig``, ``DeepseekV3Config`` (and Kimi K2's ``kimi_k2``,
+the same keys), ``GptOssConfig``, ``Llama4TextConfig``, ``GPTNeoXConfig``, ``MptConfig``), with the same
+defaults where a key is left out. The multimodal wrappers of Gemma 3 and Llama 4 are read through
+their ``text_config`` (the language model; the vision tower is not counted). Llama 4 interleaves
+dense and MoE layers (``interleave_moe_layer_step`` k: layers k-1, 2k-1, ... are MoE, the rest dense
+MLPs of ``intermediate_size_mlp``; every MoE layer has one shared expert of ``intermediate_size``):
+only the count of each kind enters the profile (``dense_layers``). A model type or a field this
+package cannot represent gives one line naming the key (``InputError``), never a silent
+approximation: Qwen/DeepSeek MoE layers interleaved with dense ones (``decoder_sparse_step``,
+``mlp_only_layers``, ``moe_layer_freq``), shared experts of a width that is not a whole number of
+routed experts, other nested multimodal configs (``text_config``).
 
 Not counted, as ``model.profile`` does not count them: norms and biases (<0.1% of the weights), and
 DeepSeek-V3's multi-token-prediction module (``num_nextn_predict_layers``: 14B beside the 671B main
@@ -22,17 +28,23 @@ from . import paths
 from .errors import InputError
 
 DESCRIPTION = ("A Hugging Face config.json (or a folder holding one), relative to the scenario file, read "
-               "offline instead of model/architecture/generic (workbook.hf: Llama, Mistral, Mixtral, Qwen2/3 and "
-               "their MoE, Gemma, DeepSeek-V2/V3 with MLA, GPT-NeoX, MPT)")
+               "offline instead of model/architecture/generic (workbook.hf: Llama, Llama 4, Mistral, Mixtral, Qwen2/3 and "
+               "their MoE, Gemma 1-3, gpt-oss, DeepSeek-V2/V3 and Kimi K2 with MLA, GPT-NeoX, MPT)")
 LORA_RANK = ("Fine-tuning with LoRA adapters of this rank on every linear layer of the blocks (QLoRA §4): "
              "the base stays frozen at `precision` (nf4 = QLoRA's NF4 with double quantisation, int4, int8) and only the adapters train "
              "(workbook.model.profile.adapter_params)")
 MAX_CONFIG_BYTES = 1_000_000
-DENSE = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2")
-MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3")
+DENSE = ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text")
+MLA = ("deepseek_v2", "deepseek_v3", "kimi_k2")  # Kimi K2's config.json uses DeepseekV3Config's keys
+MOE = ("mixtral", "gpt_oss", "qwen2_moe", "qwen3_moe", "llama4_text") + MLA
 OTHER = ("gpt_neox", "mpt")
 SUPPORTED = DENSE + MOE + OTHER
-TIED_BY_DEFAULT = ("gemma", "gemma2", "mpt")  # transformers' default tie_word_embeddings (MPT always ties)
+# multimodal wrappers whose ``text_config`` is the language model (Gemma3Config, Llama4Config)
+WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text"}
+TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3_text", "mpt")  # transformers' default tie_word_embeddings (MPT always ties)
+# transformers' defaults for keys the published multimodal configs leave out of their text_config
+TEXT_DEFAULTS = {"gemma3_text": {"vocab_size": 262_208},
+                 "llama4_text": {"interleave_moe_layer_step": 1, "num_experts_per_tok": 1}}
 
 
 def config_file(path: str | Path) -> Path:
@@ -96,8 +108,10 @@ def _moe_layers_only(cfg: dict, where: str):
 
 def _moe(cfg: dict, kind: str, where: str) -> dict:
     """Routed and shared experts of Mixtral, Qwen2/3-MoE and DeepSeek-V2/V3."""
+    if kind == "llama4_text":
+        return _llama4(cfg, where)
     _moe_layers_only(cfg, where)
-    if kind == "mixtral":
+    if kind in ("mixtral", "gpt_oss"):  # every layer MoE; intermediate_size is each expert's width
         experts, width = _need(cfg, "num_local_experts", where), _need(cfg, "intermediate_size", where)
         return {"experts": experts, "experts_per_token": _need(cfg, "num_experts_per_tok", where),
                 "moe_ffn_hidden": width, "ffn_hidden": width}
@@ -111,9 +125,27 @@ def _moe(cfg: dict, kind: str, where: str) -> dict:
             raise _unsupported(where, "shared_expert_intermediate_size", shared,
                                f"a whole number of {width}-wide experts is needed")
         out["shared_experts"] = shared // width
-    if kind.startswith("deepseek"):
+    if kind in MLA:
         out.update(shared_experts=cfg.get("n_shared_experts") or 0, dense_layers=cfg.get("first_k_dense_replace") or 0)
     return out
+
+
+def _llama4(cfg: dict, where: str) -> dict:
+    """Llama 4 (transformers ``Llama4TextConfig``; Meta's Llama 4 release): ``num_local_experts`` routed
+    experts and one shared expert of ``intermediate_size`` in each MoE layer, top-``num_experts_per_tok``
+    routing; with ``interleave_moe_layer_step`` k the MoE layers are k-1, 2k-1, ... (``moe_layers``
+    when the config lists them) and the others dense MLPs of ``intermediate_size_mlp``: Scout (k 1)
+    is MoE throughout, Maverick (k 2) alternates dense and MoE layers."""
+    L = _need(cfg, "num_hidden_layers", where)
+    step = cfg.get("interleave_moe_layer_step")
+    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+        raise InputError(f"{where}: interleave_moe_layer_step: expected a positive integer, got {step!r}")
+    listed = cfg.get("moe_layers")
+    moe_layers = len(listed) if isinstance(listed, list) and listed else len(range(step - 1, L, step))
+    width = _need(cfg, "intermediate_size", where)
+    return {"experts": _need(cfg, "num_local_experts", where), "experts_per_token": _need(cfg, "num_experts_per_tok", where),
+            "moe_ffn_hidden": width, "shared_experts": 1, "dense_layers": L - moe_layers,
+            "ffn_hidden": _need(cfg, "intermediate_size_mlp", where)}
 
 
 def _mla(cfg: dict, where: str) -> dict:
@@ -149,7 +181,13 @@ def architecture_fields(cfg: dict, where: str = "workload.hf_config") -> dict:
     """The ``scenario.Architecture`` fields of a parsed config.json (see the module docstring)."""
     kind = cfg.get("model_type")
     if "text_config" in cfg:
-        raise _unsupported(where, "text_config", "{...}", "a multimodal config; give the language model's own config.json")
+        if kind not in WRAPPERS or not isinstance(cfg["text_config"], dict):
+            raise _unsupported(where, "text_config", "{...}", "a multimodal config; give the language model's own config.json")
+        cfg, where = cfg["text_config"], f"{where}: text_config"
+        kind = WRAPPERS[kind]
+    if kind in ("llama4", "gemma3"):  # a wrapper's model_type on a text-only config
+        kind = WRAPPERS[kind]
+    cfg = {**TEXT_DEFAULTS.get(kind, {}), **{k: v for k, v in cfg.items() if v is not None or k not in TEXT_DEFAULTS.get(kind, {})}}
     if kind not in SUPPORTED:
         raise InputError(f"{where}: model_type {kind!r} is not supported (supported: {', '.join(SUPPORTED)})")
     if kind == "gpt_neox":
@@ -161,7 +199,7 @@ def architecture_fields(cfg: dict, where: str = "workload.hf_config") -> dict:
         out["ffn_hidden"] = _need(cfg, "intermediate_size", where)
         return out
     out.update(_moe(cfg, kind, where))
-    if kind.startswith("deepseek"):
+    if kind in MLA:
         out.update(_mla(cfg, where))
     return out
 

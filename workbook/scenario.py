@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
+import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -116,6 +117,16 @@ class Workload(_Strict):
     generic: GenericProfile | None = None
     precision: Precision = "bf16"
     kv_cache_precision: Precision | None = None
+    fp4_format: Literal[terms.FP4_FORMATS] = Field("nvfp4", description=(
+        "Block format of precision fp4 (and of an fp4 KV cache): nvfp4 = 4-bit E2M1 values with an FP8 "
+        "E4M3 scale per 16 values, 0.5625 bytes per value (NVIDIA, 'Introducing NVFP4 for Efficient and "
+        "Accurate Low-Precision Inference', 2025); mxfp4 = E2M1 with an E8M0 scale per 32 values, 0.53125 "
+        "bytes (OCP Microscaling Formats (MX) Specification v1.0, 2023, §5: MXFP4, k = 32)"))
+    fp4_fallback: Literal[terms.FP4_FALLBACKS] = Field("refuse", description=(
+        "precision fp4 on a chip without FP4 tensor cores (no peak_fp4_flops_per_s in "
+        "data/accelerators.csv): refuse = the chip is excluded with a one-line reason; weight_only = "
+        "weights stored in fp4 (memory and HBM traffic at fp4_format's bytes) and dequantised for "
+        "matmuls at fp8 where the chip has an FP8 peak, else bf16"))
     framework: Literal["pytorch", "jax", "tensorflow"] = "pytorch"
     custom_cuda_kernels: bool = False
     # training / fine-tuning
@@ -180,13 +191,30 @@ class Workload(_Strict):
             bad = [k for k in inference_keys if getattr(self, k) is not None]
             if bad:
                 raise ValueError(f"{', '.join(bad)}: inference key(s) on a {self.task} task")
+            if "fp4" in (self.precision, self.kv_cache_precision):
+                raise ValueError(f"precision: fp4 is for inference (FP4 weights and KV cache in a serving "
+                                 f"engine); a {self.task} task trains in fp32, bf16, fp16 or fp8")
             if self.tokens is None and self.samples is None:
                 raise ValueError(f"tokens: expected a positive number of training tokens for a {self.task} task")
         return self
 
     @property
+    def weight_precision(self) -> str:
+        """The storage format of the weights: ``fp4_format`` (nvfp4, mxfp4: the block scales included)
+        for precision fp4, else ``precision``."""
+        return self.fp4_format if self.precision == "fp4" else self.precision
+
+    @property
     def kv_precision(self) -> str:
-        return self.kv_cache_precision or ("bf16" if self.precision in terms.WEIGHT_ONLY_PRECISIONS else self.precision)
+        """The KV cache's storage format: ``kv_cache_precision`` (fp4: ``fp4_format``), else bf16 for
+        weight-only precisions, fp8 for fp4 weights (NVIDIA Model Optimizer's NVFP4 checkpoints store
+        ``kv_cache_quant_algo: FP8``, e.g. nvidia/Llama-3.1-70B-Instruct-FP4's hf_quant_config.json;
+        TensorRT-LLM and vLLM serve an FP8 KV cache), else the precision."""
+        if self.kv_cache_precision:
+            return self.fp4_format if self.kv_cache_precision == "fp4" else self.kv_cache_precision
+        if self.precision == "fp4":
+            return "fp8"
+        return "bf16" if self.precision in terms.WEIGHT_ONLY_PRECISIONS else self.precision
 
 
 def _unique_list(v):
@@ -272,6 +300,10 @@ class Pricing(_Strict):
         "ranges p5 us-east-1 20.99-30.33, p5 us-east-2 14.38-18.28, p4d 5.09-9.61, p5en us-east-2 "
         "15.49-17.24, inf2.24xlarge 0.93-1.71, trn1.32xlarge 2.88-6.28; GCP a3-highgpu-8g spot "
         "35.40 (Mar 2025) vs 50.61 (Jul 2026)"))] = 1.45
+    price_doubt_scale: Annotated[float, Field(ge=0, le=10, description=(
+        "Monte Carlo: multiplies the doubt of every offer's price (workbook.cost.doubt: P10/P90 band "
+        "from where the price comes from, its age and the disagreement of duplicate rows); 1 = the "
+        "widths measured on data/offerings.csv, 0 = every price exactly the catalog's"))] = 1.0
     utilization_spread: Annotated[float, Field(ge=0, lt=1, description=(
         "Monte Carlo: utilization P10/P90 = utilization -/+ this (a planning assumption, not a "
         "measurement: set your own)"))] = 0.1
@@ -512,7 +544,7 @@ def _context_problems(w: Workload, file: str) -> list[str]:
         limit = catalog.model(w.model).get("max_seq_len")
     except (InputError, KeyError):
         return []
-    if w.seq_len_beyond_context or limit is None or limit != limit:
+    if w.seq_len_beyond_context or limit is None or pd.isna(limit):  # a blank max_seq_len: no limit known
         return []
     if w.task == "inference" and w.input_tokens and w.output_tokens and w.input_tokens + w.output_tokens > limit:
         return [f"{file}: workload.input_tokens: input_tokens + output_tokens = {w.input_tokens + w.output_tokens} "

@@ -65,23 +65,32 @@ def pricing_short(model: str) -> str:
 # --- the workload ----------------------------------------------------------------------------------
 
 TASKS = ("training", "fine-tuning", "inference")
-PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "nf4")
+PRECISIONS = ("fp32", "bf16", "fp16", "fp8", "fp4", "int8", "int4", "nf4")
 # weights stored quantised and dequantised for the matmuls (weight-only); KV cache default bf16.
 # nf4: QLoRA's 4-bit NormalFloat with double quantisation (Dettmers et al. 2023 §3); int4: 4-bit
 # integers (AWQ/GPTQ for serving; blockwise 4-bit without double quantisation for a frozen base)
 WEIGHT_ONLY_PRECISIONS = ("int8", "int4", "nf4")
+# fp4: 4-bit floats (E2M1) with a scale per block of values, in one of two block formats
+# (``fp4_format``): NVIDIA's NVFP4 (an FP8 E4M3 scale per 16 values) or the OCP Microscaling MXFP4
+# (an E8M0 power-of-two scale per 32 values). Multiplied as stored on chips with FP4 tensor cores
+# (``peak_fp4_flops_per_s``); elsewhere refused or dequantised for the matmuls (``fp4_fallback``).
+FP4_FORMATS = ("nvfp4", "mxfp4")
+FP4_FALLBACKS = ("refuse", "weight_only")
 FRAMEWORKS = ("pytorch", "jax", "tensorflow")
 RECOMPUTE = ("none", "selective", "full")
 OPTIMIZERS = ("adam", "sgd", "adafactor")
 FRAMEWORK_LABEL = {"pytorch": "PyTorch", "jax": "JAX", "tensorflow": "TensorFlow"}
-PLATFORM_LABEL = {"cuda": "CUDA", "rocm": "ROCm", "tpu": "TPU (XLA)", "neuron": "AWS Neuron"}
+# software platforms (data/accelerators.csv and data/software.csv ``platform``); gaudi = the Intel Gaudi
+# software suite (PyTorch through the Habana bridge, the vLLM Gaudi plugin), neither CUDA nor ROCm
+PLATFORM_LABEL = {"cuda": "CUDA", "rocm": "ROCm", "tpu": "TPU (XLA)", "neuron": "AWS Neuron", "gaudi": "Intel Gaudi"}
+PLATFORMS = tuple(PLATFORM_LABEL)
 
 
 def compute_precision(precision: str) -> str:
     """The precision the matmuls run at: int4 and nf4 weights are dequantised to bf16 (weight-only
     quantisation: AWQ/GPTQ kernels; bitsandbytes' NF4 with ``bnb_4bit_compute_dtype=bfloat16`` in
     QLoRA); every other precision computes as stored."""
-    return "bf16" if precision in ("int4", "nf4") else precision  # int8 multiplies in int8
+    return "bf16" if precision in ("int4", "nf4") else precision  # int8 multiplies in int8, fp4 in fp4
 
 
 # --- the estimate's columns ------------------------------------------------------------------------

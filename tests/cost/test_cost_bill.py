@@ -77,7 +77,7 @@ def test_missing_committed_price_uses_the_discount_factor_on_hyperscalers_only()
     p = price(s, train_perf(), offerings=o)
     r = row(p, "commit_1y")
     assert r["usd_per_instance_hour"] == pytest.approx(80.0 * (1 - s.pricing.commit_1y_discount))
-    assert "commit_1y_discount" in r["price_basis"]
+    assert "commit_1y_discount" in r["price_derivation"]
     assert p[(p["offering"] == "g1") & (p["pricing_model"] == "commit_1y")].empty
 
 
@@ -159,7 +159,7 @@ def test_purchase_uses_the_sourced_system_price_and_power():
     # a system bought for a 10-day run costs its whole 4-year life (35,040 h) plus 240 h of power
     assert r["cost_usd"] == pytest.approx(8 * (329736 + 240 * energy))
     assert r["contract_usd"] == pytest.approx(8 * 329736)
-    assert "network not priced" in r["price_basis"] and "support not priced" in r["price_basis"]
+    assert "network not priced" in r["price_derivation"] and "support not priced" in r["price_derivation"]
     assert r["hosting_usd"] == pytest.approx(0.0)
 
 

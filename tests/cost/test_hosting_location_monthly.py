@@ -34,7 +34,7 @@ def test_hosting_prices_colocation_per_kw_at_the_cbre_rate_over_the_whole_life()
     assert r["usd_per_instance_hour"] == pytest.approx(DGX_H100_USD / (48 * 730) + month / 730)
     assert r["hosting_usd"] == pytest.approx(8 * 48 * month)
     assert r["cost_usd"] == pytest.approx(8 * (DGX_H100_USD + 48 * month + 240 * DGX_H100_KW * 1.3 * 0.12))
-    assert "colocation 10.2 kW x $184.06/kW-month" in r["price_basis"]
+    assert "colocation 10.2 kW x $184.06/kW-month" in r["price_derivation"]
 
 
 def test_network_support_and_cost_of_capital_enter_hosting():
@@ -46,7 +46,7 @@ def test_network_support_and_cost_of_capital_enter_hosting():
               offerings=offers(offering("o1"))).query("pricing_model == 'purchase'").iloc[0]
     month = DGX_H100_KW * 184.06 + 500.0 + DGX_H100_USD * 0.10 / 12 + (8150.615 - 6869.5)
     assert r["hosting_usd_per_instance_hour"] * 730 == pytest.approx(month, rel=1e-5)
-    assert "support 10.0% of list a year" in r["price_basis"] and "cost of capital 9.0%" in r["price_basis"]
+    assert "support 10.0% of list a year" in r["price_derivation"] and "cost of capital 9.0%" in r["price_derivation"]
 
 
 def _buy_or_rent(pricing):
@@ -89,7 +89,7 @@ def test_monthly_server_pays_whole_months_of_the_run_and_at_least_the_minimum_te
     s3 = parse_scenario({**TRAIN, "pricing": {**TRAIN["pricing"], "models": ["monthly"], "monthly_min_term_months": 3}})
     r = row(price(s3, train_perf(days=10.0), offerings=_monthly_offers()), "monthly", "m1")
     assert r["cost_usd"] == pytest.approx(8 * 3 * 20000.0)
-    assert "minimum 3 month(s)" in r["price_basis"]
+    assert "minimum 3 month(s)" in r["price_derivation"]
 
 
 def test_monthly_serving_pays_the_minimum_term_when_it_is_longer_than_the_horizon():

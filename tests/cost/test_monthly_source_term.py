@@ -19,7 +19,7 @@ def test_a_server_rented_by_the_year_pays_the_year_for_a_short_run():
     s = parse_scenario({**TRAIN, "pricing": {**TRAIN["pricing"], "models": ["monthly"]}})
     r = row(price(s, train_perf(days=10.0), offerings=_yearly()), "monthly", "y1")
     assert r["cost_usd"] == pytest.approx(8 * 12 * 20000.0)
-    assert "minimum 12 month(s)" in r["price_basis"] and "source's term" in r["price_basis"]
+    assert "minimum 12 month(s)" in r["price_derivation"] and "source's term" in r["price_derivation"]
 
 
 def test_the_longer_of_the_source_term_and_the_scenario_minimum_is_billed():
@@ -32,4 +32,4 @@ def test_the_longer_of_the_source_term_and_the_scenario_minimum_is_billed():
     s1 = parse_scenario({**TRAIN, "pricing": {**TRAIN["pricing"], "models": ["monthly"]}})
     r = row(price(s1, train_perf(days=40.0), offerings=_yearly(term=np.nan)), "monthly", "y1")
     assert r["cost_usd"] == pytest.approx(8 * 2 * 20000.0)
-    assert "pricing.monthly_min_term_months" in r["price_basis"]
+    assert "pricing.monthly_min_term_months" in r["price_derivation"]

@@ -36,7 +36,7 @@ def test_monte_carlo_percentiles_are_ordered_and_stable_for_a_seed():
 def test_monte_carlo_median_matches_the_point_estimate_without_spread():
     s, p = _mc_setup()
     s2 = parse_scenario({**SERVE, "pricing": {**SERVE["pricing"], "utilization_spread": 0.0, "interruption_spread": 1.0,
-                                               "spot_price_p90_over_p10": 1.0}})
+                                               "spot_price_p90_over_p10": 1.0, "price_doubt_scale": 0.0}})
     p2 = price(s2, serve_perf(), offerings=offers(offering("o1")))
     mc = cost.monte_carlo(s2, p2, n=1000, seed=0)
     point = p2.set_index("option")["usd_per_million_tokens"]

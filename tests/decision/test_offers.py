@@ -76,7 +76,7 @@ def test_p_meets_deadline_of_an_offer_is_the_lognormal_cdf_of_its_band():
     assert "deadline_confidence 0.8" in r["excluded_reason"]
 
 
-def _two_chip_tie(spread):
+def _two_chip_tie(spread, price_doubt_scale=1.0):
     """H100 97,000 USD in 5 days, A100 96,000 USD in 10 days, weights cost 0.9 / time 0.1: scores
     0.9 x 96/97 + 0.1 = 0.9907 and 0.9 + 0.1 x 0.5 = 0.95 (H100 leads by 0.041 at the point)."""
     perf = pd.DataFrame({"accelerator": ["H100-SXM5-80GB", "A100-SXM4-80GB"], "chips": [64, 64],
@@ -85,7 +85,8 @@ def _two_chip_tie(spread):
                          "training_days_high": [5.0 * spread, 10.0 * spread]})
     offs = offers(offering("h", od=97000 / (8 * 120), spot=np.nan, c1=np.nan, c3=np.nan),
                   offering("a", acc="A100-SXM4-80GB", od=96000 / (8 * 240), spot=np.nan, c1=np.nan, c3=np.nan))
-    s = scenario({"cost": 0.9, "time": 0.1, "ecosystem": 0, "portability": 0})
+    s = scenario({"cost": 0.9, "time": 0.1, "ecosystem": 0, "portability": 0},
+                 pricing={"price_doubt_scale": price_doubt_scale})
     priced = price(s, perf, offerings=offs)
     return s, perf, priced, decision.recommend(s, perf, priced, cost.monte_carlo(s, priced, n=2000), n_draws=2000)
 
@@ -105,10 +106,25 @@ def test_a_lead_within_the_noise_is_a_tie_decided_by_the_named_tie_breaker():
 
 
 def test_a_lead_outside_the_noise_is_not_a_tie():
-    """Bands of +/-0.1%: the 0.041 lead holds in every draw, so the higher score wins and no tie is said."""
-    s, perf, priced, rec = _two_chip_tie(1.001)
+    """Bands of +/-0.1% and prices held at the catalog's (price_doubt_scale 0): the 0.041 lead holds in
+    every draw, so the higher score wins and no tie is said."""
+    s, perf, priced, rec = _two_chip_tie(1.001, price_doubt_scale=0.0)
     assert rec.ties == [] and rec.accelerator == "H100-SXM5-80GB"
     assert not any(r.startswith("Tie") for r in rec.reasons)
+
+
+def test_a_lead_within_the_doubt_of_the_prices_is_a_stated_tie_that_keeps_the_order():
+    """The same bands of +/-0.1%, with the default price doubt: the fixture's catalog prices are 31+ days
+    old, so each is doubted by about +/-9% (cost.doubt) and the 1% cost lead no longer holds in 90% of
+    the draws. A tie caused by price doubt: stated, but the higher score stays first (rank.reorderable)."""
+    s, perf, priced, rec = _two_chip_tie(1.001)
+    assert [t["option"] for t in rec.ties] == ["A100-SXM4-80GB | a | on_demand"]
+    t = rec.ties[0]
+    assert t["cause"] == "price doubt" and t["p_top_leads_fixed_prices"] == 1.0 and t["p_top_leads"] < 0.9
+    assert rec.accelerator == "H100-SXM5-80GB"
+    tie = rec.reasons[0]
+    assert tie.startswith("Tie within the model's noise and the doubt of the prices")
+    assert "the doubt of the prices makes the tie" in tie and "Kept first: H100-SXM5-80GB" in tie
 
 
 def test_break_ties_orders_by_cost_then_chips():

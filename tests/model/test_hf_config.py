@@ -133,3 +133,74 @@ def test_a_missing_config_is_an_error(tmp_path):
 def test_hf_config_and_model_together_is_an_error():
     with pytest.raises(ValueError, match="give one of model, architecture, generic or hf_config"):
         scenario.Workload(task="inference", model="llama-3.1-8b", hf_config="x", input_tokens=1, output_tokens=1)
+
+
+# --- issue 24: gpt-oss, Llama 4 (interleaved MoE, text_config), Gemma 3 (text_config), Kimi K2 (MLA) ---
+# fixtures/hf/README.md says where each hand-written config's values were read.
+
+@pytest.mark.parametrize("fixture, total, active_without_embedding", [
+    ("gpt-oss-20b.json", 20.91e9, 3.61e9),    # OpenAI gpt-oss model card: 20.91B total, 3.61B active
+    ("gpt-oss-120b.json", 116.83e9, 5.13e9),  # same card: 116.83B total, 5.13B active
+])
+def test_gpt_oss_configs_give_the_model_cards_parameters(fixture, total, active_without_embedding):
+    p = _profile(_fixture(fixture))
+    assert p.is_moe and p.experts_per_token == 4 and p.moe_ffn_hidden == 2880
+    assert p.params_total == pytest.approx(total, rel=0.005)
+    assert p.params_active - p.params_embedding == pytest.approx(active_without_embedding, rel=0.01)
+
+
+def test_llama4_reads_text_config_and_counts_the_interleaved_dense_layers():
+    scout = hf.architecture_fields(_fixture("llama-4-scout.json"))
+    maverick = hf.architecture_fields(_fixture("llama-4-maverick.json"))
+    # Scout: interleave_moe_layer_step 1 = every layer MoE; Maverick: 2 = layers 1, 3, ..., 47 MoE
+    assert scout["dense_layers"] == 0 and maverick["dense_layers"] == 24
+    for f in (scout, maverick):
+        assert f["shared_experts"] == 1 and f["experts_per_token"] == 1
+        assert f["moe_ffn_hidden"] == 8192 and f["ffn_hidden"] == 16384 and f["head_dim"] == 128
+    # Meta: 17B active for both, 400B total for Maverick (109B for Scout includes its vision encoder)
+    assert _profile(_fixture("llama-4-maverick.json")).params_total == pytest.approx(400e9, rel=0.01)
+    for name in ("llama-4-scout.json", "llama-4-maverick.json"):
+        assert _profile(_fixture(name)).params_active == pytest.approx(17e9, rel=0.02)
+
+
+def test_llama4_explicit_moe_layers_win_over_the_step():
+    cfg = _fixture("llama-4-maverick.json")
+    cfg["text_config"] = {**cfg["text_config"], "moe_layers": [1, 3, 5]}
+    assert hf.architecture_fields(cfg)["dense_layers"] == 45
+
+
+@pytest.mark.parametrize("fixture, model", [
+    ("gpt-oss-20b.json", "gpt-oss-20b"), ("gpt-oss-120b.json", "gpt-oss-120b"),
+    ("llama-4-scout.json", "llama-4-scout"), ("llama-4-maverick.json", "llama-4-maverick"),
+    ("gemma-3-27b.json", "gemma-3-27b"), ("kimi-k2.json", "kimi-k2"), ("qwen3-8b.json", "qwen3-8b"),
+])
+def test_new_configs_match_their_catalog_rows(fixture, model):
+    from_config = _profile(_fixture(fixture))
+    row = prof.model_profile(model)
+    assert from_config.params_total == pytest.approx(row.params_total, rel=0.01)
+    assert from_config.params_active == pytest.approx(row.params_active, rel=0.01)
+    assert from_config.kv_cache_dim == row.kv_cache_dim
+
+
+def test_gemma3_wrapper_takes_transformers_defaults_for_what_its_text_config_leaves_out():
+    fields = hf.architecture_fields(_fixture("gemma-3-27b.json"))
+    assert fields["vocab"] == 262_208 and fields["tied_embeddings"] is True  # Gemma3TextConfig defaults
+    assert fields["layers"] == 62 and fields["kv_heads"] == 16
+
+
+def test_kimi_k2_is_read_as_deepseek_v3_with_mla():
+    fields = hf.architecture_fields(_fixture("kimi-k2.json"))
+    assert fields["experts"] == 384 and fields["dense_layers"] == 1 and fields["kv_lora_rank"] == 512
+    assert _profile(_fixture("kimi-k2.json")).kv_cache_dim == 576
+
+
+@pytest.mark.parametrize("cfg, key", [
+    ({"model_type": "llava", "text_config": {"model_type": "llama"}}, "text_config"),
+    ({**_fixture("llama-4-maverick.json"),
+      "text_config": {**_fixture("llama-4-maverick.json")["text_config"], "interleave_moe_layer_step": 0}},
+     "text_config: interleave_moe_layer_step"),
+])
+def test_other_wrappers_and_bad_llama4_steps_name_the_key(tmp_path, cfg, key):
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    problems = hf.problems(tmp_path)
+    assert len(problems) == 1 and key in problems[0]

@@ -23,7 +23,7 @@ import pandas as pd
 
 from .. import catalog, paths
 from ..model import comm, mamf, moe
-from ..model.efficiency import Efficiency, dp_bytes_per_s, width_factor, peak, _from_csv
+from ..model.efficiency import Efficiency, dp_bytes_per_s, precision_ratio, width_factor, peak, _from_csv
 from . import generic
 from ..model.generic import STEP_OVERHEAD
 from .runs import predict_run, reference_runs, run_chips, run_profile, training_prediction, _n
@@ -63,7 +63,8 @@ def _training_features(df: pd.DataFrame, table: dict) -> pd.DataFrame:
         core = cfg["step_time_s"] - cfg["sync_s"]  # the step without the synchronisation term
         rows.append({"run": r["run"], "family": acc["family"], "platform": acc["platform"], "hidden": p.hidden,
                      "ridge": pk / float(acc["memory_bytes_per_s"]), "peak": pk, "dp_bw": dp_bytes_per_s(acc),
-                     "mamf": mamf.fraction(acc, mamf.REFERENCE_PRECISION), "kind": acc["kind"],
+                     "mamf": mamf.fraction(acc, mamf.REFERENCE_PRECISION) * precision_ratio(eff, acc, r["precision"]),
+                     "kind": acc["kind"],
                      "moe_x": (p.params_total / p.params_active - 1.0) if p.is_moe else 0.0,
                      "chips": chips, "doublings": float(np.log2(max(chips / max(domain, 1), 1.0))),
                      "series": f"{_n(r.get('model'), '')}|{_n(r.get('architecture'), '')}|{_n(r.get('framework'), '')}",
@@ -198,14 +199,57 @@ def fit_training(runs: pd.DataFrame) -> tuple[dict, dict]:
     repeat until no parameter moves more than ``FIT_TOLERANCE`` (relative; at most ``FIT_PASSES``
     passes). Returns (parameters, provenance: parameter key -> run ids)."""
     tr = runs[(runs["kind"] == "training") & (runs["split"] == "fit") & ~generic.generic_rows(runs)]
+    unmeasured = _unmeasured_precision(tr)
     table = dict(FIT_START)
     params, prov = table, {}
     for _ in range(FIT_PASSES):
-        params, prov = _fit_on_shares(_training_features(tr, table))
+        params, prov = _fit_on_shares(_training_features(tr[~unmeasured], table))
         if _close(params, table, FIT_TOLERANCE):
             break
         table = params
+    _fit_precision_ratios(tr[unmeasured], params, prov)
     return params, prov
+
+
+RATIO_BISECTIONS = 24
+
+
+def _unmeasured_precision(tr: pd.DataFrame) -> pd.Series:
+    """Training runs at a low precision (fp8, int8) whose chip has no measured GEMM rate at that
+    precision relative to BF16 (``mamf.precision_ratio`` None): they set ``matmul_ratio_<precision>``
+    (``_fit_precision_ratios``), not the ceilings."""
+    return pd.Series([mamf.precision_ratio(catalog.accelerator_record(a), pr) is None
+                      for a, pr in zip(tr["accelerator"], tr["precision"])], index=tr.index, dtype=bool)
+
+
+def _fit_precision_ratios(tr: pd.DataFrame, params: dict, prov: dict) -> None:
+    """``matmul_ratio_<precision>`` per kind (gpu, tpu, asic) and family, into ``params``: each
+    low-precision run without a measured ratio solved exactly (bisection on the ratio, the other
+    parameters at their fit) for the GEMM rate of its precision, as a fraction of its peak, relative
+    to BF16's fraction of the BF16 peak; the median per family and per kind. The ratio is what a
+    same-code BF16/low-precision pair measures (MaxText GPT-3 175B on v6e-256: BF16 and AQT int8)."""
+    found: dict = {}
+    for _, r in tr.iterrows():
+        acc = catalog.accelerator_record(r["accelerator"])
+        name = f"matmul_ratio_{r['precision']}"
+        lo, hi = 0.02, 1.0
+
+        def mfu(x):
+            t = {**params, (name, str(acc["family"])): x}
+            return training_prediction(r, Efficiency.from_table(t))["mfu"]
+
+        if mfu(hi) < float(r["value"]):
+            x = hi
+        else:
+            for _ in range(RATIO_BISECTIONS):
+                mid = 0.5 * (lo + hi)
+                lo, hi = (mid, hi) if mfu(mid) < float(r["value"]) else (lo, mid)
+            x = 0.5 * (lo + hi)
+        for scope in (str(acc["family"]), str(acc["kind"])):
+            found.setdefault((name, scope), []).append((x, r["run"]))
+    for key, v in found.items():
+        params[key] = float(np.median([x for x, _ in v]))
+        prov[key] = [run for _, run in v]
 
 
 # A parameter is "not identified" by a family's runs when every value within IDENTIFY_TOL (mean
@@ -500,6 +544,12 @@ PARAM_DOCS = {
                                 "median over the generic (non-transformer) fit runs of observed / predicted samples/s"),
     STEP_OVERHEAD: ("s per generic (non-transformer) training step", "grid search (L1 of log error, 0.25 ms steps) "
                     "over the generic training fit runs, the generic_train_scale refitted at each value"),
+    "matmul_ratio_int8": ("int8 GEMM fraction of the int8 peak over the BF16 GEMM fraction of the BF16 peak",
+                          "each int8 training fit run on a chip without a measured int8 MAMF solved exactly "
+                          "(bisection) with the other parameters at their fit; median per family and kind"),
+    "matmul_ratio_fp8": ("fp8 GEMM fraction of the fp8 peak over the BF16 GEMM fraction of the BF16 peak",
+                         "each fp8 training fit run on a chip without a measured fp8 MAMF solved exactly "
+                         "(bisection) with the other parameters at their fit; median per family and kind"),
     "decode_memory_efficiency": ("fraction of HBM bandwidth", "grid search on the family's inference runs; pooled = "
                                  "median of families that constrain it"),
     "tp_collective_latency_s": ("s per collective latency step (2 log2 ranks per all-reduce)", "grid search on the family's tensor-parallel inference runs; "

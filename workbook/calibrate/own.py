@@ -166,8 +166,9 @@ def to_runs(measured: pd.DataFrame) -> pd.DataFrame:
             base["value"] = published.convert(pd.Series(base))
             rows.append(base)
             continue
-        kv = m.get("kv_precision") or ("bf16" if m["precision"] in terms.WEIGHT_ONLY_PRECISIONS else m["precision"])
-        base.update(tp=m["tp"] or m["chips"], weight_precision=m["precision"], kv_precision=kv,
+        fp4 = m["precision"] == "fp4"  # NVFP4 weights (the scenario's default fp4_format) and an FP8 KV cache
+        kv = m.get("kv_precision") or ("bf16" if m["precision"] in terms.WEIGHT_ONLY_PRECISIONS else "fp8" if fp4 else m["precision"])
+        base.update(tp=m["tp"] or m["chips"], weight_precision="nvfp4" if fp4 else m["precision"], kv_precision=kv,
                     input_tokens=m["input_tokens"], output_tokens=m["output_tokens"], batch=m["concurrency"],
                     batching="continuous")
         for col, (metric, basis) in SERVING_METRICS.items():

@@ -171,7 +171,7 @@ def _join_prices(s: Scenario, perf: pd.DataFrame, offerings, systems) -> pd.Data
         for acc in perf["accelerator"]:
             if acc not in have:
                 row = {"accelerator": acc, "pricing_model": model, "offering": None, "provider": None,
-                       "price_basis": "not priced", "usd_per_instance_hour": np.nan,
+                       "price_derivation": "not priced", "usd_per_instance_hour": np.nan,
                        "term_months": TERM_MONTHS.get(model, 0.0), "energy_usd_per_instance_hour": 0.0,
                        "min_term_months": TERM_MONTHS.get(model, 0.0), "hosting_usd_per_instance_hour": 0.0,
                        "chips_per_instance": np.nan}
@@ -398,7 +398,7 @@ def price_options(s: Scenario, perf_df: pd.DataFrame, porting_usd=None, offering
     (``decision.apply_constraints`` marks the exclusions).
 
     Documented columns: ``option`` (id), ``accelerator, offering, provider, region, instance,
-    platform, pricing_model, kind, term_months, price_basis, as_of, source``; ``instances`` bought
+    platform, pricing_model, kind, term_months, price_derivation, price_basis, as_of, source``; ``instances`` bought
     and ``spare_instances`` (latency-bound spot); ``usd_per_instance_hour`` (sticker after
     negotiated discount), ``sticker_usd_per_instance_hour`` (before it), ``paid_per_used_hour``
     (paid hours per hour of work) and ``usd_per_chip_hour_effective`` (per paid chip-hour after
@@ -438,7 +438,7 @@ def price_options(s: Scenario, perf_df: pd.DataFrame, porting_usd=None, offering
                "training_days_high"] if training
               else ["usd_per_million_tokens", "usd_per_million_tokens_low", "usd_per_million_tokens_high",
                     "usd_per_month", "usd_per_month_low", "usd_per_month_high", "usd_total"])
-    front += ["price_basis", "as_of", "source"]
+    front += ["price_derivation", "price_basis", "as_of", "source"]
     return df[front + [c for c in df.columns if c not in front]]
 
 

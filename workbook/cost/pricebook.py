@@ -1,6 +1,9 @@
 """Prices per offering: one row per offering (a row of ``data/offerings.csv``, or a system of
 ``data/hardware.csv`` to buy) x requested pricing model, with where each number came from
-(``price_basis``). ``workbook.cost.bill`` joins these prices to the performance rows.
+(``price_derivation``), how firm it is (``price_basis`` of the catalog row, ``price_age_days``, the
+price doubt of ``workbook.cost.doubt``) and which duplicate row's price it is (``duplicate_of``: the
+offering whose price one (provider, instance, region, way to pay) keeps). ``workbook.cost.bill``
+joins these prices to the performance rows.
 
 - Rented models take the published price after ``negotiated_discount`` (spot: the market price);
   a commitment without a published price is on-demand x (1 - ``commit_*_discount``) on hyperscaler
@@ -21,6 +24,7 @@ import pandas as pd
 from .. import catalog
 from ..scenario import Scenario
 from ..terms import HOURS_PER_DAY, HOURS_PER_MONTH, TERM_MONTHS
+from . import doubt
 from .hosting import hosting_usd_per_hour
 from .rates import CAPACITY_BLOCK_MAX_DAYS, capacity_block_hours, energy_usd_per_hour
 
@@ -34,7 +38,10 @@ def requested_models(s: Scenario) -> list[str]:
 
 
 _OFFER_KEEP = ["offering", "provider", "provider_kind", "region", "instance", "accelerator", "chips_per_instance",
-               "as_of", "price_as_of", "inter_node_bytes_per_s", "fabric", "source", "notes"]
+               "as_of", "price_as_of", "price_basis", "shape_confirmed", "inter_node_bytes_per_s", "fabric", "source",
+               "notes"]
+# a purchase's list price (data/hardware.csv) is a third party's record of a reseller's page (Epoch's dataset)
+PURCHASE_BASIS = "transcription"
 
 
 def _list_price(s: Scenario, off: pd.DataFrame, model: str, superseded: pd.Series) -> tuple[pd.Series, pd.Series]:
@@ -125,7 +132,7 @@ def _purchase_prices(s: Scenario, hw: pd.DataFrame) -> pd.DataFrame:
         "usd_per_instance_hour": capital_h + hosting_h,
         "energy_usd_per_instance_hour": energy_usd_per_hour(hw["system_power_w"], p.pue, p.electricity_usd_per_kwh),
         "system_power_w": hw["system_power_w"],
-        "price_basis": _hosting_basis(s, hw),
+        "price_derivation": _hosting_basis(s, hw), "price_basis": PURCHASE_BASIS, "price_as_of": hw["as_of"],
     })
     b["sticker_usd_per_instance_hour"] = b["usd_per_instance_hour"]
     return b[b["usd_per_instance_hour"].notna() & b["energy_usd_per_instance_hour"].notna()]
@@ -136,8 +143,14 @@ def offer_prices(s: Scenario, offerings: pd.DataFrame | None = None, systems: pd
     (after negotiated discount; for purchases the capital cost per hour of the depreciation life
     plus hosting, ``capital_usd_per_instance_hour`` + ``hosting_usd_per_instance_hour``),
     ``energy_usd_per_instance_hour`` (purchases), ``term_months`` (the billing term), ``min_term_months``
-    (the least that is paid) and ``price_basis`` (where the number came from)."""
-    off = catalog.offerings() if offerings is None else offerings
+    (the least that is paid), ``price_derivation`` (how the number was made), ``price_basis`` (where
+    it came from), ``duplicate_of``/``duplicates``/``duplicate_spread`` (``doubt.resolve``, once per
+    catalog load) and the price doubt (``doubt.doubt_columns``: ``price_age_days``,
+    ``price_doubt_low``/``_high``, ``price_sigma``)."""
+    full = catalog.offerings() if offerings is None else offerings
+    res = doubt.resolution(full)
+    undated = doubt.undated_age_days(full)
+    off = full
     if s.candidates.clouds:
         off = off[off["provider"].isin(s.candidates.clouds)]
     superseded = catalog.is_superseded(off)
@@ -158,7 +171,9 @@ def offer_prices(s: Scenario, offerings: pd.DataFrame | None = None, systems: pd
         base["usd_per_instance_hour"] = price
         base["capital_usd_per_instance_hour"] = np.nan
         base["sticker_usd_per_instance_hour"] = (off["spot_usd_per_hour"] if model == "spot" else price)
-        base["price_basis"] = basis
+        base["price_derivation"] = basis
+        base["price_basis"] = doubt.basis_of(off)
+        _duplicates(base, res, model if model in doubt.PRICE_COLUMN else None)
         rows.append(base[price.notna()])
     if "purchase" in models:
         hw = catalog.hardware() if systems is None else systems
@@ -168,4 +183,22 @@ def offer_prices(s: Scenario, offerings: pd.DataFrame | None = None, systems: pd
         return pd.DataFrame(columns=_OFFER_KEEP + ["pricing_model", "usd_per_instance_hour"])
     out = pd.concat(rows, ignore_index=True)
     out["chips_per_instance"] = out["chips_per_instance"].astype(float)
-    return out
+    return out.join(doubt.doubt_columns(out, undated, scale=s.pricing.price_doubt_scale))
+
+
+def _duplicates(base: pd.DataFrame, res: pd.DataFrame, model: str | None) -> None:
+    """``duplicate_of``, ``duplicates`` and ``duplicate_spread`` of one way to pay, in place (``base``
+    is indexed like the catalog rows). A derived commitment (on-demand x (1 - discount)) follows its
+    on-demand price: ``model`` is then ``on_demand``'s resolution where the row publishes none."""
+    r = res[res["pricing_model"] == model].set_index("row") if model else res.iloc[:0].set_index("row")
+    base["duplicate_of"] = base.index.map(r["duplicate_of"]).astype(object)
+    base["duplicates"] = base.index.map(r["duplicates"]).astype(float)
+    base["duplicate_spread"] = base.index.map(r["duplicate_spread"]).astype(float)
+    if model in ("commit_1y", "commit_3y"):
+        od = res[res["pricing_model"] == "on_demand"].set_index("row")
+        own = base.index.isin(r.index)
+        for c in ("duplicate_of", "duplicates", "duplicate_spread"):
+            base.loc[~own, c] = base.index[~own].map(od[c])
+    base["duplicates"] = base["duplicates"].fillna(1.0)
+    base["duplicate_spread"] = base["duplicate_spread"].fillna(0.0)
+    base["duplicate_of"] = base["duplicate_of"].where(base["duplicate_of"].notna(), None)

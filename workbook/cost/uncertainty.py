@@ -26,7 +26,28 @@ def _feasible(priced: pd.DataFrame) -> pd.DataFrame:
     return ok
 
 
-def mc_draws(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0) -> dict:
+def price_draws(priced: pd.DataFrame, z: np.ndarray) -> np.ndarray | float:
+    """Multipliers on each option's price (shape (options, draws)) from one standard normal per
+    offer (``z``: (``offer_keys`` in sorted order, draws)), scaled by the option's ``price_sigma``
+    (``cost.doubt``): every way to pay of one offer moves together, whichever catalog row priced it,
+    offers independently. 1.0 where the frame carries no doubt."""
+    if "price_sigma" not in priced:
+        return 1.0
+    sig = np.nan_to_num(priced["price_sigma"].to_numpy(float))
+    _, idx = np.unique(offer_keys(priced), return_inverse=True)
+    return np.exp(sig[:, None] * z[idx])
+
+
+def offer_keys(priced: pd.DataFrame) -> np.ndarray:
+    """One key per offer: provider | instance | region (``cost.doubt.KEY``), else the offering id."""
+    if all(k in priced for k in ("provider", "instance", "region")):
+        parts = [priced[k].fillna("-").astype(str).str.strip().str.lower() for k in ("provider", "instance", "region")]
+        key = parts[0] + "|" + parts[1] + "|" + parts[2]
+        return key.where(priced["instance"].notna(), priced["offering"].fillna("-").astype(str)).to_numpy()
+    return priced["offering"].fillna("-").astype(str).to_numpy()
+
+
+def mc_draws(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0, price_doubt: bool = True) -> dict:
     """Draw ``n`` joint scenarios for the options in ``priced`` (all rows passed in) and evaluate
     their bills. Uncertain inputs, each a P10/P90 band:
 
@@ -36,7 +57,10 @@ def mc_draws(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0) -
       one draw per spot option;
     - utilization: normal with P10/P90 = utilization -/+ ``utilization_spread`` (clipped to 0.01-1),
       shared by all options;
-    - interruption rate: log-normal with P10/P90 = rate / and x ``interruption_spread``, shared.
+    - interruption rate: log-normal with P10/P90 = rate / and x ``interruption_spread``, shared;
+    - the price itself (``price_doubt``): log-normal around the catalog price with P10/P90 =
+      ``price_doubt_low``/``_high`` (``cost.doubt``: basis, age, duplicate spread, times
+      ``price_doubt_scale``), one draw per offering shared by its ways to pay (``price_draws``).
 
     Returns arrays (options x draws): ``cost`` (training USD per run, serving USD per month),
     ``metric`` (the ranking figure: cost per run or USD per million tokens), ``days``."""
@@ -53,7 +77,10 @@ def mc_draws(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0) -
     spot_mult = np.exp(s_sig * rng.standard_normal((len(spot), n))) if len(spot) else None
     u = np.clip(p.utilization + p.utilization_spread / Z90 * rng.standard_normal((1, n)), 0.01, 1.0)
     lam = p.spot_interruptions_per_hour * np.exp(math.log(p.interruption_spread) / Z90 * rng.standard_normal((1, n)))
-    out = bill(priced, training, hours_multiplier=eff, price_mult=1.0, utilization=u, interruptions_per_hour=lam,
+    doubtful = price_doubt and "price_sigma" in priced and np.nan_to_num(priced["price_sigma"].to_numpy(float)).any()
+    n_off = len(np.unique(offer_keys(priced))) if doubtful else 0
+    price_mult = price_draws(priced, rng.standard_normal((n_off, n))) if n_off else 1.0
+    out = bill(priced, training, hours_multiplier=eff, price_mult=price_mult, utilization=u, interruptions_per_hour=lam,
                spot_price_mult=spot_mult)
     cost = out["cost"]
     metric = cost if training else cost / priced["tokens_per_month"].to_numpy(float)[:, None] * 1e6
@@ -191,7 +218,11 @@ def tornado(s: Scenario, priced: pd.DataFrame, option=None) -> pd.DataFrame:
         f = p.interruption_spread
         inputs.append(("spot interruptions per hour", "1/h", lam / f, lam * f, value(lam=lam / f), value(lam=lam * f)))
         inputs.append(("spot price", "x catalog", 1 / sq, sq, value(price_mult=1 / sq), value(price_mult=sq)))
-    if model in ("commit_1y", "commit_3y") and "x (1 -" in str(row.get("price_basis", "")):
+    lo_p, hi_p = row.get("price_doubt_low", np.nan), row.get("price_doubt_high", np.nan)
+    if pd.notna(lo_p) and pd.notna(hi_p) and hi_p > lo_p:
+        inputs.append((f"price doubt ({row.get('price_basis')}, cost.doubt)", "x catalog", lo_p, hi_p,
+                       value(price_mult=lo_p), value(price_mult=hi_p)))
+    if model in ("commit_1y", "commit_3y") and "x (1 -" in str(row.get("price_derivation", "")):
         rng = _commit_ratio_range(model)
         if rng is not None:
             disc = p.commit_1y_discount if model == "commit_1y" else p.commit_3y_discount

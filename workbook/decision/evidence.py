@@ -95,7 +95,7 @@ def _price_rows(priced: pd.DataFrame) -> list[dict]:
         valid = price_valid_date(r)
         rows.append({"category": "price", "item": f"{r['offering']} {r['pricing_model']}",
                      "value": f"{usd(r['usd_per_instance_hour'])} per instance-hour ({r['chips_per_instance']:.0f} "
-                              f"chips; {r['price_basis']})",
+                              f"chips; {r['price_derivation']}; basis {r.get('price_basis')})",
                      "source": r["source"], "as_of": valid.isoformat() if valid else None,
                      "_date_unknown": valid is None})
     return rows

@@ -19,6 +19,7 @@ OFFER_KEYS = ["rank", "offering", "provider", "region", "accelerator", "instance
               "training_days", "training_days_low", "training_days_high", "usd_per_million_tokens",
               "usd_per_million_tokens_low", "usd_per_million_tokens_high", "p_meets_deadline", "cost_usd",
               "cost_usd_low", "cost_usd_high", "cost_p50_monte_carlo", "usd_per_chip_hour", "price_as_of",
+              "price_basis", "price_age_days", "price_doubt_low", "price_doubt_high", "duplicate_of", "shape_confirmed",
               "interruptions_per_hour", "goodput", "checkpoint_write_s", "checkpoint_interval_min", "start_days",
               "start_days_source", "contract_usd", "porting_usd", "ops_usd_per_month", "hosting_usd", "user_rtt_ms",
               "ttft_ms_at_slo_percentile", "energy_kwh", "co2_kg", "energy_kwh_per_month", "co2_kg_per_month",
@@ -26,13 +27,17 @@ OFFER_KEYS = ["rank", "offering", "provider", "region", "accelerator", "instance
 
 
 def offers_table(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = None,
-                 tied: list[str] | None = None) -> pd.DataFrame:
+                 tied: list[str] | None = None, reorder: list[str] | None = None) -> pd.DataFrame:
     """Every priced (offering, pricing model) with the issue-11 keys (``OFFER_KEYS``): ranked ones
-    first by rank, then the excluded ones with their reason. ``usd_per_chip_hour`` is the sticker
+    first by rank, then the excluded ones with their reason (a duplicate row's price kept as evidence:
+    ``duplicate_of``). ``price_basis``, ``price_age_days`` (None undated) and ``price_doubt_low``/``_high``
+    (P10/P90 multipliers on the price, ``cost.doubt``) say how firm the price is; ``shape_confirmed``
+    false marks a shape no source confirms. ``usd_per_chip_hour`` is the sticker
     price per chip-hour (after negotiated discount); ``contract_usd`` is set on commitments and
     purchases (the whole term the run pays for). ``tied``: the options tied with the top one
     (``Recommendation.ties``), ordered by the tie-breakers as the recommendation orders them;
-    ``tie`` marks them and the top one."""
+    ``tie`` marks them and the top one; ``reorder``: those the tie-breakers reorder (``rank.reorderable``;
+    default: all of ``tied``)."""
     metric = metric_of(s)
     df = priced[priced["offering"].notna()].copy()
     df["usd_per_chip_hour"] = df["usd_per_instance_hour"] / df["chips_per_instance"].astype(float)
@@ -40,7 +45,7 @@ def offers_table(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = No
         df["inter_node_bytes_per_s"] = df["inter_node_bytes_per_s"].where(
             df["inter_node_bytes_per_s"].notna(),
             df["network_bytes_per_s_per_chip"] * df["chips_per_instance"].astype(float))
-    ranked = break_ties(rank(s, priced, mc), list(tied or []))
+    ranked = break_ties(rank(s, priced, mc), list(tied or []) if reorder is None else list(reorder))
     df["tie"] = False
     if tied and len(ranked):
         df["tie"] = df["option"].isin([*tied, ranked["option"].iloc[0]])
@@ -64,11 +69,11 @@ SUMMARY_COLUMNS = {
     "training": ["rank", "offering", "provider", "accelerator", "pricing_model", "chips", "chips_billed", "instances",
                  "hosts", "inter_node_bytes_per_s", "training_days", "p_meets_deadline", "start_days", "goodput",
                  "checkpoint_interval_min", "cost_usd", "cost_p50_monte_carlo", "contract_usd", "porting_usd",
-                 "hosting_usd", "energy_kwh", "co2_kg", "tie", "excluded_reason"],
+                 "hosting_usd", "energy_kwh", "co2_kg", "price_basis", "price_age_days", "tie", "excluded_reason"],
     "serving": ["rank", "offering", "provider", "region", "accelerator", "pricing_model", "chips", "chips_billed",
                 "instances", "usd_per_million_tokens", "usd_per_million_tokens_low", "usd_per_million_tokens_high",
                 "cost_p50_monte_carlo", "usd_per_chip_hour", "ttft_ms_at_slo_percentile", "user_rtt_ms",
-                "porting_usd", "hosting_usd", "price_as_of", "co2_kg_per_month", "tie", "excluded_reason"],
+                "porting_usd", "hosting_usd", "price_as_of", "price_basis", "co2_kg_per_month", "tie", "excluded_reason"],
 }
 
 

@@ -116,16 +116,17 @@ TIE_CANDIDATES, TIE_SCORE_WINDOW = 6, 0.1
 TIE_BREAKERS = ("lower point-estimate cost", "fewer chips")
 
 
-def score_draws(s: Scenario, priced: pd.DataFrame, rows: pd.DataFrame, n: int, seed: int) -> np.ndarray:
+def score_draws(s: Scenario, priced: pd.DataFrame, rows: pd.DataFrame, n: int, seed: int,
+                price_doubt: bool = True) -> np.ndarray:
     """Weighted scores of ``rows`` (ranked rows; include the cheapest and the fastest) in ``n`` joint
     Monte Carlo draws (``cost.mc_draws``: efficiency shared per accelerator, spot price per option,
-    utilization and interruptions shared): in each draw the cost score is the cheapest of ``rows`` /
-    the row's cost (training: the time score likewise with the run length), the other criteria as
-    at the point estimate. Shape (rows, n)."""
+    utilization and interruptions shared, each offer's price within its doubt): in each draw the cost
+    score is the cheapest of ``rows`` / the row's cost (training: the time score likewise with the run
+    length), the other criteria as at the point estimate; ``price_doubt`` False holds every price at the catalog's. Shape (rows, n)."""
     w = weights(s)
     total = sum(w.values())
     sub = priced.drop_duplicates("option").set_index("option").loc[rows["option"]].reset_index()
-    d = cost.mc_draws(s, sub, n=n, seed=seed)
+    d = cost.mc_draws(s, sub, n=n, seed=seed, price_doubt=price_doubt)
     out = (rows["score"].to_numpy(float) - w["cost"] / total * rows["cost_score"].to_numpy(float))[:, None]
     with np.errstate(divide="ignore", invalid="ignore"):
         out = out + w["cost"] / total * np.nan_to_num(np.nanmin(d["metric"], axis=0) / d["metric"], nan=0.0)
@@ -135,26 +136,57 @@ def score_draws(s: Scenario, priced: pd.DataFrame, rows: pd.DataFrame, n: int, s
     return out
 
 
+def _within_price_doubt(ranked: pd.DataFrame) -> pd.Series:
+    """Rivals whose cost at the low end of their price doubt is below the top option's at the high end
+    of its own (``price_doubt_low``/``_high``, ``cost.doubt``): candidates for a tie on price."""
+    rest = ranked.iloc[1:]
+    if "price_doubt_high" not in ranked:
+        return pd.Series(False, index=rest.index)
+    top = ranked.iloc[0]
+    hi = float(np.nan_to_num(top["price_doubt_high"], nan=1.0))
+    lo = rest["price_doubt_low"].astype(float).fillna(1.0)
+    return rest["cost_value"].astype(float) * lo <= float(top["cost_value"]) * hi
+
+
 def ties(s: Scenario, priced: pd.DataFrame, ranked: pd.DataFrame, n: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """The offers tied with the top-ranked one: its score lead over them is within the model's noise,
-    i.e. it does not lead in at least 90% of the joint Monte Carlo draws (the P10 of the score
-    difference is not above 0). Rows: ``option``, ``score_gap`` (point), ``gap_p10``, ``gap_p90``,
-    ``p_top_leads``; the top option itself is not listed. Empty when nothing is tied."""
-    cols = ["option", "score_gap", "gap_p10", "gap_p90", "p_top_leads"]
+    """The offers tied with the top-ranked one: its score lead over them is within the model's noise
+    and the doubt of the prices (``cost.doubt``), i.e. it does not lead in at least 90% of the joint
+    Monte Carlo draws (the P10 of the score difference is not above 0). Candidates: the offers
+    scoring within ``TIE_SCORE_WINDOW`` of the top or whose price doubts overlap its own
+    (``_within_price_doubt``), at most ``TIE_CANDIDATES``. Rows: ``option``, ``score_gap`` (point),
+    ``gap_p10``, ``gap_p90``, ``p_top_leads``, ``p_top_leads_fixed_prices`` (the same draws with every
+    price held at the catalog's) and ``cause``: "price doubt" when the top option leads in at least
+    90% of the draws at fixed prices (the tie comes from the doubt of the prices), else "model
+    noise". The top option itself is not listed. Empty when nothing is tied."""
+    cols = ["option", "score_gap", "gap_p10", "gap_p90", "p_top_leads", "p_top_leads_fixed_prices", "cause"]
     if len(ranked) < 2:
         return pd.DataFrame(columns=cols)
     top = ranked.iloc[0]
-    near = ranked.iloc[1:][(top["score"] - ranked["score"].iloc[1:]) < TIE_SCORE_WINDOW].head(TIE_CANDIDATES)
+    close = ((top["score"] - ranked["score"].iloc[1:]) < TIE_SCORE_WINDOW) | _within_price_doubt(ranked)
+    near = ranked.iloc[1:][close].head(TIE_CANDIDATES)
     if near.empty:
         return pd.DataFrame(columns=cols)
     ends = ranked.loc[[ranked["cost_value"].idxmin(), ranked["time_value"].fillna(np.inf).idxmin()]]
     rows = pd.concat([ranked.iloc[:1], near, ends]).drop_duplicates("option")
     sd = score_draws(s, priced, rows, n, seed)
     gap = sd[0][None, :] - sd[1:len(near) + 1]
+    fixed = score_draws(s, priced, rows, n, seed, price_doubt=False)
+    gap_fixed = fixed[0][None, :] - fixed[1:len(near) + 1]
     out = pd.DataFrame({"option": near["option"].to_numpy(), "score_gap": top["score"] - near["score"].to_numpy(float),
                         "gap_p10": np.percentile(gap, 10, axis=1), "gap_p90": np.percentile(gap, 90, axis=1),
-                        "p_top_leads": (gap > 0).mean(axis=1)})
+                        "p_top_leads": (gap > 0).mean(axis=1),
+                        "p_top_leads_fixed_prices": (gap_fixed > 0).mean(axis=1)})
+    out["cause"] = np.where(np.percentile(gap_fixed, 10, axis=1) > 0, "price doubt", "model noise")
     return out[out["gap_p10"] <= 0].reset_index(drop=True)
+
+
+def reorderable(tied) -> list[str]:
+    """The tied options the tie-breakers may reorder (``tied``: the ``ties`` frame or its records): those
+    tied by the model's noise. A tie that only the doubt of the prices makes (``cause`` "price doubt") is
+    stated but keeps the order of the point estimates: the catalog's price is the median of its doubt,
+    and reordering by the lower point-estimate cost would reward the doubtful low price."""
+    recs = tied.to_dict("records") if isinstance(tied, pd.DataFrame) else list(tied or [])
+    return [t["option"] for t in recs if t.get("cause") != "price doubt"]
 
 
 def break_ties(ranked: pd.DataFrame, tied: list[str]) -> pd.DataFrame:

@@ -21,7 +21,7 @@ from .balance import balance_flags
 from .evidence import STALE_DAYS, age_days, price_valid_date
 from .nearest import nearest_changes, physical_hints
 from .rank import (TIE_BREAKERS, break_ties, describe, flip_conditions, metric_of, p_cheaper, rank, ranking_table,
-                   ties, weights)
+                   reorderable, ties, weights)
 from .rules import percent_text
 
 def _clean(v):
@@ -150,7 +150,7 @@ def _reason_cost(s: Scenario, priced, ranked, win, ru, n_draws: int, seed: int) 
         if "p_cheapest" in win and pd.notna(win.get("p_cheapest")):
             extra = f"; it is the cheapest of all {len(ranked)} feasible options in {win['p_cheapest']:.0%} of them"
         out.append(f"It is cheaper than the runner-up in {p_win:.0%} of {n_draws:,} Monte Carlo draws "
-                   f"(efficiency, spot price, utilization and interruptions varied){extra}.")
+                   f"(efficiency, prices within their doubt, spot price, utilization and interruptions varied){extra}.")
     else:
         out.append(f"{describe(win)} is the only option that passes every hard constraint: "
                    f"{usd(win[metric])} {unit}{monthly}{load}; {band}.")
@@ -161,18 +161,55 @@ def _reason_cost(s: Scenario, priced, ranked, win, ru, n_draws: int, seed: int) 
     return out
 
 
+def _tie_cause(t) -> str:
+    fixed = getattr(t, "p_top_leads_fixed_prices", np.nan)
+    if getattr(t, "cause", "") == "price doubt":
+        return f"; at the catalog's prices it would lead in {fixed:.0%}: the doubt of the prices makes the tie"
+    return ""
+
+
 def _reason_tie(ranked: pd.DataFrame, top, tied: pd.DataFrame, n: int) -> list[str]:
-    """The tie, when the top score's lead is within the model's noise (``rank.ties``), and how the
-    tie-breakers (``rank.TIE_BREAKERS``) decided it."""
+    """The tie, when the top score's lead is within the model's noise and the doubt of the prices
+    (``rank.ties``), what makes it (``cause``), and how the tie-breakers (``rank.TIE_BREAKERS``) decided it."""
     if tied.empty:
         return []
     names = ranked.set_index("option")
     others = "; ".join(f"{describe(names.loc[t.option])} (score {names.loc[t.option, 'score']:.3f}: the first leads "
                        f"by {t.score_gap:.3f} at the point estimate but in only {t.p_top_leads:.0%} of the draws, "
-                       f"gap P10-P90 {t.gap_p10:+.3f} to {t.gap_p90:+.3f})" for t in tied.itertuples())
-    return [f"Tie within the model's noise ({n:,} joint Monte Carlo draws): {describe(top)} (score "
-            f"{top['score']:.3f}) and {others}. Decided by the tie-breakers, {' then '.join(TIE_BREAKERS)}: "
-            f"{describe(ranked.iloc[0])}."]
+                       f"gap P10-P90 {t.gap_p10:+.3f} to {t.gap_p90:+.3f}{_tie_cause(t)})" for t in tied.itertuples())
+    prices = ", ".join(f"{describe(names.loc[o])}: {price_words(names.loc[o])}"
+                       for o in [top["option"], *tied["option"]] if o in names.index)
+    decided = (f"Decided by the tie-breakers, {' then '.join(TIE_BREAKERS)}: {describe(ranked.iloc[0])}"
+               if reorderable(tied) else
+               f"Kept first: {describe(ranked.iloc[0])}, at the catalog's prices (the tie-breakers, "
+               f"{' then '.join(TIE_BREAKERS)}, order only ties of the model's noise, not ties of price doubt)")
+    return [f"Tie within the model's noise and the doubt of the prices ({n:,} joint Monte Carlo draws): "
+            f"{describe(top)} (score {top['score']:.3f}) and {others}. {decided}. Prices: {prices}."]
+
+
+def price_words(win, today: _dt.date | None = None) -> str:
+    """Where an option's price comes from and how old it is, in words: "price from the provider's
+    page, 12 days old (doubt x0.95-x1.06 at P10-P90)" (``price_basis``, ``price_age_days``,
+    ``price_doubt_low``/``_high`` of ``cost.doubt``)."""
+    basis = win.get("price_basis")
+    where = {"catalog": "price from a maintained catalog", "provider_page": "price from the provider's page",
+             "transcription": "price from a third party's transcription",
+             "secondary": "secondary note"}.get(basis, "price of unknown basis")
+    valid = price_valid_date(win)
+    age = (f"{age_days(valid, today or _dt.date.today()):,.0f} days old" if valid is not None else "undated")
+    lo, hi = win.get("price_doubt_low"), win.get("price_doubt_high")
+    band = f" (doubt x{lo:.2f}-x{hi:.2f} at P10-P90)" if pd.notna(lo) and pd.notna(hi) else ""
+    n = win.get("duplicates")
+    dup = (f"; {n:.0f} catalog rows price this offer, {math.exp(win['duplicate_spread']) - 1:.0%} apart"
+           if pd.notna(n) and n > 1 else "")
+    return f"{where}, {age}{band}{dup}"
+
+
+def _reason_price(win) -> list[str]:
+    """The basis and age of the chosen option's price, with its doubt (``price_words``)."""
+    if win.get("pricing_model") == "purchase":
+        return [f"Its list price: {price_words(win)}."]
+    return [f"Its price: {price_words(win)}."]
 
 
 def _reason_freshness(win, today: _dt.date | None = None) -> list[str]:
@@ -195,8 +232,9 @@ def recommendation_warnings(s: Scenario, perf_df: pd.DataFrame, win, today: _dt.
     that is undated or older than a year (``price_as_of``, issue 12), an estimate outside the
     calibrated range (``calibrated`` False: no published run of this chip family set its efficiency,
     so the wider band applies), a host short for the workload (``balance.balance_flags``: CPU per chip,
-    host RAM for loading, NVMe for checkpoints), and a generic (non-transformer) model, whose estimate borrows the
-    transformer-fitted ceilings and is optimistic (README "Known limits")."""
+    host RAM for loading, NVMe for checkpoints), a generic (non-transformer) model, whose estimate borrows the
+    transformer-fitted ceilings and is optimistic (README "Known limits"), and an instance shape no
+    source confirms (``shape_confirmed`` false, ``unconfirmed_shape``)."""
     out = []
     valid = price_valid_date(win)
     age = age_days(valid, today or _dt.date.today()) if valid is not None else np.nan
@@ -219,7 +257,18 @@ def recommendation_warnings(s: Scenario, perf_df: pd.DataFrame, win, today: _dt.
     elif "calibrated" in row and len(row) and row["calibrated"].iloc[0] is not None and not bool(row["calibrated"].iloc[0]):
         out.append(f"Uncalibrated estimate: no published run on {win['accelerator']}'s chip family set its efficiency; "
                    "the wider uncalibrated band applies.")
+    if unconfirmed_shape(win):
+        out.append(f"Unconfirmed shape: {win['offering']} is priced as {win['chips_per_instance']:.0f} chip(s) per "
+                   "instance, a shape no source confirms the provider sells (data/offerings.csv shape_confirmed "
+                   "false); check the provider's minimum order before acting.")
     return out + balance_flags(s, win)[0]
+
+
+def unconfirmed_shape(row) -> bool:
+    """True where the offering's ``shape_confirmed`` is false: no source confirms the provider sells
+    ``chips_per_instance`` chips per instance (blank counts as confirmed: the source lists the shape)."""
+    v = row.get("shape_confirmed")
+    return v is not None and not (isinstance(v, float) and math.isnan(v)) and v is not pd.NA and not bool(v)
 
 
 def _reason_time(s: Scenario, win) -> str:
@@ -307,11 +356,11 @@ def _reason_term(s: Scenario, win) -> list[str]:
         what = (f"holds the {win['training_days']:,.1f}-day run" if s.is_training
                 else f"covers your {p.horizon_months:g}-month horizon")
         return [f"The capacity block is {win['block_days']:,.0f} days, paid up front, the shortest that {what} "
-                f"({win['price_basis']})."]
+                f"({win['price_derivation']})."]
     if s.is_training and win["kind"] == "reserved" and pd.notna(win.get("contract_usd", np.nan)):
         host = win.get("hosting_usd", 0.0)
         host = (f" Hosting the bought systems (colocation, network, support, cost of capital) is {usd(host)} of "
-                f"the bill ({win['price_basis']})." if pd.notna(host) and host > 0 else "")
+                f"the bill ({win['price_derivation']})." if pd.notna(host) and host > 0 else "")
         return [f"The {win['term_months']:g}-month term is paid in full: the contract is {usd(win['contract_usd'])}, "
                 f"of which {p.commitment_backfill_fraction:.0%} of the hours after the run are filled by other work "
                 "(pricing.commitment_backfill_fraction)." + host]
@@ -319,7 +368,7 @@ def _reason_term(s: Scenario, win) -> list[str]:
         term = win["term_months"]
         return [f"{pricing_label(win['pricing_model']).capitalize()} is paid for {term:g} months whether used "
                 f"or not; at {p.utilization:.0%} utilization over your {p.horizon_months:g}-month horizon it pays "
-                f"{win['paid_per_used_hour']:.2f} hours per hour of work ({win['price_basis']})."]
+                f"{win['paid_per_used_hour']:.2f} hours per hour of work ({win['price_derivation']})."]
     if win["pricing_model"] == "spot" and pd.notna(win.get("spot_availability_target", np.nan)):
         k, n = float(win["spare_instances"]), float(win["instances"])
         u = float(win.get("instances_per_replica", 1.0)) if pd.notna(win.get("instances_per_replica")) else 1.0
@@ -517,12 +566,13 @@ def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.D
         return _nothing_feasible(s, priced, ranked, excluded, metric)
     tied = ties(s, priced, ranked, n=min(n_draws, 2000), seed=seed)
     top = ranked.iloc[0]
-    ranked = break_ties(ranked, list(tied["option"]))
+    ranked = break_ties(ranked, reorderable(tied))
     win, runner_idx = _choose(ranked)
     win = win if s.is_training else with_tails(perf_df, win)
     ru = ranked.iloc[runner_idx] if runner_idx is not None else None
     reasons = _reason_tie(ranked, top, tied, min(n_draws, 2000))
     reasons += _reason_cost(s, priced, ranked, win, ru, n_draws, seed)
+    reasons += _reason_price(win)
     reasons += _reason_freshness(win)
     reasons.append(_reason_time(s, win))
     reasons.append(_reason_ecosystem(s, win))

@@ -26,7 +26,7 @@ SUPPORT_SCORE = {"native": 1.0, "supported": 2.0 / 3.0, "partial": 1.0 / 3.0, "n
 
 # the hard constraints, in the order their sentences are joined
 CONSTRAINTS = ("memory", "precision", "latency", "chips", "instance", "not_priced", "spot", "deadline", "budget",
-               "framework", "superseded", "region", "residency", "carbon", "term")
+               "framework", "superseded", "duplicate", "region", "residency", "carbon", "term")
 # what a team can move (budget, deadline, chip limit) as against what the hardware cannot do
 PHYSICAL = ("memory", "precision", "latency", "instance", "not_priced", "spot")
 
@@ -353,6 +353,11 @@ def exclusions(s: Scenario, priced: pd.DataFrame, fit: pd.DataFrame | None = Non
     if "offering" in priced:
         old = priced["offering"].fillna("").astype(str).str.endswith("-superseded")
         ex.add("superseded", old, "superseded: a stale price row kept for history (data/README.md), never recommended")
+    if "duplicate_of" in priced:  # another row's price for the same offer is kept (cost.doubt.resolve)
+        dup = priced["duplicate_of"].notna()
+        ex.add("duplicate", dup, "duplicate: another row prices the same offer (provider, instance, region, way to pay) "
+               "with a newer or firmer price, " + priced["duplicate_of"].fillna("").astype(str)
+               + "; this row is kept as evidence of the price doubt, not ranked")
     return pd.Series(ex.found, index=priced.index, dtype=object)
 
 
@@ -362,7 +367,7 @@ def apply_constraints(s: Scenario, priced: pd.DataFrame, fit: pd.DataFrame | Non
     display; None where it passes). ``fit``: the ``framework_fit`` table (computed when absent)."""
     found = exclusions(s, priced, fit)
     out = priced.drop(columns=[c for c in ("excluded_reason", "excluded_codes") if c in priced])
-    at = out.columns.get_loc("price_basis") if "price_basis" in out else len(out.columns)
+    at = out.columns.get_loc("price_derivation") if "price_derivation" in out else len(out.columns)
     out.insert(at, "excluded_reason", pd.Series(["; ".join(e.text for e in r) if r else None for r in found],
                                                 index=priced.index, dtype=object))
     out["excluded_codes"] = pd.Series([tuple(e.code for e in r) for r in found], index=priced.index, dtype=object)

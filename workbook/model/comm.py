@@ -173,6 +173,20 @@ def _topology_rows(name: str) -> tuple:
     return tuple(t[t["accelerator"] == name].to_dict("records"))
 
 
+def tp_domain_chips(acc) -> int:
+    """Chips that tensor and expert parallelism may span on the chip-to-chip link (``acc``: a catalog
+    row or record): the node (``chips_per_node``), or the whole fast domain when that is one switched
+    domain larger than a node, not a torus: a GB200 or GB300 NVL72 rack is 72 GPUs on NVLink
+    switches, 4 per host (NVIDIA GB200 NVL72; "How to Scale Your Model", GPUs chapter: "72 GPUs in
+    a single NVLink domain with full 900GB/s of GPU to GPU bandwidth"), so tensor parallelism of 16
+    stays on NVLink. A torus (TPU, Trainium2) keeps the node: its axes are priced by ``topology``."""
+    node = int(_num(acc.get("chips_per_node"), 1))
+    dom, dims = _num(acc.get("fast_domain_chips")), _num(acc.get("torus_dims"), 0.0)
+    if np.isnan(dom) or int(dom) <= node or dims > 0:
+        return node
+    return int(dom)
+
+
 _ACC_FIELDS = ("intra_node_bytes_per_s", "inter_node_bytes_per_s", "torus_dims", "fast_domain_chips", "chips_per_node")
 
 

@@ -66,11 +66,11 @@ def decode_point(eff: Efficiency, p: Profile, acc, w, lay: Layout, headroom: flo
     ``tpot_slo_ms`` with decode-only steps at the mean context I + O/2; (batch, TPOT s, max batch) or
     None."""
     I, O = float(w.input_tokens), float(w.output_tokens)
-    mb = float(max_batch_fit(p, acc, lay.tp, I + O, w.precision, w.kv_precision, headroom, lay))
+    mb = float(max_batch_fit(p, acc, lay.tp, I + O, w.weight_precision, w.kv_precision, headroom, lay))
     g = grid[grid <= mb]
     if mb < 1 or not len(g):
         return None
-    tpot = np.asarray(decode_step_s(eff, p, acc, g, I + O / 2.0, lay.tp, cprec, w.precision, w.kv_precision,
+    tpot = np.asarray(decode_step_s(eff, p, acc, g, I + O / 2.0, lay.tp, cprec, w.weight_precision, w.kv_precision,
                                     layout=lay), dtype=float)
     ok = np.isfinite(tpot) & (True if w.tpot_slo_ms is None else tpot * 1e3 <= w.tpot_slo_ms)
     if not ok.any():
@@ -83,9 +83,9 @@ def prefill_point(eff: Efficiency, p: Profile, acc, w, lay: Layout, headroom: fl
     """The prefill pool's service time: one prompt's prefill on ``lay`` (None when the weights and one
     prompt's KV cache do not fit, or the layout cannot run)."""
     I = float(w.input_tokens)
-    if max_batch_fit(p, acc, lay.tp, I, w.precision, w.kv_precision, headroom, lay) < 1:
+    if max_batch_fit(p, acc, lay.tp, I, w.weight_precision, w.kv_precision, headroom, lay) < 1:
         return None
-    t = float(prefill_s(eff, p, acc, I, I, lay.tp, cprec, w.precision, layout=lay))
+    t = float(prefill_s(eff, p, acc, I, I, lay.tp, cprec, w.weight_precision, layout=lay))
     return t if math.isfinite(t) and t > 0 else None
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import catalog
+from .. import catalog, terms
 from ..errors import InputError
 from . import mamf
 from .profile import Profile, bytes_per_value
@@ -110,11 +110,30 @@ def _from_csv() -> Efficiency:
     return Efficiency.from_table({(p, s): float(v) for p, s, v in zip(df["parameter"], df["scope"], df["value"])})
 
 
-def scope_of(eff: Efficiency, acc) -> str:
-    """The scope whose values apply to the accelerator ``acc``: its own id where ``eff`` holds values
-    for it (the team's runs, ``calibrate.own``), else its family."""
+# A family without published runs of its own borrows the fitted values of the nearest calibrated
+# family: its predecessor on the same vendor software stack (issue 24: "chips without any run get
+# the nearest family's parameters and the wider uncalibrated band, labelled"). Its bands stay the
+# uncalibrated ones and its estimates say calibrated False (``band_scope``).
+NEAREST_FAMILY = {
+    "amd-cdna4": "amd-cdna3",  # MI350X/MI355X after MI300X/MI325X: ROCm, same engines
+    "tpu-v7": "tpu-v6e",  # Ironwood after Trillium: XLA/MaxText, JetStream
+    "aws-trainium3": "aws-trainium2",  # Neuron SDK, NxD
+}
+
+
+def band_scope(eff: Efficiency, acc) -> str:
+    """The scope of the accelerator's own calibration: its id where ``eff`` holds values for it (the
+    team's runs, ``calibrate.own``), else its family. Bands and the ``calibrated`` label use it."""
     chip = str(acc.get("accelerator", ""))
     return chip if chip and chip in eff.scopes else str(acc["family"])
+
+
+def scope_of(eff: Efficiency, acc) -> str:
+    """The scope whose parameter values apply to the accelerator ``acc``: ``band_scope``, or, for a
+    family with no fitted values, the nearest calibrated family (``NEAREST_FAMILY``)."""
+    own = band_scope(eff, acc)
+    near = NEAREST_FAMILY.get(own)
+    return near if own not in eff.scopes and near in eff.scopes else own
 
 
 def default(eff: Efficiency | None) -> Efficiency:
@@ -125,6 +144,25 @@ def default(eff: Efficiency | None) -> Efficiency:
 def peak(acc, precision: str) -> float:
     """Dense peak of ``precision`` on one chip, NaN when unpublished (``catalog.peak_flops_per_s``)."""
     return catalog.peak_flops_per_s(acc, precision)
+
+
+def matmul_precision(acc, precision: str, fp4_fallback: str = "refuse") -> str:
+    """The precision one chip runs a workload's matmuls at: ``terms.compute_precision``, except fp4 with
+    ``fp4_fallback: weight_only`` on a chip without FP4 tensor cores (no ``peak_fp4_flops_per_s``): fp8
+    where the chip has an FP8 peak (W4A8), else bf16 (W4A16). With ``refuse``: fp4 (the blank peak excludes it)."""
+    prec = terms.compute_precision(precision)
+    if prec == "fp4" and fp4_fallback == "weight_only" and math.isnan(peak(acc, "fp4")):
+        return "fp8" if not math.isnan(peak(acc, "fp8")) else "bf16"
+    return prec
+
+
+FP4_REFUSAL = "no FP4 tensor cores (peak_fp4_flops_per_s blank); workload.fp4_fallback: weight_only serves fp4 weights with fp8/bf16 matmuls"
+
+
+def candidate_precision(precision: str, fp4_fallback: str = "refuse") -> str:
+    """The peak a chip must publish to be a candidate: ``terms.compute_precision``; bf16 for fp4 with
+    ``fp4_fallback: weight_only`` (any chip dequantises FP4 weights)."""
+    return "bf16" if (precision, fp4_fallback) == ("fp4", "weight_only") else terms.compute_precision(precision)
 
 
 def width_factor(hidden, h0):
@@ -201,6 +239,23 @@ def _ceiling(eff: Efficiency, acc, work: str) -> float:
     return eff.get("inference_matmul_ceiling", fam)
 
 
+def precision_ratio(eff: Efficiency, acc, precision: str) -> float:
+    """The training GEMM rate of ``precision`` relative to BF16's, each as a fraction of its own peak:
+    the measured MAMF ratio (``mamf.precision_ratio``) where the chip or its family has both
+    measurements; else ``matmul_ratio_<precision>`` fitted on published runs of one code at BF16
+    and at that precision (data/efficiency.csv, per kind: the TPU int8 value from MaxText's GPT-3
+    175B on v6e-256 at BF16 and with AQT int8, tpu-recipes); else 1 (no evidence: the datasheet
+    ratio of peaks stands)."""
+    measured = mamf.precision_ratio(acc, precision)
+    if measured is not None:
+        return measured
+    name, t = f"matmul_ratio_{precision}", eff.table
+    for scope in (scope_of(eff, acc), str(acc["kind"]), "pooled"):
+        if (name, scope) in t:
+            return float(t[(name, scope)])
+    return 1.0
+
+
 def compute_efficiency(eff: Efficiency, acc, precision: str, work: str, profile: Profile, tp=1, tokens=None,
                        ceiling=None):
     """Fraction of the dense peak of ``precision`` that matmul work reaches (scalar or numpy array,
@@ -208,7 +263,7 @@ def compute_efficiency(eff: Efficiency, acc, precision: str, work: str, profile:
 
     ``work``: ``"train"`` (the matmuls of a training step: forward, backward), ``"prefill"`` or
     ``"decode"`` (forward passes in an inference engine). Efficiency = ceiling (``_ceiling``;
-    ``ceiling`` overrides it) · BF16 MAMF/peak (training only, ``mamf.fraction``: the ceiling is fitted
+    ``ceiling`` overrides it) · BF16 MAMF/peak · ``precision_ratio`` (training only, ``mamf.fraction``: the ceiling is fitted
     as a fraction of the measured maximum achievable matmul rate, so a chip whose software reaches
     less of its peak, MI300X's 51% against H100's 80%, is not credited with another chip's
     efficiency) · width_factor(h, width_scale) · moe_factor (training only). Tensor
@@ -228,7 +283,7 @@ def compute_efficiency(eff: Efficiency, acc, precision: str, work: str, profile:
     pk = peak(acc, precision)
     e = np.asarray(_ceiling(eff, acc, work) if ceiling is None else ceiling, dtype=float)
     if work == "train" and ceiling is None:
-        e = e * mamf.fraction(acc, mamf.REFERENCE_PRECISION)
+        e = e * mamf.fraction(acc, mamf.REFERENCE_PRECISION) * precision_ratio(eff, acc, precision)
     if profile.generic:  # published ResNet-50 runs scale the transformer-fitted efficiency (calibrate.generic)
         e = e * eff.table.get(("generic_train_scale" if work == "train" else "generic_inference_scale", "pooled"), 1.0)
     else:

@@ -24,7 +24,8 @@ from .. import catalog, terms
 from ..errors import InputError
 from ..scenario import Parallelism, Scenario, Workload
 from . import generic, moe, search, serving
-from .efficiency import Efficiency, band, compute_efficiency, default, network_loss, peak, scope_of
+from .efficiency import (FP4_REFUSAL, Efficiency, band, band_scope, candidate_precision, compute_efficiency, default,
+                         matmul_precision, network_loss, peak, scope_of)
 from .profile import (Profile, activation_bytes, fine_tune_flops_per_token, optimizer_bytes_per_trainable_param, trainable_params,
                       training_state_bytes_per_param, training_weight_bytes_per_param, workload_profile)
 
@@ -526,11 +527,11 @@ def estimate_training_on(s: Scenario, acc: dict, pinned: int | None, par: Parall
     days = training_tokens(w) / tps / 86400.0
     flops_token = p.train_flops_per_sample if p.generic else _train_flops_per_token(p, w)
     out.update(tokens_per_s=tps, mfu=flops_token * tps / (n * pk), training_days=days, chip_hours=days * 24.0 * n,
-               calibrated=(not p.generic) and eff.is_calibrated("matmul_ceiling", scope_of(eff, acc)))
+               calibrated=(not p.generic) and eff.is_calibrated("matmul_ceiling", band_scope(eff, acc)))
     # A generic (non-transformer) model: the transformer-fitted ceiling times the factor fitted on the
     # published ResNet-50 runs, with their band (else the uncalibrated transformer band)
     lo_hi = band(eff, "generic_mfu", "pooled") if p.generic else (math.nan, math.nan)
-    _with_bands(out, *(lo_hi if not math.isnan(lo_hi[0]) else band(eff, "mfu", "generic" if p.generic else moe.band_scope(p, scope_of(eff, acc), eff))))
+    _with_bands(out, *(lo_hi if not math.isnan(lo_hi[0]) else band(eff, "mfu", "generic" if p.generic else moe.band_scope(p, band_scope(eff, acc), eff))))
     dl = s.constraints.deadline_days
     out["meets_deadline"] = bool(days <= dl) if dl is not None else None
     if dl is not None and days > dl:
@@ -548,10 +549,11 @@ def estimate_inference(s: Scenario, accelerator: str, chips: int | None = None, 
     w = s.workload
     acc = catalog.accelerator_record(accelerator)
     out = blank_row(acc)
-    cprec = terms.compute_precision(w.precision)
+    cprec = matmul_precision(acc, w.precision, w.fp4_fallback)
     out["peak_flops_per_s"] = peak(acc, cprec)
-    if math.isnan(out["peak_flops_per_s"]):
-        out["reason"] = f"no published dense {cprec} peak"
+    if math.isnan(out["peak_flops_per_s"]) or (w.kv_cache_precision == "fp4" and math.isnan(peak(acc, "fp4"))):
+        out["reason"] = (FP4_REFUSAL if cprec == "fp4" else f"no published dense {cprec} peak" if math.isnan(out["peak_flops_per_s"])
+                         else "kv_cache_precision fp4: an FP4 KV cache needs FP4 tensor cores")
         return out
     here = s.cluster is not None and catalog.resolve("accelerators", s.cluster.accelerator) == acc["accelerator"]
     pinned = chips or (s.cluster.chips if here else None)
@@ -578,7 +580,7 @@ def candidate_accelerators(s: Scenario) -> list[str]:
         return [catalog.resolve("accelerators", s.cluster.accelerator)]
     if s.candidates.accelerators:
         return [catalog.resolve("accelerators", a) for a in s.candidates.accelerators]
-    return catalog.usable_accelerators(terms.compute_precision(s.workload.precision))
+    return catalog.usable_accelerators(candidate_precision(s.workload.precision, s.workload.fp4_fallback))
 
 
 def compare(s: Scenario, eff: Efficiency | None = None) -> pd.DataFrame:

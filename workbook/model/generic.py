@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import terms
 from . import queueing
-from .efficiency import Efficiency, band, compute_efficiency, peak, roofline_time_s, scope_of
+from .efficiency import Efficiency, band, compute_efficiency, matmul_precision, peak, roofline_time_s, scope_of
 from .profile import Profile, mlperf_benchmark, weight_bytes
 
 STEP_OVERHEAD = "generic_step_overhead_s"
@@ -65,10 +65,10 @@ def batch_time_s(eff: Efficiency, p: Profile, acc, w, batch):
     amortises them; F is ``infer_flops_per_sample``. Efficiency: the transformer-fitted prefill
     efficiency x ``generic_inference_scale`` (fitted on the published ResNet-50 inference runs,
     ``calibrate.generic``); memory efficiency: the fitted decode memory efficiency."""
-    cprec = terms.compute_precision(w.precision)
+    cprec = matmul_precision(acc, w.precision, w.fp4_fallback)
     e = compute_efficiency(eff, acc, cprec, "prefill", p)
     b = np.asarray(batch, dtype=float)
-    mem = weight_bytes(p, w.precision) + b * float(p.bytes_per_sample or 0.0)
+    mem = weight_bytes(p, w.weight_precision) + b * float(p.bytes_per_sample or 0.0)
     return roofline_time_s(b * float(p.infer_flops_per_sample), mem, peak(acc, cprec) * e,
                            float(acc["memory_bytes_per_s"]) * eff.get("decode_memory_efficiency", scope_of(eff, acc)))
 
@@ -76,7 +76,7 @@ def batch_time_s(eff: Efficiency, p: Profile, acc, w, batch):
 def max_batch(p: Profile, acc, w, headroom: float) -> float:
     """The largest batch whose weights + batch x ``activation_bytes_per_sample`` fit one chip's memory
     less the headroom, at most the largest of ``SERVING_BATCHES``; 0 when the weights do not fit."""
-    room = float(acc["memory_bytes"]) * (1.0 - headroom) - float(weight_bytes(p, w.precision))
+    room = float(acc["memory_bytes"]) * (1.0 - headroom) - float(weight_bytes(p, w.weight_precision))
     if room < 0:
         return 0.0
     act = float(w.generic.activation_bytes_per_sample or 0.0) if w.generic is not None else 0.0
@@ -112,7 +112,7 @@ def serve(eff: Efficiency, p: Profile, acc, w, headroom: float, pinned: int | No
         return {"fits": False, "reason": "workload.generic.infer_flops_per_sample is needed for an inference estimate"}
     mb = max_batch(p, acc, w, headroom)
     if mb < 1:
-        wb = float(weight_bytes(p, w.precision))
+        wb = float(weight_bytes(p, w.weight_precision))
         return {"fits": False, "chips": pinned or 1, "reason": (f"weights ({wb / 1e9:.1f} GB) do not fit one chip's "
                                                                  "memory less the headroom")}
     host_s = float(w.host_ms_per_request) / 1e3
@@ -150,7 +150,7 @@ def serve(eff: Efficiency, p: Profile, acc, w, headroom: float, pinned: int | No
            "output_tokens_per_s": c["thr"], "output_tokens_per_s_low": c["thr"] * lo,
            "output_tokens_per_s_high": c["thr"] * hi, "ttft_ms_low": (host_s + c["t"] / hi) * 1e3,
            "ttft_ms_high": (host_s + c["t"] / lo) * 1e3, "layout": "data parallel",
-           "memory_per_chip_bytes": float(weight_bytes(p, w.precision)) + c["b"] * float(
+           "memory_per_chip_bytes": float(weight_bytes(p, w.weight_precision)) + c["b"] * float(
                w.generic.activation_bytes_per_sample or 0.0),
            "calibrated": bool(mlperf_benchmark(w.generic, "inference")), "reason": ""}
     if not c["meets"]:

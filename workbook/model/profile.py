@@ -32,7 +32,14 @@ import pandas as pd
 from .. import catalog, hf
 from ..scenario import Architecture, Workload
 
-BYTES_PER_VALUE = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5, "nf4": 0.5}
+# FP4 block formats with their scales: NVFP4 = 4-bit E2M1 + one FP8 E4M3 scale per 16 values
+# (0.5 + 1/16 bytes; a per-tensor FP32 scale on top is negligible), NVIDIA Technical Blog
+# "Introducing NVFP4 for Efficient and Accurate Low-Precision Inference" (2025); MXFP4 = E2M1 + one
+# E8M0 scale per 32 values (0.5 + 1/32 bytes), OCP Microscaling Formats (MX) Specification v1.0
+# (2023) §5.2. "fp4" alone is the bare 4-bit element (a compute precision).
+FP4_BLOCK = {"nvfp4": 16, "mxfp4": 32}
+BYTES_PER_VALUE = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5, "nf4": 0.5, "fp4": 0.5,
+                   **{f: 0.5 + 1.0 / n for f, n in FP4_BLOCK.items()}}
 
 
 def bytes_per_value(precision: str) -> float:
@@ -114,8 +121,9 @@ def profile_from_architecture(arch: Architecture, name: str = "custom") -> Profi
 
     Mixture-of-experts (Shazeer et al. 2017; Mixtral, DeepSeek-V3): each MoE layer holds ``experts``
     routed MLPs of width ``moe_ffn_hidden`` plus ``shared_experts`` always-on MLPs and a router
-    (h·E); a token uses ``experts_per_token`` routed experts. ``dense_layers`` leading layers are
-    dense MLPs of width ``ffn_hidden`` (DeepSeek-V3's first 3). Multi-head latent attention
+    (h·E); a token uses ``experts_per_token`` routed experts. ``dense_layers`` layers are dense MLPs
+    of width ``ffn_hidden``, leading (DeepSeek-V3's first 3) or interleaved (Llama 4 Maverick's every
+    other layer): only their count enters these sums. Multi-head latent attention
     (``kv_lora_rank`` given) counts its low-rank projections (``attention_params``) and caches the
     latent plus the rotary key, ``kv_lora_rank + qk_rope_head_dim`` values per token per layer
     (DeepSeek-V2 §2.1.2), unless ``kv_cache_dim`` says otherwise."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from . import comm
 from .efficiency import Efficiency, compute_efficiency, peak, scope_of
 from .profile import (Profile, bytes_per_value, decode_flops_per_token, decode_weight_bytes_read, kv_cache_bytes_per_token,
                       prefill_flops_per_token, weight_bytes)
@@ -122,6 +123,11 @@ def _node(acc) -> int:
     return int(acc.get("chips_per_node") or 1)
 
 
+def _tp_domain(acc) -> int:
+    """Chips tensor and expert parallelism may span at the intra-node link (``comm.tp_domain_chips``)."""
+    return comm.tp_domain_chips(acc)
+
+
 def _crossing_bytes_per_s(acc, lay: Layout, chips: int) -> float:
     """Bandwidth per chip between the nodes of ``chips`` chips: the fast link when they share one fast
     domain (a TPU slice, a Trainium UltraServer), else the layout's network."""
@@ -140,7 +146,7 @@ def ep_alltoall_s(p: Profile, acc, tokens, lay: Layout, latency_s):
     if lay.ep <= 1:
         return 0.0 * np.asarray(tokens, dtype=float)
     bw = _crossing_bytes_per_s(acc, lay, lay.ep)
-    lat = float(collective_steps(acc, lay.ep, "all-to-all")) * latency_s + (lay.net_latency_s if lay.ep > _node(acc) else 0.0)
+    lat = float(collective_steps(acc, lay.ep, "all-to-all")) * latency_s + (lay.net_latency_s if lay.ep > _tp_domain(acc) else 0.0)
     data = np.asarray(tokens, dtype=float) / lay.ep * p.experts_per_token * p.hidden * ACTIVATION_BYTES * (lay.ep - 1) / lay.ep
     return 2.0 * p.layers * (lat + (data / bw if bw == bw else np.inf))
 

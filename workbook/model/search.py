@@ -239,9 +239,10 @@ def published_max_cp(seq_len: int) -> int:
 def practical_limits(acc: pd.Series, topology: comm.Topology | None = None, seq_len: int | None = None,
                      experts: int = 1) -> dict:
     """Keyword limits for ``configurations`` that keep the search to layouts people run (and fast
-    enough for ``estimate.compare`` over the whole catalog): tensor parallelism inside one node of a
-    switched or meshed fabric (``chips_per_node``: Megatron-LM keeps TP within an NVLink server,
-    Narayanan et al. 2021 §3.3) or up to ``TORUS_MAX_TP`` chips on a TPU torus; micro-batches of
+    enough for ``estimate.compare`` over the whole catalog): tensor parallelism inside one NVLink (or
+    mesh) domain (``comm.tp_domain_chips``: the node, ``chips_per_node``, or a switched multi-node
+    domain such as a GB200 NVL72 rack; Megatron-LM keeps TP within an NVLink domain, Narayanan et al.
+    2021 §3.3) or up to ``TORUS_MAX_TP`` chips on a TPU torus; micro-batches of
     1, 2, 4 or 8 sequences (the micro-batch sizes of the published Megatron-Bridge, NeMo and
     llm-foundry layouts are 1-4); context parallelism only with at least ``PRACTICAL_MIN_CP_TOKENS``
     tokens per rank and at most the degree published runs use at that context
@@ -251,7 +252,7 @@ def practical_limits(acc: pd.Series, topology: comm.Topology | None = None, seq_
     memory in ``profile.activation_bytes_per_token_per_layer`` and only adds time; a workload or pin
     that asks for it still gets it); for a mixture of ``experts`` routed experts on GPUs, the MoE prior
     (``published_moe_limits``)."""
-    node = int(_num(acc.get("chips_per_node"), 1))
+    node = comm.tp_domain_chips(acc)  # chips_per_node, or a switched domain of several nodes (NVL72)
     torus = (topology.fabric == "torus") if topology is not None else int(_num(acc.get("torus_dims"), 0)) >= 1
     out = {"max_tp": max(node, TORUS_MAX_TP) if torus else node, "micro_batches": PRACTICAL_MICRO_BATCHES,
            "min_cp_tokens": PRACTICAL_MIN_CP_TOKENS, "recompute_choices": ("none", "full")}

@@ -14,11 +14,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from .. import terms
 from . import comm, disagg, generic, queueing
 from ..errors import InputError
 from ..scenario import Workload
-from .efficiency import Efficiency, band, compute_efficiency, default, peak, roofline_time_s, scope_of
+from .efficiency import Efficiency, band, band_scope, default, matmul_precision
 from .profile import Profile, weight_bytes
 from .replica import (ACTIVATION_BYTES, Layout, _node, decode_step_parts, decode_step_s, ep_alltoall_s,  # noqa: F401
                       kv_budget_bytes, kv_bytes_per_token_held, kv_replicas, tp_ranks_per_chip, max_batch_fit, pp_handoff_s, prefill_s, serving_point, stored_weight_bytes,
@@ -31,13 +30,16 @@ TP_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 
 def tp_candidates(acc, chips: int | None = None) -> np.ndarray:
-    """Single-node tensor-parallel degrees: powers of two up to the node size, and the node size;
-    with ``chips``, only degrees that divide it."""
-    node = _node(acc)
-    limit = node if chips is None else min(node, chips)
+    """Tensor-parallel degrees inside one fast domain: powers of two up to the chips that tensor
+    parallelism may span at the intra-node link (``comm.tp_domain_chips``: the node, or a switched
+    domain of several nodes such as a GB200 NVL72 rack's 72 GPUs), and the node size; with
+    ``chips``, only degrees that divide it."""
+    node, dom = _node(acc), comm.tp_domain_chips(acc)
+    limit = dom if chips is None else min(dom, chips)
     c = [2 ** k for k in range(0, 12) if 2 ** k <= limit]
-    if limit not in c and (chips is None or chips % limit == 0):
-        c.append(limit)
+    whole = min(node, limit)
+    if whole not in c and (chips is None or chips % whole == 0):
+        c.append(whole)
     if chips is not None:
         c = [t for t in c if chips % t == 0]
     return np.array(sorted(set(c)), dtype=float)
@@ -65,13 +67,13 @@ def serving_layouts(p: Profile, acc, w: Workload, headroom: float, pinned: int |
     if parallelism is not None and any(getattr(parallelism, k) for k in ("tp", "pp", "ep")):
         return [Layout(int(parallelism.tp or 1), int(parallelism.pp or 1), int(parallelism.ep or 1), bw, lat)]
     single = [Layout(int(t), 1, 1, bw, lat) for t in tp_candidates(acc, pinned)]
-    if any(max_batch_fit(p, acc, t.tp, I + O, w.precision, w.kv_precision, headroom) >= 1 for t in single):
+    if any(max_batch_fit(p, acc, t.tp, I + O, w.weight_precision, w.kv_precision, headroom) >= 1 for t in single):
         return single
-    node = _node(acc)
+    node = int(tp_candidates(acc).max())  # the widest tensor-parallel group on the fast link
     out = []
     for make in ([lambda k: Layout(node, k, 1, bw, lat)]
                  + ([lambda k: Layout(node, 1, node * k, bw, lat)] if p.is_moe else [])):
-        fit = [k for k in range(2, 257) if max_batch_fit(p, acc, node, I + O, w.precision, w.kv_precision,
+        fit = [k for k in range(2, 257) if max_batch_fit(p, acc, node, I + O, w.weight_precision, w.kv_precision,
                                                           headroom, make(k)) >= make(k).pp]
         for k in fit[:1] + [2 * k for k in fit[:1]]:
             lay = make(k)
@@ -128,8 +130,8 @@ def choose_batch(eff: Efficiency, p: Profile, acc, w: Workload, tp: float, headr
     with ``reason`` and ``fits`` False when the pinned chips cannot hold the concurrency."""
     I, O = _need_lengths(w)
     lay = _as_layout(tp, layout)
-    cprec = terms.compute_precision(w.precision)
-    mb = float(max_batch_fit(p, acc, lay.tp, I + O, w.precision, w.kv_precision, headroom, lay))
+    cprec = matmul_precision(acc, w.precision, w.fp4_fallback)
+    mb = float(max_batch_fit(p, acc, lay.tp, I + O, w.weight_precision, w.kv_precision, headroom, lay))
     if mb < 1 or (pinned and pinned < lay.chips):
         return None
     pinned_r = int(pinned // lay.chips) if pinned else None
@@ -138,7 +140,7 @@ def choose_batch(eff: Efficiency, p: Profile, acc, w: Workload, tp: float, headr
         return {"fits": False, "tp": lay.tp, "pp": lay.pp, "ep": lay.ep, "max_batch": int(mb), "chips": pinned,
                 "reason": (f"concurrency {w.concurrency} needs {int(grid[0])} sequences per replica on {pinned_r} "
                            f"replicas of {lay.chips} chips; at most {int(mb)} fit")}
-    pt = serving_point(eff, p, acc, grid, I, O, lay.tp, cprec, w.precision, w.kv_precision, layout=lay)
+    pt = serving_point(eff, p, acc, grid, I, O, lay.tp, cprec, w.weight_precision, w.kv_precision, layout=lay)
     ok = np.ones(grid.shape, dtype=bool)
     if w.tpot_slo_ms is not None:
         ok &= pt["tpot_s"] * 1e3 <= w.tpot_slo_ms
@@ -152,7 +154,7 @@ def choose_batch(eff: Efficiency, p: Profile, acc, w: Workload, tp: float, headr
         b = float(math.ceil(w.concurrency / math.ceil(w.concurrency / b)))
         if b != grid[j]:
             grid, j = np.array([b]), 0
-            pt = serving_point(eff, p, acc, grid, I, O, lay.tp, cprec, w.precision, w.kv_precision, layout=lay)
+            pt = serving_point(eff, p, acc, grid, I, O, lay.tp, cprec, w.weight_precision, w.kv_precision, layout=lay)
     thr = float(pt["output_tokens_per_s"][j])
     if not (thr > 0 and math.isfinite(thr)):
         return None
@@ -201,7 +203,7 @@ def deployment(w: Workload, c: dict, pinned: int | None) -> dict:
 def _no_fit(p: Profile, acc, w: Workload, headroom: float, pinned, refused: list) -> dict:
     if refused:
         return {"fits": False, "chips": refused[0].get("chips"), "reason": refused[0]["reason"]}
-    wb = weight_bytes(p, w.precision)
+    wb = weight_bytes(p, w.weight_precision)
     need = wb / (float(acc["memory_bytes"]) * (1.0 - headroom))
     where = f"the pinned {pinned} chips" if pinned else "any layout tried"
     return {"fits": False, "chips": int(math.ceil(need)),
@@ -268,7 +270,7 @@ def _disaggregated(eff: Efficiency, p: Profile, acc, w: Workload, headroom: floa
             parallelism is not None and any(getattr(parallelism, k) for k in ("tp", "pp", "ep"))):
         return None
     single = [lay for lay in layouts if lay.pp == 1 and lay.ep == 1]
-    d = disagg.plan(eff, p, acc, w, single, headroom, BATCH_GRID, terms.compute_precision(w.precision))
+    d = disagg.plan(eff, p, acc, w, single, headroom, BATCH_GRID, matmul_precision(acc, w.precision, w.fp4_fallback))
     if d is None:
         return None
     tp = min(d["prefill_tp"], d["decode_tp"])
@@ -278,7 +280,6 @@ def _disaggregated(eff: Efficiency, p: Profile, acc, w: Workload, headroom: floa
 
 def _serving_row(eff: Efficiency, p: Profile, acc, w: Workload, c: dict, max_chips: int | None) -> dict:
     """The comparison figures of the chosen deployment ``c``, with P10/P90 bands."""
-    fam = scope_of(eff, acc)
     I, O = _need_lengths(w)
     lay = c.get("decode_layout") or Layout(c["tp"], c["pp"], c["ep"])
     out = {"fits": True, "chips": c["chips"], "tp": c["tp"], "pp": c["pp"], "ep": c["ep"], "replicas": c["replicas"],
@@ -289,12 +290,12 @@ def _serving_row(eff: Efficiency, p: Profile, acc, w: Workload, c: dict, max_chi
            "layout": c.get("layout", "colocated"), "prefill_chips": c.get("prefill_chips"),
            "decode_chips": c.get("decode_chips"), "prefill_tp": c.get("prefill_tp"), "decode_tp": c.get("decode_tp"),
            "kv_transfer_ms": c["kv_transfer_s"] * 1e3 if "kv_transfer_s" in c else math.nan,
-           "memory_per_chip_bytes": (stored_weight_bytes(p, w.precision, lay) + c["batch"] * (I + O)
+           "memory_per_chip_bytes": (stored_weight_bytes(p, w.weight_precision, lay) + c["batch"] * (I + O)
                                      * kv_bytes_per_token_held(p, acc, lay.tp, w.kv_precision)) / lay.chips,
-           "calibrated": eff.is_calibrated("decode_memory_efficiency", fam)}
+           "calibrated": eff.is_calibrated("decode_memory_efficiency", band_scope(eff, acc))}
     for key, metric in (("output_tokens_per_s", "output_tokens_per_s_per_chip"), ("tpot_ms", "tpot_ms"),
                         ("ttft_ms", "ttft_ms")):
-        lo, hi = band(eff, metric, fam)
+        lo, hi = band(eff, metric, band_scope(eff, acc))
         out[key + "_low"], out[key + "_high"] = out[key] * lo, out[key] * hi
     if not c["meets"]:
         out["reason"] = "misses the latency targets at every batch size (estimated at the largest batch that fits)"
@@ -336,17 +337,17 @@ def tp_curve(p: Profile, acc, w: Workload, tp_values=None, efficiency: Efficienc
 
 
 def _curve_rows(eff, p, acc, w, lay: Layout, headroom, batches, pinned, I, O) -> pd.DataFrame:
-    cprec = terms.compute_precision(w.precision)
+    cprec = matmul_precision(acc, w.precision, w.fp4_fallback)
     chosen = choose_batch(eff, p, acc, w, lay.tp, headroom, lay, pinned)
     chosen = chosen if chosen and chosen["fits"] else None
     bs = np.array(sorted(set(batches) | ({chosen["batch"]} if chosen else set())), dtype=float)
-    pt = serving_point(eff, p, acc, bs, I, O, lay.tp, cprec, w.precision, w.kv_precision, layout=lay)
-    mb = float(max_batch_fit(p, acc, lay.tp, I + O, w.precision, w.kv_precision, headroom, lay))
+    pt = serving_point(eff, p, acc, bs, I, O, lay.tp, cprec, w.weight_precision, w.kv_precision, layout=lay)
+    mb = float(max_batch_fit(p, acc, lay.tp, I + O, w.weight_precision, w.kv_precision, headroom, lay))
     kv = bs * (I + O) * kv_bytes_per_token_held(p, acc, lay.tp, w.kv_precision)
     return pd.DataFrame({
         "accelerator": acc["accelerator"] if "accelerator" in acc else acc.name, "tp": lay.tp, "pp": lay.pp,
         "ep": lay.ep, "batch": bs.astype(int),
-        "memory_per_chip_bytes": (stored_weight_bytes(p, w.precision, lay) + kv) / lay.chips,
+        "memory_per_chip_bytes": (stored_weight_bytes(p, w.weight_precision, lay) + kv) / lay.chips,
         "fits": bs <= mb, "ttft_ms": pt["ttft_s"] * 1e3, "tpot_ms": pt["tpot_s"] * 1e3,
         "decode_compute_ms": pt["decode_compute_s"] * 1e3, "decode_memory_ms": pt["decode_memory_s"] * 1e3,
         "decode_comm_ms": pt["decode_comm_s"] * 1e3, "output_tokens_per_s": pt["output_tokens_per_s"],

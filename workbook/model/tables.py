@@ -16,7 +16,7 @@ from ..errors import InputError
 from ..scenario import Parallelism, Scenario, Workload
 from . import comm, search, serving, training
 from . import profile as prof
-from .efficiency import Efficiency, peak
+from .efficiency import Efficiency, candidate_precision, matmul_precision, peak
 from .estimate import candidate_accelerators, training_tokens
 from .profile import (Profile, activation_bytes, attention_flops_per_token, bytes_per_value,
                       decode_arithmetic_intensity, decode_flops_per_token, kv_cache_bytes_per_token,
@@ -50,15 +50,15 @@ def workload_summary(s: Scenario) -> pd.DataFrame:
         rows += [("prefill FLOPs per prompt token", float(prefill_flops_per_token(p, I)), "FLOP", f"2N + causal attention over {I} tokens"),
                  ("decode FLOPs per output token", float(decode_flops_per_token(p, I + O / 2)), "FLOP",
                   f"2N + 4·L·H·Q·context at context {I + O / 2:g}"),
-                 ("weights", weight_bytes(p, w.precision), "bytes", f"parameters x {bytes_per_value(w.precision):g} bytes ({w.precision})"),
+                 ("weights", weight_bytes(p, w.weight_precision), "bytes", f"parameters x {bytes_per_value(w.weight_precision):g} bytes ({w.weight_precision})"),
                  ("KV cache per token", kv_cache_bytes_per_token(p, w.kv_precision), "bytes",
                   f"2·L·kv_heads·head_dim x {bytes_per_value(w.kv_precision):g} bytes ({w.kv_precision})"),
                  ("KV cache per request", kv_cache_bytes_per_token(p, w.kv_precision) * (I + O), "bytes", f"per token x (I + O) = {I + O}"),
-                 ("prefill arithmetic intensity", float(prefill_arithmetic_intensity(p, I, 1, w.precision)), "FLOP/byte",
+                 ("prefill arithmetic intensity", float(prefill_arithmetic_intensity(p, I, 1, w.weight_precision)), "FLOP/byte",
                   "one prompt's FLOPs over one read of the weights"),
-                 ("decode intensity at batch 1", float(decode_arithmetic_intensity(p, 1, I + O / 2, w.precision, w.kv_precision)),
+                 ("decode intensity at batch 1", float(decode_arithmetic_intensity(p, 1, I + O / 2, w.weight_precision, w.kv_precision)),
                   "FLOP/byte", "FLOPs over weight + KV bytes read per step"),
-                 ("decode intensity at batch 64", float(decode_arithmetic_intensity(p, 64, I + O / 2, w.precision, w.kv_precision)),
+                 ("decode intensity at batch 64", float(decode_arithmetic_intensity(p, 64, I + O / 2, w.weight_precision, w.kv_precision)),
                   "FLOP/byte", "grows with the batch until the KV cache dominates")]
     return pd.DataFrame(rows, columns=["quantity", "value", "unit", "formula"])
 
@@ -87,7 +87,7 @@ def memory_breakdown(s: Scenario, batch: int | None = None) -> pd.DataFrame:
         per_req = kv_cache_bytes_per_token(p, w.kv_precision) * ((w.input_tokens or 0) + (w.output_tokens or 0))
         for b in ([batch] if batch else [1, 8, 64]):
             label = f"batch {b}"
-            rows += [(label, "weights", weight_bytes(p, w.precision)), (label, "KV cache", per_req * b)]
+            rows += [(label, "weights", weight_bytes(p, w.weight_precision)), (label, "KV cache", per_req * b)]
     return pd.DataFrame(rows, columns=["setting", "component", "bytes"])
 
 
@@ -121,10 +121,10 @@ def operating_points(s: Scenario, perf_df: pd.DataFrame | None = None) -> pd.Dat
     p = workload_profile(w)
     if p.generic:
         return pd.DataFrame(columns=["accelerator", "point", "intensity_flops_per_byte", "attained_flops_per_s"])
-    cprec = terms.compute_precision(w.precision)
     rows = []
     for a in candidate_accelerators(s):
         acc = catalog.accelerator_record(a)
+        cprec = matmul_precision(acc, w.precision, w.fp4_fallback)
         pk = peak(acc, cprec)
         if math.isnan(pk):
             continue
@@ -136,12 +136,12 @@ def operating_points(s: Scenario, perf_df: pd.DataFrame | None = None) -> pd.Dat
             pts.append(("training step (1 sequence)", ai))
         else:
             I, O = w.input_tokens, w.output_tokens
-            pts.append(("prefill (1 prompt)", float(prefill_arithmetic_intensity(p, I, 1, w.precision))))
-            pts.append(("decode, batch 1", float(decode_arithmetic_intensity(p, 1, I + O / 2, w.precision, w.kv_precision))))
+            pts.append(("prefill (1 prompt)", float(prefill_arithmetic_intensity(p, I, 1, w.weight_precision))))
+            pts.append(("decode, batch 1", float(decode_arithmetic_intensity(p, 1, I + O / 2, w.weight_precision, w.kv_precision))))
             if perf_df is not None and a in set(perf_df["accelerator"]):
                 b = perf_df.set_index("accelerator").loc[a, "batch"]
                 if b is not None and not pd.isna(b):
-                    pts.append(("decode, estimated batch", float(decode_arithmetic_intensity(p, float(b), I + O / 2, w.precision, w.kv_precision))))
+                    pts.append(("decode, estimated batch", float(decode_arithmetic_intensity(p, float(b), I + O / 2, w.weight_precision, w.kv_precision))))
         for name, ai in pts:
             rows.append((a, name, ai, float(np.minimum(pk, ai * bw))))
     return pd.DataFrame(rows, columns=["accelerator", "point", "intensity_flops_per_byte", "attained_flops_per_s"])
@@ -299,7 +299,7 @@ def scenario_curves(s, chip_counts=None, efficiency: Efficiency | None = None, a
     par = s.cluster.parallelism if s.cluster is not None else None
     for a in accelerators or candidate_accelerators(s):
         acc = catalog.accelerator(a)
-        if not _usable(acc, terms.compute_precision(s.workload.precision)):
+        if not _usable(acc, matmul_precision(acc, s.workload.precision, s.workload.fp4_fallback)):
             skipped.append(f"{a}: no {s.workload.precision} peak or memory bandwidth in the catalog")
             continue
         try:
@@ -336,7 +336,7 @@ def scenario_best(s, efficiency: Efficiency | None = None, chips: int | None = N
     elif s.cluster is not None and s.cluster.accelerator:
         names = [s.cluster.accelerator]
     else:
-        names = [a for a in candidate_accelerators(s) if _usable(catalog.accelerator(a), terms.compute_precision(w.precision))]
+        names = [a for a in candidate_accelerators(s) if _usable(catalog.accelerator(a), candidate_precision(w.precision, w.fp4_fallback))]
     headroom = s.constraints.min_memory_headroom
     best = None
     for a in names:

@@ -33,7 +33,7 @@ def pricing_models(priced: pd.DataFrame) -> alt.Chart:
         tooltip=["accelerator", "way to pay", "provider", "offering", "instances",
                  alt.Tooltip(f"{metric}:Q", format=",.3~s", title=title),
                  alt.Tooltip(f"{metric}_low:Q", format=",.3~s", title="low"),
-                 alt.Tooltip(f"{metric}_high:Q", format=",.3~s", title="high"), "price_basis"])
+                 alt.Tooltip(f"{metric}_high:Q", format=",.3~s", title="high"), "price_derivation", "price_basis"])
     bars = base.mark_bar().encode(x=alt.X(f"{metric}:Q", title=title))
     band = base.mark_rule(color="#333").encode(x=f"{metric}_low:Q", x2=f"{metric}_high:Q")
     return (bars + band).properties(title="Ways to pay, cheapest offering of each (band: performance estimate)",
