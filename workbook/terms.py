@@ -236,6 +236,11 @@ def usd(x) -> str:
 # Descriptions of the scenario keys of the rest of the bill (people, porting, location), kept here so
 # that scenario.py stays one line per field.
 FIELD_HELP = {
+    "host_ms_per_request": (
+        "Generic (non-transformer) serving: host time per request in ms (request handling, tokenization "
+        "or image decoding, host-device copies), added to the request's latency and overlapped with the "
+        "chip's work (model.generic.serve). Default 1 ms: a stated planning default, not measured or "
+        "calibrated; set it from a profile of your serving stack"),
     "hosted_api_usd_per_million_input_tokens": (
         "Serving: a hosted API's price per million prompt tokens as quoted to you (no default; give both prices), "
         "shown beside the decision with the break-even request rate (never ranked)"),
