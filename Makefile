@@ -5,6 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PORT   ?= 8866
 JOBS   ?=
+TEST_JOBS ?= auto
 
 .PHONY: report test lab app bench clean-venv schema
 
@@ -20,9 +21,9 @@ report: $(STAMP)  ## render every shipped scenario into reports/ (HTML + summary
 	  $(BIN)/python -m workbook plan $$f --html reports/plans/$$n.html > /dev/null || rc=2; done; \
 	$(BIN)/python -c "from workbook.report.batch import write_index; write_index('reports')"; exit $$rc
 
-test: $(STAMP)  ## run every test: package, notebooks (nbval), report path, browser
-	$(BIN)/python -m pytest tests
-	$(BIN)/python -m pytest --nbval-lax --nbval-current-env -p no:randomly notebooks
+test: $(STAMP)  ## run every test: package, notebooks (nbval), report path, browser; across the cores (pytest-xdist, one file per worker)
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile tests
+	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile --nbval-lax --nbval-current-env -p no:randomly notebooks
 
 lab: $(STAMP)  ## JupyterLab for analysts
 	$(BIN)/jupyter lab --ip 127.0.0.1 $(if $(filter 0,$(shell id -u)),--allow-root) notebooks

@@ -9,7 +9,9 @@ Prints two figures against the issue's targets:
 * memory: the resident memory (RSS, from ``/proc``) of each kernel the app holds after the visits
   (one per open page plus the pre-started one).
 
-Targets: first render < 5 s, update < 1 s, < 300 MB per kernel. Exit status 1 when a target is missed.
+Targets (issue 30): first render < 2 s, update < 0.3 s; < 300 MB per kernel. Exit status 1 when a
+target is missed. A visit or a change that times out (120 s) is recorded as a miss and the other
+figures are still measured and printed.
 Usage: ``python benchmarks/bench_app.py [--visits 3] [--changes 6]``.
 """
 from __future__ import annotations
@@ -24,11 +26,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "app"))
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import browser_helpers as bh  # noqa: E402
+from _timing import figure  # noqa: E402
 
-FIRST_RENDER_TARGET_S = 5.0
-UPDATE_TARGET_S = 1.0
+FIRST_RENDER_TARGET_S = 2.0
+UPDATE_TARGET_S = 0.3
+VISIT_TIMEOUT_MS = 120000
 KERNEL_RSS_TARGET_MB = 300.0
 READY = ".wb-status[data-version]"
 
@@ -77,8 +82,13 @@ def kernel_rss_mb(server_pid: int) -> list[float]:
 def first_render_s(browser, url: str) -> float:
     page, guard = bh.open_page(browser, url)
     t0 = time.perf_counter()
-    page.goto(url)
-    page.wait_for_selector(READY, timeout=60000)
+    try:
+        page.goto(url, timeout=VISIT_TIMEOUT_MS)
+        page.wait_for_selector(READY, timeout=VISIT_TIMEOUT_MS)
+    except Exception as e:  # Playwright's TimeoutError and a dropped connection: a miss, not a crash
+        print(f"  visit of {url} did not finish: {e.__class__.__name__}: {str(e).splitlines()[0]}")
+        page.context.close()
+        return None
     elapsed = time.perf_counter() - t0
     if guard.external:
         raise RuntimeError(f"the page asked for something outside the machine: {guard.external}")
@@ -88,8 +98,13 @@ def first_render_s(browser, url: str) -> float:
 
 def update_times_s(browser, url: str, changes: int) -> list[float]:
     page, _ = bh.open_page(browser, url)
-    page.goto(url)
-    page.wait_for_selector(READY, timeout=60000)
+    try:
+        page.goto(url, timeout=VISIT_TIMEOUT_MS)
+        page.wait_for_selector(READY, timeout=VISIT_TIMEOUT_MS)
+    except Exception as e:
+        print(f"  the page for the updates did not load: {e.__class__.__name__}: {str(e).splitlines()[0]}")
+        page.context.close()
+        return []
     handle = page.locator(".wb-utilization .noUi-handle")
     out = []
     for i in range(changes):
@@ -97,7 +112,12 @@ def update_times_s(browser, url: str, changes: int) -> list[float]:
         before = bh.status_version(page)
         t0 = time.perf_counter()
         page.keyboard.press("ArrowLeft" if i % 2 == 0 else "ArrowRight")
-        bh.wait_for_update(page, before)
+        try:
+            bh.wait_for_update(page, before)
+        except Exception as e:
+            print(f"  change {i + 1} was not redrawn: {e.__class__.__name__}: {str(e).splitlines()[0]}")
+            out.append(None)
+            continue
         out.append(time.perf_counter() - t0)
     page.context.close()
     return out
@@ -124,14 +144,17 @@ def main(argv=None) -> int:
         log = tmp / "voila.log"
         proc = bh.start_app(port, log)
         url = f"http://127.0.0.1:{port}/"
+        warm, updates, rss = [], [], []
         try:
             wait_for_log(log, "is filled with 1 kernel")
-            warm = []
             for i in range(args.visits):
                 time.sleep(args.settle)   # the pool's kernel has run the notebook, as for a visitor who comes later
                 warm.append(first_render_s(browser, url))
             updates = update_times_s(browser, url, args.changes)
             rss = kernel_rss_mb(proc.pid)
+        except TimeoutError as e:  # the pre-started kernel never came: every figure of this part is a miss
+            print(f"  {e}")
+            warm, updates = warm + [None], updates or [None]
         finally:
             bh.stop_process(proc)
         # cold: no pre-started kernel
@@ -143,22 +166,24 @@ def main(argv=None) -> int:
             bh.stop_process(proc)
         browser.close()
 
-    med = statistics.median(warm)
-    verdict = "ok" if med < FIRST_RENDER_TARGET_S else "MISSED"
-    ok &= verdict == "ok"
-    print(f"app first render, pre-started kernel: median {med:.2f} s, max {max(warm):.2f} s over {len(warm)} "
-          f"visits (target < {FIRST_RENDER_TARGET_S:.0f} s: {verdict})")
-    print(f"app first render, no pre-started kernel (cold): {cold:.2f} s (for comparison)")
-    med_u = statistics.median(updates)
-    verdict = "ok" if med_u < UPDATE_TARGET_S else "MISSED"
-    ok &= verdict == "ok"
-    print(f"app update after a control change (utilization slider): median {med_u:.2f} s, max {max(updates):.2f} s "
-          f"over {len(updates)} changes (target < {UPDATE_TARGET_S:.0f} s: {verdict})")
+    def med(xs):
+        got = [x for x in xs if x is not None]
+        return statistics.median(got) if got and len(got) == len(xs) else None   # a miss spoils the median
+
+    def show(xs):
+        return ", ".join("miss" if x is None else f"{x:.2f}" for x in xs) or "none"
+
+    print(f"app first render, pre-started kernel: {show(warm)} s over {len(warm)} visits")
+    ok &= figure("app first render, pre-started kernel (median)", med(warm), "s", FIRST_RENDER_TARGET_S,
+                 "" if med(warm) is not None else "a visit timed out")
+    print(f"app first render, no pre-started kernel (cold): {show([cold])} s (for comparison)")
+    figure("app first render, no pre-started kernel", cold, "s", None, "" if cold is not None else "timed out")
+    print(f"app update after a control change (utilization slider): {show(updates)} s")
+    ok &= figure("app update after a control (median)", med(updates), "s", UPDATE_TARGET_S,
+                 "" if med(updates) is not None else "a change was not redrawn")
     if rss:
-        verdict = "ok" if max(rss) < KERNEL_RSS_TARGET_MB else "MISSED"
-        ok &= verdict == "ok"
-        print(f"app kernel memory: {len(rss)} kernel(s), RSS median {statistics.median(rss):.0f} MB, max {max(rss):.0f} MB "
-              f"(target < {KERNEL_RSS_TARGET_MB:.0f} MB per kernel: {verdict})")
+        print(f"app kernel memory: {len(rss)} kernel(s), RSS {', '.join(f'{r:.0f}' for r in rss)} MB")
+        ok &= figure("app kernel memory (largest RSS)", max(rss), "MB", KERNEL_RSS_TARGET_MB)
     else:
         print("app kernel memory: no kernel process found under the server (not measured)")
     return 0 if ok else 1

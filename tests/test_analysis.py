@@ -14,16 +14,16 @@ def test_summary_json_is_strict_json_even_with_numpy_and_nan():
     assert json.loads(json.dumps(data, allow_nan=False)) == {"a": None, "b": 3, "c": [1.5], "d": None, "e": None}
 
 
-def test_analyse_computes_every_table_once_and_the_summary_is_strict_json():
-    a = analysis.analyse(load_scenario("small-model-cheap"), n_draws=500)
+def test_analyse_computes_every_table_once_and_the_summary_is_strict_json(analysed):
+    a = analysed("small-model-cheap", n_draws=500)
     assert {"perf", "priced", "mc", "recommendation"} <= set(vars(a))
     d = analysis.summary_json(a)
     assert d["recommendation"]["accelerator"] in set(a.perf["accelerator"])
     json.dumps(d, allow_nan=False)
 
 
-def test_analyse_composes_fit_prices_and_exclusions():
-    a = analysis.analyse(load_scenario("llama2-7b-pretrain"), n_draws=200)
+def test_analyse_composes_fit_prices_and_exclusions(analysed):
+    a = analysed("llama2-7b-pretrain", n_draws=200)
     assert set(a.fit["accelerator"]) == set(a.perf["accelerator"])
     assert {"excluded_reason", "excluded_codes"} <= set(a.priced)
     passing = a.priced["excluded_reason"].isna()

@@ -8,8 +8,11 @@ the app and the batch reports all call it and read its ``Analysis``. ``summary_j
 """
 from __future__ import annotations
 
+import copy
 import datetime as _dt
 import math
+import os
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -88,9 +91,26 @@ def offer_performance(s: Scenario, perf_df: pd.DataFrame, eff: Efficiency | None
 OTHER_PRECISIONS = {"inference": ("fp8", "int8", "int4"), "training": ("fp8",), "fine-tuning": ("fp8",)}
 
 
+# scenario keys the performance model never reads (money, the decision's weights, labels): a change to
+# them (the app's utilization or pricing controls) reuses the comparison
+_NOT_PERFORMANCE = {"name", "title", "description", "pricing", "weights", "measurements"}
+_COMPARES: OrderedDict = OrderedDict()
+
+
+def compare(s: Scenario, eff: Efficiency | None) -> pd.DataFrame:
+    """``model.estimate.compare``, cached per process on the scenario's performance inputs, the
+    efficiency and the data files' state (``paths.data_state``); a copy per call."""
+    key = (s.model_dump_json(exclude=_NOT_PERFORMANCE), eff, paths.data_state())
+    if key not in _COMPARES:
+        _COMPARES[key] = estimate.compare(s, eff)
+        if len(_COMPARES) > 64:
+            _COMPARES.popitem(last=False)
+    return _COMPARES[key].copy()
+
+
 def _core(s: Scenario, eff: Efficiency | None, n_draws: int, seed: int):
     """Performance, software fit, per-offer plans, prices, Monte Carlo and the recommendation."""
-    perf_df = estimate.compare(s, eff)
+    perf_df = compare(s, eff)
     fit = decision.framework_fit(s, perf_df["accelerator"])
     offer_perf = offer_performance(s, perf_df, eff)
     priced = price(s, perf_df if offer_perf is None else offer_perf, fit)
@@ -124,13 +144,44 @@ def precision_changes(s: Scenario, priced: pd.DataFrame, eff: Efficiency | None 
     return []
 
 
+# Where the analyses of one process are shared (the report kernel, which runs the five notebooks of a
+# scenario and its summary estimate, and the app's kernel): set by the report runner and the app.
+SHARE_ENV = "WORKBOOK_SHARE_ANALYSIS"
+_SHARED: OrderedDict = OrderedDict()
+_SHARED_SIZE = 8
+
+
+def shared_analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0, measurements: bool = True) -> Analysis:
+    """``analyse`` computed once per process for equal inputs (the scenario's content, the draws, the
+    seed and the data files' state) and handed out as a deep copy, so a caller that changes its tables
+    changes only its own. ``analyse`` calls it when ``WORKBOOK_SHARE_ANALYSIS`` is set (the report
+    kernel: notebooks 02, 04, 05 and the summary share one analysis; the app)."""
+    key = (s.model_dump_json(), int(n_draws), int(seed), bool(measurements),
+           paths.data_state([s.measurements] if s.measurements else []))
+    hit = _SHARED.get(key)
+    if hit is None:
+        hit = _SHARED[key] = _analyse(s, n_draws, seed, measurements)
+        if len(_SHARED) > _SHARED_SIZE:
+            _SHARED.popitem(last=False)
+    else:
+        _SHARED.move_to_end(key)
+    return copy.deepcopy(hit)
+
+
 def analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0, measurements: bool = True) -> Analysis:
     """The whole analysis of ``s``: performance per accelerator (``options``) and per offering
     (training), software fit, prices and exclusions, Monte Carlo, recommendation, offers. With
     ``s.measurements`` (and ``measurements`` true) the efficiency is the published calibration
     adjusted to the team's runs near the workload (``calibrate.own.scenario_efficiency``). When no
     option passes, the nearest changes include another precision that would make one pass
-    (``precision_changes``)."""
+    (``precision_changes``). Where ``WORKBOOK_SHARE_ANALYSIS`` is set, equal inputs are computed
+    once per process (``shared_analyse``)."""
+    if os.environ.get(SHARE_ENV):
+        return shared_analyse(s, n_draws, seed, measurements)
+    return _analyse(s, n_draws, seed, measurements)
+
+
+def _analyse(s: Scenario, n_draws: int, seed: int, measurements: bool) -> Analysis:
     use = s.measurements if measurements else None
     eff, adjustments, runs = own_runs.scenario_efficiency(s.model_copy(update={"measurements": use}),
                                                           workload_profile(s.workload))

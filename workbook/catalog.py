@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import paths
+from . import inputs, paths
 from .errors import InputError
 from .terms import PLATFORMS
 
@@ -418,6 +418,7 @@ def _check_lead_times(df: pd.DataFrame, rel: str, data_dir: str | None) -> None:
 
 
 def _suggest(word: str, choices) -> str:
+    word = str(word)[:inputs.EXCERPT_CHARS]     # difflib on a 100 kB id would take minutes
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.4)
     if not close:
         close = [c for c in choices if word.lower() in c.lower() or c.lower() in word.lower()][:1]
@@ -445,7 +446,7 @@ def resolve(name: str, ident: str, data_dir: str | None = None) -> str:
     if str(ident).lower() in m:
         return m[str(ident).lower()]
     canon = sorted(set(m.values()))
-    raise InputError(f"unknown {name[:-1]} id {ident!r}{_suggest(str(ident), canon)}")
+    raise InputError(f"unknown {name[:-1]} id {inputs.excerpt(ident)}{_suggest(str(ident), canon)}")
 
 
 def accelerators(data_dir: str | None = None) -> pd.DataFrame:

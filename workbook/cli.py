@@ -1,33 +1,61 @@
 """Command line: ``python -m workbook <command>``.
 
 Expected mistakes (bad scenario, unknown id, missing file) print one line per problem naming file
-and field, and exit with status 2, never a traceback.
+and field, and exit with status 2, never a traceback. Anything else (a bug) prints one line with
+the exception and how to report it, and exits with status 3; ``--debug`` shows the traceback.
 """
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 
-import pandas as pd
-
-from . import analysis, catalog, diff, prices, terms
-from .calibrate import command as calibrate
-from .calibrate import layouts
-from .plan import command as plan_command
 from .errors import InputError
-from .report import batch as report
-from .scenario import load_scenario, resolve_path, scenario_names, scenario_schema
-from .views import text
+from .inputs import excerpt_text
+
+
+class _Lazy:
+    """A module imported on first attribute use: ``--help`` and ``validate`` load neither pandas'
+    display stack nor Altair/Jupyter, and each verb pays only for the modules it calls."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        return getattr(importlib.import_module(self._name), attr)
+
+
+pd = _Lazy("pandas")
+analysis, catalog, terms = _Lazy("workbook.analysis"), _Lazy("workbook.catalog"), _Lazy("workbook.terms")
+layouts, text = _Lazy("workbook.calibrate.layouts"), _Lazy("workbook.views.text")
+_scenario = _Lazy("workbook.scenario")
+
+
+def load_scenario(*args, **kwargs):
+    return _scenario.load_scenario(*args, **kwargs)
+
+
+def resolve_path(*args, **kwargs):
+    return _scenario.resolve_path(*args, **kwargs)
+
+
+def scenario_names():
+    return _scenario.scenario_names()
+
+
+def scenario_schema():
+    return _scenario.scenario_schema()
+
 
 # Sub-commands that live in their own modules: name -> (module, help). Each module defines
-# ``add_arguments(parser)`` and ``run(args) -> int``.
+# ``add_arguments(parser)`` and ``run(args) -> int``; it is imported only when its verb runs.
 _COMMANDS = {
-    "calibrate": (calibrate, "compare the performance model with published runs"),
-    "report": (report, "render decision reports (HTML) for scenarios with Papermill"),
-    "prices": (prices, "import maintained price catalogs (SkyPilot vms.csv, gpuhunt CSV) into offerings"),
-    "diff": (diff, "what changed between two summary.json files or report folders"),
-    "plan": (plan_command, "plan a fleet over months for a portfolio of workloads (commitments and bursts)"),
+    "calibrate": ("workbook.calibrate.command", "compare the performance model with published runs"),
+    "report": ("workbook.report.batch", "render decision reports (HTML) for scenarios with Papermill"),
+    "prices": ("workbook.pricesync", "import or refresh price catalogs (SkyPilot vms.csv, gpuhunt) into offerings"),
+    "diff": ("workbook.diff", "what changed between two summary.json files or report folders"),
+    "plan": ("workbook.plan.command", "plan a fleet over months for a portfolio of workloads (commitments and bursts)"),
 }
 
 
@@ -123,8 +151,11 @@ def _estimate(args) -> int:
     return 0 if (result.get("recommendation") or {}).get("accelerator") else 1
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m workbook", description=__doc__.splitlines()[0])
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Every verb; ``only`` = the one verb whose module-level sub-command is built (the others list
+    their help only, without importing their modules); None builds them all."""
+    p = argparse.ArgumentParser(prog="python -m workbook", description=__doc__.splitlines()[0],
+                                epilog="--debug (anywhere on the line): show the traceback of an unexpected error")
     sub = p.add_subparsers(dest="command", required=True)
     v = sub.add_parser("validate", help="validate scenario files (default: every shipped scenario)")
     v.add_argument("files", nargs="*")
@@ -139,15 +170,30 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=_estimate)
     s = sub.add_parser("schema", help="print the scenario file's JSON schema")
     s.set_defaults(func=_schema)
-    for name, (mod, help_) in _COMMANDS.items():
+    for name, (module, help_) in _COMMANDS.items():
         sp = sub.add_parser(name, help=help_)
-        mod.add_arguments(sp)
-        sp.set_defaults(func=mod.run)
+        if only is None or name == only:  # the other verbs' modules are not imported
+            mod = importlib.import_module(module)
+            mod.add_arguments(sp)
+            sp.set_defaults(func=mod.run)
     return p
 
 
+def _verb(argv: list[str]) -> str | None:
+    """The sub-command ``argv`` names (its first word that is not an option), else None."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+BUG_HINT = ("this is a bug in the workbook, not in your input: please report it with the command and its "
+            "input files (rerun with --debug for the traceback)")
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
+    verb = _verb(argv)
+    args = build_parser(only=verb if verb in _COMMANDS else "").parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except InputError as e:
@@ -156,6 +202,21 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except MemoryError:
+        if debug:
+            raise
+        print("error: out of memory (an input asks for more than this machine holds; "
+              f"{BUG_HINT})", file=sys.stderr)
+        return 3
+    except Exception as e:  # noqa: BLE001 - the top level: any other failure is a bug, said in one line
+        if debug:
+            raise
+        print(f"error: {type(e).__name__}: {excerpt_text(str(e).splitlines()[0] if str(e) else '')} ({BUG_HINT})",
+              file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import json
 import math
 from pathlib import Path
 
+from . import inputs, paths
 from .errors import InputError
 from .terms import usd
 
@@ -21,20 +22,56 @@ REC_FIELDS = ("accelerator", "pricing_model", "provider", "offering")
 REL_TOL = 0.005   # changes of figures below 0.5% are rounding, not news
 
 
+MAX_SUMMARY_BYTES = 50_000_000   # a summary.json is about 100 kB; a report folder's largest under 5 MB
+
+
 def load_summary(path: str | Path) -> dict:
-    """A summary JSON object from a file or a report folder (its ``summary.json``)."""
+    """A summary JSON object from a file or a report folder (its ``summary.json``), read through
+    ``inputs`` (a regular file of at most ``MAX_SUMMARY_BYTES``, nesting and numbers bounded) and
+    checked for the shapes ``diff_summaries`` reads (``_shape_problems``)."""
     p = Path(path)
-    if p.is_dir():
-        p = p / "summary.json"
     try:
-        data = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file (expected a summary.json or a report folder)") from None
-    except (OSError, ValueError) as e:
-        raise InputError(f"{p}: not a JSON summary ({e.__class__.__name__})") from None
+        if p.is_dir():
+            p = p / "summary.json"
+    except (OSError, ValueError):
+        pass                        # a name too long: inputs says so
+    label = paths.rel(p)
+    data = inputs.read_json(p, "a summary.json or a report folder", MAX_SUMMARY_BYTES, label)
     if not isinstance(data, dict):
-        raise InputError(f"{p}: expected a JSON object (the estimate --json output)")
+        raise InputError(f"{label}: expected a JSON object (the estimate --json output)")
+    problems = _shape_problems(data)
+    if problems:
+        raise InputError("", [f"{label}: {line}" for line in problems])
     return data
+
+
+def _shape_problems(data: dict) -> list[str]:
+    """The keys ``diff`` reads whose value has the wrong kind (a list where an object belongs)."""
+    out = []
+    rec = data.get("recommendation")
+    if rec is not None and not isinstance(rec, dict):
+        out.append(f"recommendation: expected an object, got {type(rec).__name__}")
+        rec = None
+    rec = rec or {}
+    for key, kind in (("figures", dict), ("warnings", list)):
+        if rec.get(key) is not None and not isinstance(rec[key], kind):
+            out.append(f"recommendation.{key}: expected {'an object' if kind is dict else 'a list'}, "
+                       f"got {type(rec[key]).__name__}")
+    if isinstance(rec.get("warnings"), list) and not all(isinstance(w, str) for w in rec["warnings"]):
+        out.append("recommendation.warnings: expected a list of sentences (strings)")
+    opts = data.get("options")
+    if opts is not None and not isinstance(opts, list):
+        out.append(f"options: expected a list, got {type(opts).__name__}")
+    elif opts:
+        for i, o in enumerate(opts):
+            if not isinstance(o, dict) or not isinstance(o.get("costs") or {}, dict) or not all(
+                    isinstance(e, dict) for e in (o.get("costs") or {}).values()):
+                out.append(f"options.{i}: expected an object with costs per way to pay")
+                break
+    for key in ("inputs", "catalog_versions"):
+        if data.get(key) is not None and not isinstance(data[key], dict):
+            out.append(f"{key}: expected an object, got {type(data[key]).__name__}")
+    return out
 
 
 def _num(x):
@@ -151,7 +188,7 @@ def _value(c: dict, v) -> str:
         return "(none)"
     if c["money"] and _num(v) is not None:
         return usd(v)
-    return f"{v:,.4g}" if _num(v) is not None else str(v)
+    return f"{v:,.4g}" if _num(v) is not None else inputs.excerpt_text(str(v))
 
 
 def change_lines(d: dict) -> list[str]:

@@ -21,10 +21,9 @@ model, used for speculative decoding; DeepSeek-V3 report §2.2).
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from . import paths
+from . import inputs, paths
 from .errors import InputError
 
 DESCRIPTION = ("A Hugging Face config.json (or a folder holding one), relative to the scenario file, read "
@@ -50,20 +49,16 @@ TEXT_DEFAULTS = {"gemma3_text": {"vocab_size": 262_208},
 def config_file(path: str | Path) -> Path:
     """The config.json at ``path`` (a file, or a folder holding ``config.json``)."""
     p = Path(path)
-    return p / "config.json" if p.is_dir() else p
+    try:
+        return p / "config.json" if p.is_dir() else p
+    except (OSError, ValueError):
+        return p       # a name too long or a symlink loop: read_config says so
 
 
 def read_config(path: str | Path, where: str = "workload.hf_config") -> dict:
-    """The parsed config.json; ``InputError`` naming ``where`` when it is missing or not JSON."""
-    f = config_file(path)
-    if not f.is_file():
-        raise InputError(f"{where}: no such file (expected a config.json or a folder holding one)")
-    if f.stat().st_size > MAX_CONFIG_BYTES:
-        raise InputError(f"{where}: larger than a config.json ({MAX_CONFIG_BYTES} bytes)")
-    try:
-        data = json.loads(f.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"{where}: not a JSON file ({e.__class__.__name__}: {e})") from None
+    """The parsed config.json through ``inputs`` (a regular file of at most ``MAX_CONFIG_BYTES``,
+    nesting and integer digits bounded); ``InputError`` naming ``where`` otherwise."""
+    data = inputs.read_json(config_file(path), "a config.json or a folder holding one", MAX_CONFIG_BYTES, where)
     if not isinstance(data, dict):
         raise InputError(f"{where}: expected a JSON object of configuration keys")
     return data
@@ -75,23 +70,33 @@ MAX_DIM = 1_048_576  # scenario.Dim's bound
 def _need(cfg: dict, key: str, where: str):
     v = cfg.get(key)
     if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= MAX_DIM:
-        raise InputError(f"{where}: {key}: expected a positive integer up to {MAX_DIM}, got {v!r}")
+        raise InputError(f"{where}: {key}: expected a positive integer up to {MAX_DIM}, got {inputs.excerpt(v)}")
+    return v
+
+
+def _optional(cfg: dict, key: str, where: str, default=None, low: int = 1):
+    """An optional integer key (absent, null or 0 = ``default``) within ``low`` .. ``MAX_DIM``."""
+    v = cfg.get(key)
+    if v is None or (v == 0 and low > 0 and not isinstance(v, bool)):
+        return default
+    if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= MAX_DIM:
+        raise InputError(f"{where}: {key}: expected an integer from {low} up to {MAX_DIM}, got {inputs.excerpt(v)}")
     return v
 
 
 def _unsupported(where: str, key: str, value, why: str):
-    return InputError(f"{where}: {key} = {value!r} is not supported ({why})")
+    return InputError(f"{where}: {key} = {inputs.excerpt(value)} is not supported ({why})")
 
 
 def _common(cfg: dict, kind: str, where: str) -> dict:
     """The attention and embedding shape shared by the Llama-style configs."""
     heads = _need(cfg, "num_attention_heads", where)
     hidden = _need(cfg, "hidden_size", where)
-    kv = cfg.get("num_key_value_heads") or heads
+    kv = _optional(cfg, "num_key_value_heads", where, heads)
     out = {"layers": _need(cfg, "num_hidden_layers", where), "hidden": hidden, "heads": heads, "kv_heads": kv,
            "vocab": _need(cfg, "vocab_size", where), "gated_mlp": True,
            "tied_embeddings": bool(cfg.get("tie_word_embeddings", kind in TIED_BY_DEFAULT))}
-    if cfg.get("head_dim"):
+    if cfg.get("head_dim") is not None and cfg.get("head_dim") != 0:
         out["head_dim"] = _need(cfg, "head_dim", where)
     return out
 
@@ -118,15 +123,16 @@ def _moe(cfg: dict, kind: str, where: str) -> dict:
     key = "num_experts" if kind.startswith("qwen") else "n_routed_experts"
     width = _need(cfg, "moe_intermediate_size", where)
     out = {"experts": _need(cfg, key, where), "experts_per_token": _need(cfg, "num_experts_per_tok", where),
-           "moe_ffn_hidden": width, "ffn_hidden": cfg.get("intermediate_size") or width}
+           "moe_ffn_hidden": width, "ffn_hidden": _optional(cfg, "intermediate_size", where, width)}
     if kind == "qwen2_moe":
-        shared = cfg.get("shared_expert_intermediate_size") or 0
+        shared = _optional(cfg, "shared_expert_intermediate_size", where, 0)
         if shared % width:
             raise _unsupported(where, "shared_expert_intermediate_size", shared,
                                f"a whole number of {width}-wide experts is needed")
         out["shared_experts"] = shared // width
     if kind in MLA:
-        out.update(shared_experts=cfg.get("n_shared_experts") or 0, dense_layers=cfg.get("first_k_dense_replace") or 0)
+        out.update(shared_experts=_optional(cfg, "n_shared_experts", where, 0),
+                   dense_layers=_optional(cfg, "first_k_dense_replace", where, 0))
     return out
 
 
@@ -152,7 +158,7 @@ def _mla(cfg: dict, where: str) -> dict:
     """DeepSeek-V2/V3 multi-head latent attention: ``head_dim`` is the non-rotary query/key size."""
     out = {"kv_lora_rank": _need(cfg, "kv_lora_rank", where), "head_dim": _need(cfg, "qk_nope_head_dim", where),
            "qk_rope_head_dim": _need(cfg, "qk_rope_head_dim", where), "v_head_dim": _need(cfg, "v_head_dim", where)}
-    if cfg.get("q_lora_rank"):
+    if cfg.get("q_lora_rank") is not None and cfg.get("q_lora_rank") != 0:
         out["q_lora_rank"] = _need(cfg, "q_lora_rank", where)
     return out
 
@@ -169,9 +175,14 @@ def _mpt(cfg: dict, where: str) -> dict:
     output; grouped-query attention through ``attn_config.kv_n_heads``."""
     d, heads = _need(cfg, "d_model", where), _need(cfg, "n_heads", where)
     ratio = cfg.get("expansion_ratio", 4)
-    if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or ratio <= 0 or (ratio * d) % 1:
-        raise InputError(f"{where}: expansion_ratio: expected a positive number (x d_model a whole width), got {ratio!r}")
-    kv = (cfg.get("attn_config") or {}).get("kv_n_heads") or heads
+    if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not 0 < ratio <= 64 or (ratio * d) % 1:
+        raise InputError(f"{where}: expansion_ratio: expected a positive number up to 64 (x d_model a whole width), "
+                         f"got {inputs.excerpt(ratio)}")
+    attn = cfg.get("attn_config")
+    if attn is not None and not isinstance(attn, dict):
+        raise InputError(f"{where}: attn_config: expected a JSON object (MPT's attention settings), "
+                         f"got {type(attn).__name__}")
+    kv = _optional(attn or {}, "kv_n_heads", f"{where}: attn_config", heads)
     return {"layers": _need(cfg, "n_layers", where), "hidden": d, "heads": heads, "kv_heads": kv,
             "vocab": _need(cfg, "vocab_size", where), "ffn_hidden": int(ratio * d), "gated_mlp": False,
             "tied_embeddings": True}
@@ -188,8 +199,8 @@ def architecture_fields(cfg: dict, where: str = "workload.hf_config") -> dict:
     if kind in ("llama4", "gemma3"):  # a wrapper's model_type on a text-only config
         kind = WRAPPERS[kind]
     cfg = {**TEXT_DEFAULTS.get(kind, {}), **{k: v for k, v in cfg.items() if v is not None or k not in TEXT_DEFAULTS.get(kind, {})}}
-    if kind not in SUPPORTED:
-        raise InputError(f"{where}: model_type {kind!r} is not supported (supported: {', '.join(SUPPORTED)})")
+    if not isinstance(kind, str) or kind not in SUPPORTED:
+        raise InputError(f"{where}: model_type {inputs.excerpt(kind)} is not supported (supported: {', '.join(SUPPORTED)})")
     if kind == "gpt_neox":
         return _gpt_neox(cfg, where)
     if kind == "mpt":

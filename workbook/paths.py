@@ -4,13 +4,15 @@ Nothing here imports from the workbook; every module that needs a folder imports
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 VERSION = "0.1.0"   # the package version (pyproject.toml), stamped into every report and summary
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 ROOT = PACKAGE_DIR.parent
-DATA_DIR = ROOT / "data"
+# the catalogs and scenarios; WORKBOOK_DATA_DIR points a process (and an app's kernels) at another copy
+DATA_DIR = Path(os.environ["WORKBOOK_DATA_DIR"]) if os.environ.get("WORKBOOK_DATA_DIR") else ROOT / "data"
 SCENARIO_DIR = DATA_DIR / "scenarios"
 NOTEBOOK_DIR = ROOT / "notebooks"
 TEMPLATE_DIR = PACKAGE_DIR / "templates"
@@ -18,14 +20,20 @@ APP_SHARE_DIR = PACKAGE_DIR / "app_share"   # holds voila/templates/workbook (fo
 APP_NOTEBOOK = NOTEBOOK_DIR / "app.ipynb"
 
 
+MAX_SHOWN_CHARS = 200   # a message shows at most this much of a path (a 100 kB name is not echoed)
+
+
 def rel(path: str | Path) -> str:
     """``path`` relative to the working directory when it lies below it (for error messages that
-    name a file the user can open), else as given."""
-    p = Path(path)
-    try:
-        return str(p.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(p)
+    name a file the user can open), else as given; never raises (a symlink loop, a name longer than
+    the system allows) and cut to ``MAX_SHOWN_CHARS`` characters."""
+    text = str(path)
+    if len(text) <= 4096:
+        try:
+            text = str(Path(text).resolve().relative_to(Path.cwd()))
+        except (ValueError, OSError, RuntimeError):
+            pass
+    return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS - 3] + "..."
 
 
 SCENARIO_FILE_KEYS = (("workload", "hf_config"), ("measurements",))  # files a scenario names
@@ -44,3 +52,17 @@ def beside(data, folder: str | Path, keys=SCENARIO_FILE_KEYS):
         if isinstance(value, str) and value and not Path(value).is_absolute():
             node[key[-1]] = str((Path(folder) / value).resolve())
     return data
+
+
+def data_state(extra=()) -> tuple:
+    """What the catalogs would read now: each ``DATA_DIR/*.csv`` (and each path of ``extra``) by path,
+    size and modification time, so that a result cached on it is recomputed after a file changes or
+    the data folder moves (the analysis and comparison caches key on it)."""
+    out = []
+    for f in [*sorted(DATA_DIR.glob("*.csv")), *(Path(str(p)) for p in extra)]:
+        try:
+            st = f.stat()
+            out.append((str(f), st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append((str(f), None, None))
+    return tuple(out)

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
+import io
 import math
 import re
+import stat as _stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,13 +63,18 @@ NAME_MAP: dict[str, str | dict[int, str]] = {
     "T4": "T4",
     "V100": "V100-SXM2-16GB",
     "V100-32GB": "V100-SXM2-32GB",
+    # Hyperstack's names carry the form factor (n3-* shapes in SkyPilot's hyperstack file)
+    "A100-80G-PCIE": "A100-PCIe-80GB", "A100-80G-PCIE-NVLINK": "A100-PCIe-80GB",
+    "H100-80G-PCIE": "H100-PCIe-80GB", "H100-80G-PCIE-NVLINK": "H100-PCIe-80GB", "H100-80G-SXM5": "H100-SXM5-80GB",
 }
 # Instance-name rules that override the name map (form factor the GPU name does not carry).
 INSTANCE_RULES: list[tuple[re.Pattern, dict[str, str | None]]] = [
     (re.compile(r"pcie", re.I), {"A100-SXM4-80GB": "A100-PCIe-80GB", "H100-SXM5-80GB": "H100-PCIe-80GB",
                                  "A100-SXM4-40GB": None}),
     (re.compile(r"^Standard_NC\d+ads_A100_v4$"), {"A100-SXM4-80GB": "A100-PCIe-80GB"}),
-    (re.compile(r"^Standard_NC\d+ads_H100_v5$"), {"H100-SXM5-80GB": None}),  # H100 NVL: not in the catalog
+    (re.compile(r"^Standard_NC\d+ads_H100_v5$"), {"H100-SXM5-80GB": "H100-NVL-94GB"}),  # imported once that chip exists
+    # Lambda's 1/2/4-GPU 'gpu_Nx_a100' (no _sxm4) do not say their form factor; the 8-GPU and _sxm4 ones are SXM4
+    (re.compile(r"^gpu_[124]x_a100$"), {"A100-SXM4-40GB": None}),
 ]
 # TPU generation -> (chip id, TensorCores per chip in the slice suffix: v4-8 and v5p-8 are 4 chips).
 TPU_MAP = {"v4": ("TPU-v4", 2), "v5p": ("TPU-v5p", 2), "v5litepod": ("TPU-v5e", 1), "v5e": ("TPU-v5e", 1),
@@ -76,10 +83,30 @@ _TPU = re.compile(r"^(?:tpu-)?(v\d+[a-z]*)-(\d+)$")
 # GCP GPU rows in SkyPilot carry only the GPU price; these families have one host VM per GPU count.
 GCP_HOSTS = {"A100": "a2-highgpu-{n}g", "A100-80GB": "a2-ultragpu-{n}g", "H100": "a3-highgpu-{n}g",
              "H100-MEGA": "a3-megagpu-{n}g", "H200": "a3-ultragpu-{n}g"}
+# Source cloud key (a SkyPilot catalog folder, a gpuhunt provider, a Shadeform instance prefix) ->
+# (provider name in data/offerings.csv, provider_kind). A key not listed is named from the key, gpu-cloud.
 PROVIDERS = {"aws": ("AWS", "hyperscaler"), "gcp": ("GCP", "hyperscaler"), "azure": ("Azure", "hyperscaler"),
              "lambda": ("Lambda", "gpu-cloud"), "lambdalabs": ("Lambda", "gpu-cloud"),
              "runpod": ("RunPod", "gpu-cloud"), "nebius": ("Nebius", "gpu-cloud"),
-             "oci": ("OCI", "hyperscaler"), "vast": ("Vast.ai", "marketplace"), "vastai": ("Vast.ai", "marketplace")}
+             "oci": ("OCI", "hyperscaler"), "vast": ("Vast.ai", "marketplace"), "vastai": ("Vast.ai", "marketplace"),
+             "verda": ("Verda", "gpu-cloud"), "datacrunch": ("Verda", "gpu-cloud"),
+             "fluidstack": ("Fluidstack", "gpu-cloud"), "hyperstack": ("Hyperstack", "gpu-cloud"),
+             "cudo": ("Cudo Compute", "gpu-cloud"), "paperspace": ("Paperspace", "gpu-cloud"),
+             "do": ("DigitalOcean", "gpu-cloud"), "digitalocean": ("DigitalOcean", "gpu-cloud"),
+             "shadeform": ("Shadeform", "marketplace"), "mithril": ("Mithril", "gpu-cloud"),
+             "lium": ("Lium", "marketplace"), "jarvislabs": ("JarvisLabs", "gpu-cloud"),
+             "hyperbolic": ("Hyperbolic", "marketplace"), "seeweb": ("Seeweb", "gpu-cloud"),
+             "spheron": ("Spheron", "marketplace"), "yotta": ("Yotta", "gpu-cloud"),
+             "primeintellect": ("Prime Intellect", "marketplace"), "daytona": ("Daytona", "gpu-cloud"),
+             "cloudrift": ("CloudRift", "gpu-cloud"), "crusoe": ("Crusoe", "gpu-cloud"),
+             "hotaisle": ("Hot Aisle", "gpu-cloud"), "vultr": ("Vultr", "gpu-cloud"),
+             "scaleway": ("Scaleway", "gpu-cloud"), "massedcompute": ("Massed Compute", "gpu-cloud"),
+             "denvr": ("Denvr Dataworks", "gpu-cloud"), "excesssupply": ("Excess Supply", "marketplace"),
+             "latitude": ("Latitude.sh", "gpu-cloud"), "voltagepark": ("Voltage Park", "gpu-cloud"),
+             "horizon": ("Horizon", "gpu-cloud"), "nscale": ("Nscale", "gpu-cloud"),
+             "ibm": ("IBM Cloud", "hyperscaler"), "coreweave": ("CoreWeave", "gpu-cloud"),
+             "tensorwave": ("TensorWave", "gpu-cloud"), "together": ("Together AI", "gpu-cloud"),
+             "boostrun": ("Boost Run", "gpu-cloud"), "amaya": ("Amaya", "gpu-cloud")}
 PRICE_COLUMNS = ["on_demand_usd_per_hour", "spot_usd_per_hour", "commit_1y_usd_per_hour",
                  "commit_3y_usd_per_hour", "monthly_usd", "other_usd_per_hour"]
 SPEC_COLUMNS = ["vcpus", "host_memory_bytes", "local_nvme_bytes", "inter_node_bytes_per_s", "fabric"]
@@ -131,7 +158,17 @@ class Imported:
         self.skipped[what] = self.skipped.get(what, 0) + n
 
 
-def _number(text, file: str, row: int, col: str, required: bool = False) -> float | None:
+MAX_FILE_BYTES = 64 * 2 ** 20   # SkyPilot's AWS file, the largest, is 3.6 MB
+MAX_CELL_CHARS = 4096           # the longest real cell (AWS GpuInfo) is about 200 characters
+MAX_COUNT = 10000               # chips per instance, as the offerings schema allows
+FORMULA_START = ("=", "+", "-", "@")  # a spreadsheet would run such a text cell as a formula
+
+
+def _short(s: str, n: int = 60) -> str:
+    return repr(s if len(s) <= n else s[:n] + "...")
+
+
+def _number(text, file: str, row: int, col: str, required: bool = False, limit: float = 1e7) -> float | None:
     s = "" if text is None else str(text).strip()
     if s == "":
         if required:
@@ -140,32 +177,95 @@ def _number(text, file: str, row: int, col: str, required: bool = False) -> floa
     try:
         v = float(s)
     except ValueError:
-        raise InputError(f"{file}: row {row}: {col}: expected a number, got {s!r}") from None
-    if math.isnan(v) or v < 0:
-        raise InputError(f"{file}: row {row}: {col}: expected a non-negative number, got {s!r}")
+        raise InputError(f"{file}: row {row}: {col}: expected a number, got {_short(s)}") from None
+    if not math.isfinite(v) or v < 0 or v > limit:
+        raise InputError(f"{file}: row {row}: {col}: expected a number between 0 and {limit:g}, got {_short(s)}")
     return v
 
 
-def _read_rows(path: Path, columns: tuple[str, ...]) -> tuple[str, list[tuple[int, dict]]]:
+def read_text(path: Path) -> tuple[str, str]:
+    """(display name, text) of a price file: a regular file (not a directory, FIFO or device) of at most
+    ``MAX_FILE_BYTES``, UTF-8 (a byte-order mark is dropped); anything else is one InputError line."""
+    path = Path(path)
     rel = paths.rel(path)
-    if not path.exists():
-        raise InputError(f"{rel}: file not found")
-    with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        header = reader.fieldnames or []
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        raise InputError(f"{rel}: file not found") from None
+    except OSError as e:
+        raise InputError(f"{rel}: cannot read ({e.strerror or type(e).__name__})") from None
+    if not _stat.S_ISREG(st.st_mode):
+        kind = "a directory" if _stat.S_ISDIR(st.st_mode) else "not a regular file (FIFO, device or socket)"
+        raise InputError(f"{rel}: expected a CSV file, got {kind}")
+    if st.st_size > MAX_FILE_BYTES:
+        raise InputError(f"{rel}: {st.st_size:,} bytes, more than the {MAX_FILE_BYTES:,} a price file may have")
+    data = path.read_bytes()[:MAX_FILE_BYTES + 1]
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        row = data[:e.start].count(b"\n") + 1
+        raise InputError(f"{rel}: row {row}: byte {data[e.start]:#04x} is not UTF-8; save the file as UTF-8") from None
+    return rel, text
+
+
+def _read_rows(path: Path, columns: tuple[str, ...], text_columns: tuple[str, ...] = ()) -> tuple[str, list[tuple[int, dict]]]:
+    """Rows of a price CSV as (line number, record). Refused with one line naming file, row and column: a
+    missing column, a ragged row, a cell over ``MAX_CELL_CHARS``, a text cell that starts like a spreadsheet
+    formula (``=``, ``+``, ``-``, ``@``: refused, never written into data/offerings.csv)."""
+    rel, text = read_text(path)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, [])
         missing = [c for c in columns if c not in header]
         if missing:
             raise InputError(f"{rel}: row 1: {missing[0]}: missing column (expected {', '.join(columns)})")
+        watch = [(header.index(c), c) for c in text_columns if c in header]
         rows = []
-        for i, rec in enumerate(reader, start=2):
-            if None in rec:
+        for i, cells in enumerate(reader, start=2):
+            if not cells:
+                continue
+            if len(cells) > len(header):
                 raise InputError(f"{rel}: row {i}: {header[-1]}: more cells than header columns")
-            rows.append((i, rec))
+            long = next((j for j, c in enumerate(cells) if len(c) > MAX_CELL_CHARS), None)
+            if long is not None:
+                raise InputError(f"{rel}: row {i}: {header[long]}: a cell of {len(cells[long]):,} characters "
+                                 f"(at most {MAX_CELL_CHARS})")
+            for j, name in watch:
+                if j < len(cells) and cells[j].lstrip().startswith(FORMULA_START):
+                    raise InputError(f"{rel}: row {i}: {name}: text starting with {cells[j].lstrip()[0]!r} is "
+                                     f"refused (a spreadsheet would run it as a formula): {_short(cells[j])}")
+            rows.append((i, dict(zip(header, cells))))
+    except csv.Error as e:
+        raise InputError(f"{rel}: row {reader.line_num}: not a readable CSV row ({e})") from None
     return rel, rows
 
 
+def _normal(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+_ALIASES: list = [None, {}]  # (the catalog's resolve map it was built from, the map)
+
+
+def _alias_map() -> dict[str, str]:
+    """Every id and alias of data/accelerators.csv, lower-case and with punctuation removed, -> chip id:
+    a chip added there with its source names as aliases is imported without a code change."""
+    known = catalog.resolve_map("accelerators")
+    if _ALIASES[0] is not known:
+        out: dict[str, str] = {}
+        for name, chip in known.items():
+            out.setdefault(name.lower(), chip)
+            out.setdefault(_normal(name), chip)
+        _ALIASES[:] = [known, out]
+    return _ALIASES[1]
+
+
 def map_accelerator(name: str | None, memory_gb: float | None, instance: str) -> tuple[str | None, int | None, str]:
-    """(chip id, chips per instance or None, reason when unknown) for a source accelerator name."""
+    """(chip id, chips per instance or None, reason when unknown) for a source accelerator name.
+
+    ``NAME_MAP`` first (names that cover two parts, told apart by memory), then every id and alias of
+    data/accelerators.csv (case and punctuation ignored), then ``INSTANCE_RULES`` for a form factor the
+    name does not carry; an unknown name is reported, never guessed."""
     raw = (name or "").strip()
     tpu = _TPU.match(raw.lower()) or _TPU.match(instance.strip().lower())
     if tpu and (raw.lower().startswith(("tpu-", "v")) or not raw):
@@ -181,13 +281,16 @@ def map_accelerator(name: str | None, memory_gb: float | None, instance: str) ->
         target = _by_memory(target, memory_gb)
         if target is None:
             return None, None, f"no mapping for {memory_gb or '?'} GB per chip"
+    aliases = _alias_map()
     if target is None:
-        return None, None, "no mapping to a chip id (add it to workbook/prices.py NAME_MAP)"
+        target = aliases.get(raw.lower()) or aliases.get(_normal(raw))
+    if target is None:
+        return None, None, "no chip id or alias in data/accelerators.csv"
     for pattern, override in INSTANCE_RULES:
         if pattern.search(instance) and target in override:
             target = override[target]
-            if target is None:
-                return None, None, f"in {instance}: form factor not in data/accelerators.csv"
+            if target is None or target not in aliases.values():
+                return None, None, f"in {instance}: form factor {target or ''} not in data/accelerators.csv".replace("  ", " ")
     return target, None, ""
 
 
@@ -201,8 +304,13 @@ def _by_memory(choices: dict[int, str], memory_gb: float | None) -> str | None:
 
 
 def _gpu_memory_gb(gpu_info: str) -> float | None:
-    m = re.search(r"SizeInMiB'?\"?:\s*(\d+)", gpu_info or "")
-    return int(m.group(1)) * 2 ** 20 / 1e9 if m else None
+    """Per-GPU memory from SkyPilot's ``GpuInfo``: ``SizeInMiB`` is MiB (AWS 81920), but some fetchers
+    (Shadeform's) write GB there (80); no GPU has under 1 GiB, so a value below 1024 is read as GB."""
+    m = re.search(r"SizeInMiB'?\"?:\s*(\d+(?:\.\d+)?)", gpu_info or "")
+    if not m:
+        return None
+    v = float(m.group(1))
+    return v if v < 1024 else v * 2 ** 20 / 1e9
 
 
 def _provider(path: Path, given: str | None) -> tuple[str, str, str]:
@@ -212,11 +320,24 @@ def _provider(path: Path, given: str | None) -> tuple[str, str, str]:
             if part.lower() in PROVIDERS:
                 key = part.lower()
                 break
-    if key not in PROVIDERS:
+    if not key:
         raise InputError(f"{paths.rel(path)}: cannot tell the provider from the path; pass --provider "
                          f"({', '.join(sorted(PROVIDERS))})")
-    name, kind = PROVIDERS[key]
+    if not re.fullmatch(r"[a-z0-9][a-z0-9_.-]{0,40}", key):
+        raise InputError(f"--provider: expected a short cloud key (letters, digits, -), got {_short(key)}")
+    name, kind = PROVIDERS.get(key, (key.title(), "gpu-cloud"))
     return key, name, kind
+
+
+def seller(key: str, instance: str) -> tuple[str, str, str]:
+    """(provider, provider_kind, id prefix) of a row: an aggregator's row (SkyPilot's ``shadeform`` file,
+    instances named ``<cloud>_<shape>``) is sold by the cloud its instance names, booked through it."""
+    if key == "shadeform" and "_" in instance:
+        sub = instance.split("_", 1)[0].lower()
+        name, kind = PROVIDERS.get(sub, (sub.title(), "gpu-cloud"))
+        return name, kind, "shadeform"
+    name, kind = PROVIDERS.get(key, (key.title(), "gpu-cloud"))
+    return name, kind, re.sub(r"[^a-z0-9]+", "", name.lower())
 
 
 def _catalog_version(path: Path) -> str | None:
@@ -233,10 +354,12 @@ def _catalog_version(path: Path) -> str | None:
 
 # An AWS Local Zone id names a metro inside the zone id (use1-atl2-az1: Atlanta, listed under us-east-1);
 # Local Zones are other cities with their own prices, so they are not the region's zones.
+# SkyPilot's GCP fetcher writes 700.0 where a TPU has no price in a region (data/README.md, offerings).
+PLACEHOLDER_USD = 700.0
 LOCAL_ZONE = re.compile(r"^[a-z]+\d+-[a-z]+\d+-az\d+$")
 
 
-def _sky_groups(rel: str, rows, imp: Imported) -> dict[tuple[str, str, str], dict]:
+def _sky_groups(rel: str, rows, imp: Imported, key: str = "") -> dict[tuple[str, str, str], dict]:
     """Group AZ rows by (instance, accelerator, region): on-demand price, lowest spot price, host specs.
     AWS Local Zone rows (``LOCAL_ZONE``) are left out and counted in ``imp.skipped``."""
     groups: dict[tuple[str, str, str], dict] = {}
@@ -244,14 +367,19 @@ def _sky_groups(rel: str, rows, imp: Imported) -> dict[tuple[str, str, str], dic
         inst, acc, region = (r.get("InstanceType") or "").strip(), (r.get("AcceleratorName") or "").strip(), \
             (r.get("Region") or "").strip()
         if not region:
-            raise InputError(f"{rel}: row {i}: Region: expected a value, got an empty cell")
+            imp.skip("row without a Region (the catalog gives no location)")
+            continue
         if LOCAL_ZONE.match((r.get("AvailabilityZone") or "").strip()):
             imp.skip("AWS Local Zone row (another city than the region's own zones)")
             continue
         price = _number(r.get("Price"), rel, i, "Price")
         spot = _number(r.get("SpotPrice"), rel, i, "SpotPrice")
-        count = _number(r.get("AcceleratorCount"), rel, i, "AcceleratorCount")
-        vcpus = _number(r.get("vCPUs"), rel, i, "vCPUs")
+        if key == "gcp" and PLACEHOLDER_USD in (price, spot):  # SkyPilot's GCP 'no price here' value
+            imp.skip("price 700.0: SkyPilot's placeholder for a region without a price", 1)
+            price = None if price == PLACEHOLDER_USD else price
+            spot = None if spot == PLACEHOLDER_USD else spot
+        count = _number(r.get("AcceleratorCount"), rel, i, "AcceleratorCount", limit=MAX_COUNT)
+        vcpus = _number(r.get("vCPUs"), rel, i, "vCPUs", limit=1e5)
         mem = _number(r.get("MemoryGiB"), rel, i, "MemoryGiB")
         g = groups.setdefault((inst, acc, region), {"price": None, "spot": [], "count": count, "vcpus": vcpus,
                                                    "mem_gib": mem, "gpu_gb": _gpu_memory_gb(r.get("GpuInfo")),
@@ -267,10 +395,10 @@ def _sky_groups(rel: str, rows, imp: Imported) -> dict[tuple[str, str, str], dic
 def read_skypilot(path: Path, provider: str | None = None) -> Imported:
     """Offerings rows from a SkyPilot ``vms.csv`` (AZ rows collapsed: spot = lowest AZ spot price)."""
     path = Path(path)
-    rel, rows = _read_rows(path, SKYPILOT_REQUIRED)
+    rel, rows = _read_rows(path, SKYPILOT_REQUIRED, ("InstanceType", "AcceleratorName", "Region", "AvailabilityZone"))
     key, prov, kind = _provider(path, provider)
     imp = Imported(pd.DataFrame())
-    groups = _sky_groups(rel, rows, imp)
+    groups = _sky_groups(rel, rows, imp, key)
     hosts = {(inst, region): g for (inst, acc, region), g in groups.items() if inst and not acc}
     out = []
     for (inst, acc, region), g in groups.items():
@@ -301,8 +429,18 @@ def read_skypilot(path: Path, provider: str | None = None) -> Imported:
         if od is None and spot is None:
             imp.skip(f"{acc}: no price in the file", g["rows"])
             continue
-        out.append(_row(key, prov, kind, name, region, chip, count, od, spot, vcpus,
-                        mem * GIB if mem else None, note))
+        prov, kind, prefix = seller(key, name)
+        if prefix == "shadeform":
+            note = f"{note} Sold by {prov}, booked through Shadeform (SkyPilot's shadeform catalog).".strip()
+        row = _row(prefix, prov, kind, name, region, chip, count, od, spot, vcpus, mem * GIB if mem else None, note)
+        if chips is not None:  # a TPU slice: hosts talk over the data-centre network, per chip as in accelerators.csv
+            per_chip = catalog.accelerator_record(chip).get("inter_node_bytes_per_s")
+            row["fabric"] = "dcn"
+            if per_chip and per_chip == per_chip:
+                row["inter_node_bytes_per_s"] = per_chip * count
+                row["notes"] = (f"{row['notes']} Network: DCN {per_chip * 8 / 1e9:g} Gbps per chip (accelerators.csv "
+                                f"{chip}) x {count} chips.").strip()
+        out.append(row)
     imp.rows = pd.DataFrame(out)
     return imp
 
@@ -313,7 +451,7 @@ def read_skypilot(path: Path, provider: str | None = None) -> Imported:
 def read_gpuhunt(path: Path, provider: str | None = None) -> Imported:
     """Offerings rows from one gpuhunt provider CSV (on-demand and spot rows of an instance joined)."""
     path = Path(path)
-    rel, rows = _read_rows(path, GPUHUNT_COLUMNS)
+    rel, rows = _read_rows(path, GPUHUNT_COLUMNS, ("instance_name", "location", "gpu_name"))
     key, prov, kind = _provider(path, provider)
     imp = Imported(pd.DataFrame())
     groups: dict[tuple[str, str], dict] = {}
@@ -327,7 +465,7 @@ def read_gpuhunt(path: Path, provider: str | None = None) -> Imported:
         price = _number(r.get("price"), rel, i, "price", required=True)
         region = re.sub(r"-[a-z]$", "", loc) if key == "gcp" else loc  # GCP locations are zones
         g = groups.setdefault((inst, region), {"od": [], "spot": [], "rows": 0, "gpu": r.get("gpu_name"),
-                                               "count": _number(r.get("gpu_count"), rel, i, "gpu_count"),
+                                               "count": _number(r.get("gpu_count"), rel, i, "gpu_count", limit=MAX_COUNT),
                                                "gpu_gb": _number(r.get("gpu_memory"), rel, i, "gpu_memory"),
                                                "cpu": _number(r.get("cpu"), rel, i, "cpu"),
                                                "mem": _number(r.get("memory"), rel, i, "memory")})
@@ -343,14 +481,13 @@ def read_gpuhunt(path: Path, provider: str | None = None) -> Imported:
             continue
         od, spot = (min(g["od"]) if g["od"] else None), (min(g["spot"]) if g["spot"] else None)
         note = "gpuhunt memory is GB (decimal) per its CatalogItem docs." if g["mem"] else ""
-        out.append(_row(key, prov, kind, inst, region or "unspecified", chip, chips or int(g["count"]), od, spot,
+        out.append(_row(seller(key, inst)[2], prov, kind, inst, region or "unspecified", chip, chips or int(g["count"]), od, spot,
                         g["cpu"], g["mem"] * 1e9 if g["mem"] else None, note))
     imp.rows = pd.DataFrame(out)
     return imp
 
 
-def _row(key, provider, kind, instance, region, chip, count, od, spot, vcpus, mem_bytes, note) -> dict:
-    prefix = re.sub(r"[^a-z0-9]+", "", provider.lower())
+def _row(prefix, provider, kind, instance, region, chip, count, od, spot, vcpus, mem_bytes, note) -> dict:
     slug = re.sub(r"[^a-z0-9.]+", "-", f"{prefix}-{instance}-{region}".lower()).strip("-")
     return {"offering": slug, "provider": provider, "provider_kind": kind, "region": region, "instance": instance,
             "accelerator": chip, "chips_per_instance": int(count), "on_demand_usd_per_hour": od,
@@ -390,106 +527,3 @@ def typed(df: pd.DataFrame, label: str) -> pd.DataFrame:
     raw = pd.DataFrame({c: df[c] if c in df.columns else None for c in schema}, index=df.index)
     raw = raw.astype(object).where(raw.notna(), "").astype(str).replace({"None": "", "nan": ""})
     return catalog.validate_frame(raw.reset_index(drop=True), schema, label, key="offering")
-
-
-# ---------------------------------------------------------------- merge and command
-
-
-def _cell(v) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
-        return ""
-    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
-        return str(int(v))
-    return str(v)
-
-
-def _same_prices(old: dict, new: dict) -> bool:
-    for c in PRICE_COLUMNS:
-        a, b = old.get(c, ""), new.get(c, "")
-        if (a == "") != (b == ""):
-            return False
-        if a and not math.isclose(float(a), float(b), rel_tol=1e-9):
-            return False
-    return True
-
-
-def merge(existing: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Merge imported rows into the offerings CSV (all-string frame). Returns (merged, summary).
-
-    A new id is added; an existing id with the same prices is unchanged; otherwise it is updated
-    unless the existing price is newer than the imported one (an undated import never replaces a
-    dated price: ``kept``). An update keeps the row's network columns it does not bring and names the
-    previous source, the prices that changed and their date in ``notes``."""
-    cols = list(existing.columns)
-    index = {o: i for i, o in enumerate(existing["offering"])}
-    out = existing.copy()
-    actions = []
-    for rec in new.to_dict("records"):
-        row = {c: _cell(rec.get(c)) for c in cols}
-        oid = row["offering"]
-        if oid not in index:
-            out = pd.concat([out, pd.DataFrame([row], columns=cols)], ignore_index=True)
-            actions.append((row["provider"], "added", oid))
-            continue
-        old = out.iloc[index[oid]].to_dict()
-        if _same_prices(old, row):
-            actions.append((row["provider"], "unchanged", oid))
-            continue
-        old_d, new_d = price_date(old.get("price_as_of")), price_date(row.get("price_as_of"))
-        if old_d is not None and (new_d is None or new_d < old_d):
-            actions.append((row["provider"], "kept (existing price is newer)", oid))
-            continue
-        for c in ("inter_node_bytes_per_s", "fabric", "local_nvme_bytes", "provider_kind"):
-            if c in cols and not row[c]:
-                row[c] = old.get(c, "")
-        was = ", ".join(f"{c} {old[c] or 'blank'}" for c in PRICE_COLUMNS if old.get(c, "") != row.get(c, ""))
-        row["notes"] = f"{row['notes']} Previous row: {old.get('source', '')} ({was}, price_as_of " \
-                       f"{old.get('price_as_of') or 'blank'}).".strip()
-        out.iloc[index[oid]] = [row[c] for c in cols]
-        actions.append((row["provider"], "updated", oid))
-    summary = pd.DataFrame(actions, columns=["provider", "action", "offering"])
-    return out, summary
-
-
-def summary_table(summary: pd.DataFrame, imp: Imported) -> str:
-    lines = []
-    if len(summary):
-        counts = summary.groupby(["provider", "action"]).size().unstack(fill_value=0)
-        lines.append(counts.to_string())
-    else:
-        lines.append("no offerings rows in the file")
-    for what, n in sorted(imp.skipped.items()):
-        lines.append(f"skipped {n} source row(s): {what}")
-    return "\n".join(lines)
-
-
-def add_arguments(p) -> None:
-    sub = p.add_subparsers(dest="prices_command", required=True)
-    imp = sub.add_parser("import", help="read a SkyPilot vms.csv or a gpuhunt catalog CSV into offerings rows")
-    imp.add_argument("file")
-    imp.add_argument("--format", required=True, choices=sorted(READERS))
-    imp.add_argument("--as-of", dest="as_of", help="date the prices were valid (YYYY-MM-DD): the snapshot's "
-                     "commit or catalog-version date; default: a gpuhunt version date in the path, else blank")
-    imp.add_argument("--provider", help="provider key when the path does not name it (aws, gcp, lambda, ...)")
-    imp.add_argument("--source", help="source text stored in each row (repository file @ commit, or URL)")
-    imp.add_argument("--region", action="append", dest="regions", help="keep only these regions (repeatable)")
-    imp.add_argument("--out", help="write the imported rows to this CSV instead of merging into data/offerings.csv")
-
-
-def run(args) -> int:
-    imp = import_file(args.file, args.format, args.provider, args.as_of, args.source, regions=args.regions)
-    target = paths.DATA_DIR / "offerings.csv"
-    existing = pd.read_csv(target, dtype=str, keep_default_na=False)
-    merged, summary = merge(existing, imp.rows)
-    if args.out:  # the imported rows alone, in the offerings schema; data/offerings.csv is left as it is
-        out = Path(args.out)
-        merge(existing.iloc[0:0], imp.rows)[0].to_csv(out, index=False)
-        print(f"{paths.rel(Path(args.file))}: {len(imp.rows)} offering row(s) written to {out} "
-              f"(against {paths.rel(target)} they would be:)")
-    else:
-        merged.to_csv(target, index=False)
-        catalog.load.cache_clear()
-        catalog.resolve_map.cache_clear()
-        print(f"{paths.rel(Path(args.file))}: {len(imp.rows)} offering row(s) merged into {paths.rel(target)}")
-    print(summary_table(summary, imp))
-    return 0

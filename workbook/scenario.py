@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import pandas as pd
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from . import catalog, hf, paths, terms
-from .yamlsafe import EXCERPT_CHARS, MAX_YAML_BYTES, excerpt, excerpt_text, read_yaml
+from . import inputs
+from .yamlsafe import EXCERPT_CHARS, excerpt, excerpt_text, read_yaml_file
 from .errors import InputError
 
 
@@ -208,9 +208,8 @@ class Workload(_Strict):
         TensorRT-LLM and vLLM serve an FP8 KV cache), else the precision."""
         if self.kv_cache_precision:
             return self.fp4_format if self.kv_cache_precision == "fp4" else self.kv_cache_precision
-        if self.precision == "fp4":
-            return "fp8"
-        return "bf16" if self.precision in terms.WEIGHT_ONLY_PRECISIONS else self.precision
+        return "fp8" if self.precision == "fp4" else "bf16" if self.precision in terms.WEIGHT_ONLY_PRECISIONS \
+            else self.precision
 
 
 def _unique_list(v):
@@ -470,7 +469,7 @@ errors_to_lines = _errors_to_lines  # one line per problem, for other input file
 def resolve_path(name_or_path: str | Path) -> Path:
     """A scenario name (file in data/scenarios without .yaml) or a path to a YAML file."""
     p = Path(name_or_path)
-    if p.suffix in (".yaml", ".yml") or p.exists() or "/" in str(name_or_path):
+    if p.suffix in (".yaml", ".yml") or "/" in str(name_or_path) or _exists(p):
         return p
     return paths.SCENARIO_DIR / f"{name_or_path}.yaml"
 
@@ -481,6 +480,11 @@ def parse_scenario(data, file: str = "<scenario>") -> Scenario:
         raise InputError(f"{file}: empty file, expected a scenario mapping (name, title, workload, ...)")
     if not isinstance(data, dict):
         raise InputError(f"{file}: expected a mapping of keys (name, title, workload, ...), got {type(data).__name__}")
+    if not any(isinstance(k, str) and k in Scenario.model_fields for k in data):
+        # no key of the format: not a scenario at all; its keys are not quoted (they may be the
+        # content of a file the user did not mean to pass, e.g. /etc/shadow named by a portfolio)
+        raise InputError(f"{file}: not a scenario file: none of its {len(data)} key(s) is a scenario key "
+                         "(name, title, workload, candidates, ...)")
     try:
         s = Scenario.model_validate(data)
     except ValidationError as exc:
@@ -508,9 +512,15 @@ def _check_ids(s: Scenario, file: str) -> list[str]:
         w.model = _res("models", w.model, "workload.model")
         out += _context_problems(w, file)
     if w.hf_config is not None:
-        out += [f"{file}: {p}" for p in hf.problems(w.hf_config)]
-    if s.measurements is not None and not Path(s.measurements).is_file():
-        out.append(f"{file}: measurements: no such file {s.measurements!r} (a CSV of the team's runs)")
+        try:
+            hf_architecture(w.hf_config)
+        except InputError as e:
+            out += [f"{file}: {p}" for p in e.problems]
+    if s.measurements is not None:
+        try:
+            inputs.check_path(s.measurements, "a CSV of the team's runs", paths.rel(s.measurements))
+        except InputError as e:
+            out += [f"{file}: measurements: {line}" for line in e.problems]
     if s.cluster is not None:
         s.cluster.accelerator = _res("accelerators", s.cluster.accelerator, "cluster.accelerator")
     if s.candidates.accelerators:
@@ -534,6 +544,17 @@ def _check_ids(s: Scenario, file: str) -> list[str]:
     return out
 
 
+def hf_architecture(path: str | Path, where: str = "workload.hf_config") -> Architecture:
+    """The ``Architecture`` of a Hugging Face config.json (``hf.load``), its bounds checked here so
+    that a config ``validate`` accepts never fails later in ``estimate``; ``InputError`` naming
+    ``where``, the file and the config's field otherwise."""
+    fields = hf.load(path, where)
+    try:
+        return Architecture(**fields)
+    except ValidationError as exc:
+        raise InputError("", _errors_to_lines(f"{where}: {paths.rel(hf.config_file(path))}", exc)[:MAX_PROBLEMS]) from None
+
+
 def _context_problems(w: Workload, file: str) -> list[str]:
     """A length given in the file beyond the model's context (``max_seq_len`` of data/models.csv)."""
     try:
@@ -552,32 +573,27 @@ def _context_problems(w: Workload, file: str) -> list[str]:
 
 
 def load_scenario(name_or_path: str | Path) -> Scenario:
-    """Read and validate one scenario file; ``InputError`` lists every problem, naming file and field."""
+    """Read and validate one scenario file; ``InputError`` lists every problem, naming file and field.
+    The file is read through ``inputs`` (a regular file of at most ``MAX_YAML_BYTES``: no FIFO, device,
+    /proc file or symlink loop; UTF-8 or UTF-16 with its byte-order mark)."""
     path = resolve_path(name_or_path)
     rel = paths.rel(path)
-    if not path.exists():
+    if len(str(path)) <= inputs.MAX_PATH_CHARS and not path.is_symlink() and not _exists(path):
         hint = ""
         if paths.SCENARIO_DIR.exists():
-            hint = catalog._suggest(path.stem, [p.stem for p in paths.SCENARIO_DIR.glob("*.yaml")])
+            hint = catalog._suggest(path.stem[:inputs.EXCERPT_CHARS], [p.stem for p in paths.SCENARIO_DIR.glob("*.yaml")])
         raise InputError(f"{rel}: file not found{hint}")
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{rel}: cannot read file ({e.__class__.__name__}: {e})") from None
-    if len(text) > MAX_YAML_BYTES:
-        raise InputError(f"{rel}: {len(text)} characters, more than a scenario needs (limit {MAX_YAML_BYTES})")
-    if not text.strip():
+    data = read_yaml_file(path, "a scenario YAML file", rel)
+    if data is None:
         raise InputError(f"{rel}: empty file, expected a scenario mapping (name, title, workload, ...)")
-    try:
-        data = read_yaml(text)
-    except RecursionError:
-        raise InputError(f"{rel}: YAML nested too deeply (refused)") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        kind = "YAML syntax error" if isinstance(e, (yaml.scanner.ScannerError, yaml.parser.ParserError)) else "YAML error"
-        raise InputError(f"{rel}: {kind}: {where}{excerpt_text(str(getattr(e, 'problem', None) or e))}") from None
     return parse_scenario(paths.beside(data, path.parent), rel)
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return True      # a name too long or with a NUL: inputs says so
 
 
 def scenario_names() -> list[str]:

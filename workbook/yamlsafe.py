@@ -8,9 +8,13 @@ import re
 
 import yaml
 
+from . import inputs
+from .errors import InputError
+
 MAX_YAML_NODES = 20_000      # a scenario has about 60 values; aliases may not expand past this
 MAX_YAML_BYTES = 1_000_000
-EXCERPT_CHARS = 60           # messages quote at most this much of any input value
+MAX_YAML_DEPTH = inputs.MAX_DEPTH   # nesting levels (a scenario has 4)
+EXCERPT_CHARS = inputs.EXCERPT_CHARS  # messages quote at most this much of any input value
 
 
 class _Loader(yaml.SafeLoader):
@@ -23,6 +27,7 @@ class _Loader(yaml.SafeLoader):
     def __init__(self, stream):
         super().__init__(stream)
         self._expanded = 0
+        self._depth = 0
         self._sizes: dict[int, int] = {}
 
     def compose_node(self, parent, index):
@@ -35,7 +40,14 @@ class _Loader(yaml.SafeLoader):
         if self._expanded > MAX_YAML_NODES:
             raise yaml.composer.ComposerError(
                 None, None, f"aliases expand to more than {MAX_YAML_NODES} values (refused)", self.peek_event().start_mark)
-        return super().compose_node(parent, index)
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                raise yaml.composer.ComposerError(
+                    None, None, f"nested deeper than {MAX_YAML_DEPTH} levels (refused)", self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
     def _size(self, node) -> int:
         if id(node) not in self._sizes:
@@ -75,10 +87,7 @@ _Loader.add_implicit_resolver(
 )
 
 
-def excerpt(value, limit: int = EXCERPT_CHARS) -> str:
-    """``repr(value)`` cut to ``limit`` characters: a message never echoes a large input."""
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+excerpt = inputs.excerpt
 
 
 def read_yaml(text: str):
@@ -90,5 +99,29 @@ def read_yaml(text: str):
         loader.dispose()
 
 
-def excerpt_text(text: str, limit: int = 4 * EXCERPT_CHARS) -> str:
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+excerpt_text = inputs.excerpt_text
+
+
+def yaml_problem(e: Exception) -> str:
+    """A YAML refusal in words: the problem and its line and column, never the file's own text
+    (PyYAML's ``str(e)`` quotes the offending line: a portfolio naming /etc/shadow would print it)."""
+    if isinstance(e, RecursionError):
+        return "YAML nested too deeply (refused)"
+    mark = getattr(e, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+    kind = "YAML syntax error" if isinstance(e, (yaml.scanner.ScannerError, yaml.parser.ParserError)) else "YAML error"
+    problem = getattr(e, "problem", None) or getattr(e, "context", None) or "not a YAML document"
+    return f"{kind}: {where}{excerpt_text(str(problem))}"
+
+
+def read_yaml_file(path, what: str, label: str, max_bytes: int = MAX_YAML_BYTES):
+    """The YAML document of the regular file at ``path`` through ``inputs.read_text`` (no FIFO,
+    device, /proc, loop; at most ``max_bytes``; UTF-8 or UTF-16 with BOM), parsed by ``read_yaml``;
+    ``InputError`` in one line naming ``label`` otherwise. An empty file reads as None."""
+    text = inputs.read_text(path, what, max_bytes, label)
+    if not text.strip():
+        return None
+    try:
+        return read_yaml(text)
+    except (yaml.YAMLError, RecursionError) as e:
+        raise InputError(f"{label}: {yaml_problem(e)}") from None

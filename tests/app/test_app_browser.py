@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import browser_helpers as bh
+from workbook.paths import ROOT
 
 needs_chromium = pytest.mark.skipif(not bh.CHROMIUM.exists(),
                                     reason=f"{bh.CHROMIUM} not found: apt-get install -y chromium")
@@ -34,10 +36,18 @@ OTHER = "llama-70b-pretrain"
 
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
-    """The app served by its launcher on a free loopback port; stopped by PID (SIGTERM) afterwards."""
+    """The app served by its launcher on a free loopback port; stopped by PID (SIGTERM) afterwards. It
+    serves a copy of data/ whose offerings.csv is pinned (tests/fixtures/offerings_issue12.csv, the catalog
+    before the issue-29 refresh) through WORKBOOK_DATA_DIR: these tests check decisions, and the shipped
+    catalog moves with every price refresh."""
+    data = tmp_path_factory.mktemp("data") / "data"
+    shutil.copytree(ROOT / "data", data)
+    shutil.copy(ROOT / "tests" / "fixtures" / "offerings_issue12.csv", data / "offerings.csv")
     port = bh.free_port()
     log = tmp_path_factory.mktemp("voila") / "voila.log"
-    proc = bh.start_app(port, log)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("WORKBOOK_DATA_DIR", str(data))
+        proc = bh.start_app(port, log)
     yield f"http://127.0.0.1:{port}/", port, log
     bh.stop_process(proc)
 
@@ -408,9 +418,21 @@ def test_uploading_own_runs_changes_the_decision_and_a_bad_file_is_a_sentence(ap
     bad.write_text(runs.read_text().replace("TPU-v6e,8,", "TPU-v6e,-8,"))
     act(page, lambda: upload(page, bad))
     note = page.inner_text(".wb-runs-note")
-    assert "bad.csv: row 2: chips: expected a positive integer, got '-8'" in note
+    assert "bad.csv: row 2: chips: expected an integer above 0 and at most 1e+06, got '-8'" in note
     assert page.locator(".wb-runs-note li").count() == 1 and "Traceback" not in page.inner_text("body")
     assert recommendation(page)["accelerator"] == rec["accelerator"]     # the runs loaded before stay
+    # issue 28: a 46 MB upload dropped the page's connection and later uploads were ignored; an empty
+    # one showed nothing. Each is now a sentence, and the page keeps answering
+    huge = tmp_path / "huge.csv"
+    huge.write_bytes(b"#" * 46_000_000)
+    act(page, lambda: upload(page, huge))
+    assert "huge.csv: 46.0 MB, larger than a measurements CSV can be" in page.inner_text(".wb-runs-note")
+    empty = tmp_path / "empty.csv"
+    empty.write_bytes(b"")
+    act(page, lambda: upload(page, empty))
+    assert "empty.csv: empty file" in page.inner_text(".wb-runs-note")
+    act(page, lambda: upload(page, runs))
+    assert "2 of 2 runs near this workload" in page.inner_text(".wb-runs-note")
     act(page, lambda: page.locator("button.wb-forget-runs").click())
     assert recommendation(page)["accelerator"] == "TPU-v6e"
     assert_offline_and_clean(guard)

@@ -50,6 +50,8 @@ def test_voila_config_disables_url_overrides_and_culls_unused_kernels():
     assert c.MappingKernelManager.cull_idle_timeout == 30
     assert c.MappingKernelManager.cull_interval <= 15
     assert c.WorkbookVoila.max_kernels == 3 and c.WorkbookVoila.allowed_hosts == ["a.example"]
+    # a closed page's kernel is culled even while it computes (an upload once held one 21 min)
+    assert c.MappingKernelManager.cull_busy is True and c.MappingKernelManager.cull_connected is False
 
 
 def test_request_info_route_is_not_served():
@@ -163,6 +165,26 @@ def test_theme_and_template_in_the_url_are_ignored(app):
         assert status in (200, 503), template          # 503: the cap of two visitors (last test)
         # the lab template's FontAwesome and the classic/reveal templates' jQuery come from CDNs
         assert "cdn.jsdelivr" not in body and "jquery" not in body.lower(), template
+
+
+@pytest.mark.slow
+def test_cookies_are_samesite_and_httponly(app):
+    port = app[0]
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=40)
+    try:
+        conn.request("GET", f"/?token={TOKEN}")
+        r = conn.getresponse()
+        r.read()
+        cookies = r.headers.get_all("Set-Cookie") or []
+    finally:
+        conn.close()
+    assert cookies, "the page sets its login and _xsrf cookies"
+    for c in cookies:
+        flags = {f.strip().split("=")[0].lower(): f.strip() for f in c.split(";")[1:]}
+        assert flags.get("samesite", "").lower() == "samesite=strict", c
+        assert "secure" not in flags, c            # plain HTTP here; Secure only over TLS
+        if not c.startswith("_xsrf="):              # the page's script reads _xsrf to send it back
+            assert "httponly" in flags, c
 
 
 @pytest.mark.slow

@@ -73,6 +73,7 @@ def test_llama2_model_card_gpu_hours_give_about_44_percent_mfu():
     assert runs.loc["a100-meta-llama-2-7b-model-card", "value"] == pytest.approx(0.445, abs=0.005)
 
 
+@pytest.mark.slow  # refits every parameter (about 19 s)
 def test_parameter_file_is_a_fresh_fit_of_the_runs():
     """data/efficiency.csv must be what `python -m workbook calibrate --write` produces today."""
     params, _ = calfit.fit()
@@ -107,6 +108,7 @@ def test_held_out_runs_are_predicted_within_bounds(summary, kind, bound):
     assert row["median_abs_error_holdout"] <= bound
 
 
+@pytest.mark.slow  # two training fits
 def test_holdout_runs_are_not_used_by_the_fit():
     """Changing a held-out run's published value must not change any fitted parameter."""
     runs = calruns.reference_runs()

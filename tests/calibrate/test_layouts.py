@@ -43,8 +43,8 @@ def test_estimate_json_and_text_show_the_nearest_published_layout():
     assert "Chosen layout against the nearest published one" in out and "nearest published: " in out
 
 
-def test_serving_has_no_layout_comparison():
-    a = analysis.analyse(wb.load_scenario("chat-70b-realtime"), n_draws=200)
+def test_serving_has_no_layout_comparison(analysed):
+    a = analysed("chat-70b-realtime", n_draws=200)
     assert analysis.summary_json(a)["published_layouts"] == []
 
 

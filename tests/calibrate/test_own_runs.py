@@ -68,7 +68,7 @@ def test_bad_rows_give_one_line_naming_file_row_and_column(tmp_path):
                    "b,training,H1000,8,llama-3.1-8b,bf16,8192,1e6,5,,,,,,\n")
     with pytest.raises(InputError) as e:
         own.read_measurements(bad)
-    assert e.value.problems[0].endswith("bad.csv: row 2: tokens_per_s: expected a number, got 'lots'")
+    assert e.value.problems[0].endswith("bad.csv: row 2: tokens_per_s: expected a number above 0 and at most 1e+15, got 'lots'")
     assert "row 3: accelerator: unknown accelerator id 'H1000'" in e.value.problems[1]
     err = io.StringIO()
     with redirect_stderr(err):
@@ -165,7 +165,7 @@ def test_analyse_carries_the_adjustment_and_the_report_shows_both(tmp_path):
 def test_missing_measurements_file_is_an_input_error(tmp_path):
     (tmp_path / "s.yaml").write_text("name: s\nworkload: {task: training, model: llama-3.1-8b, tokens: 1.0e+9}\n"
                                      "measurements: nowhere.csv\n")
-    with pytest.raises(InputError, match="s.yaml: measurements: no such file"):
+    with pytest.raises(InputError, match=r"s.yaml: measurements: .*nowhere.csv: file not found"):
         wb.load_scenario(tmp_path / "s.yaml")
 
 

@@ -40,8 +40,8 @@ def test_offers_list_every_offering_and_pricing_model_with_the_issue_keys():
     assert t["rank"].head(4).tolist() == [1, 2, 3, 4]  # ranked first, then the excluded
 
 
-def test_offers_in_estimate_json_name_the_recommended_offer():
-    a = analysis.analyse(load_scenario("llama-70b-pretrain"), n_draws=500)
+def test_offers_in_estimate_json_name_the_recommended_offer(analysed):
+    a = analysed("llama-70b-pretrain", n_draws=500)
     j = analysis.summary_json(a)
     assert j["options"] and set(ISSUE_KEYS) <= set(j["offers"][0])
     rec = j["recommendation"]
@@ -134,14 +134,14 @@ def test_break_ties_orders_by_cost_then_chips():
     assert out["option"].tolist() == ["z", "y", "x", "w"] and out["rank"].tolist() == [1, 2, 3, 4]
 
 
-def test_every_ranked_offer_states_the_network_it_was_planned_with():
+def test_every_ranked_offer_states_the_network_it_was_planned_with(analysed):
     """``inter_node_bytes_per_s`` (per instance) is the bandwidth the plan used: the offering's own
     figure, or the accelerator catalog's per-chip figure x chips per instance where the offering
     publishes none (``network_basis`` says which)."""
     import workbook as wb
     from workbook import catalog
 
-    a = wb.analyse(wb.load_scenario("llama-70b-pretrain"), n_draws=500)
+    a = analysed("llama-70b-pretrain", n_draws=500)
     ranked = a.offers[a.offers["rank"].notna()]
     assert ranked["inter_node_bytes_per_s"].notna().all()
     lam = ranked[ranked["offering"] == "lambda-8x-h100-sxm"].iloc[0]

@@ -126,7 +126,7 @@ def test_a_bad_config_is_one_line_naming_file_and_key(tmp_path):
 
 
 def test_a_missing_config_is_an_error(tmp_path):
-    with pytest.raises(InputError, match="workload.hf_config.*no such file"):
+    with pytest.raises(InputError, match="workload.hf_config.*file not found"):
         scenario.load_scenario(_scenario(tmp_path, "nowhere/config.json"))
 
 

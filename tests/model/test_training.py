@@ -351,3 +351,19 @@ def test_tensor_parallelism_cuts_latency_at_batch_one_for_a_70b_model():
     assert one.loc[8, "tpot_ms"] < one.loc[4, "tpot_ms"] < one.loc[2, "tpot_ms"]
     assert (df.groupby("tp")["chosen"].sum() <= 1).all()
 
+
+
+def test_fp8_training_stores_gemm_inputs_in_one_byte():
+    # Transformer Engine keeps the FP8 cast of each GEMM input for the weight gradient (QKV, output
+    # projection, both MLP GEMMs: 3h + f of Korthikanti et al. 2022's 16-bit bytes per token and
+    # layer), so with selective recomputation an FP8 step stores (3h + f)·s·L bytes less than a BF16
+    # one on the same layout; weights and optimizer states are the same 16-bit mixed-precision ones.
+    p, a = prof.model_profile("llama-2-7b"), catalog.accelerator("H100-SXM5-80GB")
+    par = Parallelism(tp=1, pp=1, cp=1, zero=1, recompute="selective", micro_batch=1)
+    s = 4096
+    mem = {prec: search.search(p, a, 8, _train("llama-2-7b", s, s * 64, precision=prec), par, HALF)
+           .iloc[0]["memory_per_chip_bytes"] for prec in ("bf16", "fp8")}
+    saved = (3 * p.hidden + p.ffn_hidden) * s * p.layers
+    assert mem["bf16"] - mem["fp8"] == pytest.approx(saved, rel=1e-9)
+    assert prof.fp8_saved_input_savings_per_token_per_layer(p, "fp8", "full") == 0.0  # only the 16-bit layer input is kept
+    assert prof.fp8_saved_input_savings_per_token_per_layer(p, "bf16", "selective") == 0.0

@@ -92,7 +92,7 @@ def test_load_curve_and_repeats_belong_to_their_kind_of_workload(tmp_path):
 
 
 def test_yaml_and_missing_file_errors(tmp_path):
-    assert "YAML error: line 3" in problems(tmp_path, "name: t\nmonths: [\n")[0]
+    assert "YAML syntax error: line 3" in problems(tmp_path, "name: t\nmonths: [\n")[0]
     with pytest.raises(InputError, match="file not found"):
         load_portfolio(tmp_path / "nope.yaml")
 

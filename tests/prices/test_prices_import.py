@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from workbook import catalog, paths, prices
+from workbook import catalog, paths, prices, pricesync
 from workbook.errors import InputError
 
 FIX = Path(__file__).resolve().parent / "fixtures"
@@ -97,7 +97,7 @@ def test_both_formats_give_the_same_prices_for_the_same_instances():
 def test_unknown_names_are_reported_and_skipped_not_guessed():
     imp = prices.import_file(FIX / "gpuhunt" / "lambdalabs.csv", "gpuhunt", today=TODAY)
     assert list(imp.rows["offering"]) == ["lambda-gpu-8x-v100-us-west-1"]
-    assert any(k.startswith("A10:") for k in imp.skipped)
+    assert any(k.startswith("A6000:") for k in imp.skipped)  # RTX A6000: no row in accelerators.csv
 
 
 @pytest.mark.parametrize("name, memory, instance, expected", [
@@ -108,7 +108,6 @@ def test_unknown_names_are_reported_and_skipped_not_guessed():
     ("tpu-v5p-8", None, "", ("TPU-v5p", 4)),
     ("tpu-v5litepod-4", None, "", ("TPU-v5e", 4)),
     ("tpu-v4-8", None, "", ("TPU-v4", 4)),
-    ("H100", 94, "Standard_NC40ads_H100_v5", (None, None)),
     ("A100", 24, "x", (None, None)),
     ("A100", 40960 * 2 ** 20 / 1e9, "p4d.24xlarge", ("A100-SXM4-40GB", None)),  # SkyPilot AWS GpuInfo SizeInMiB
     ("A100", 81920 * 2 ** 20 / 1e9, "p4de.24xlarge", ("A100-SXM4-80GB", None)),
@@ -121,11 +120,21 @@ def test_name_mapping(name, memory, instance, expected):
     assert bool(why) == (chip is None)
 
 
+def test_an_h100_nvl_instance_maps_to_its_own_chip_only_when_the_catalog_has_it():
+    """Azure's NC H100 v5 sells the 94 GB H100 NVL: never imported as the SXM part; picked up as
+    H100-NVL-94GB once data/accelerators.csv has that chip."""
+    chip, _, why = prices.map_accelerator("H100", 94, "Standard_NC40ads_H100_v5")
+    if "H100-NVL-94GB" in set(catalog.accelerators()["accelerator"]):
+        assert chip == "H100-NVL-94GB"
+    else:
+        assert chip is None and "H100-NVL-94GB" in why
+
+
 def test_every_mapped_chip_exists_in_the_accelerator_catalog():
     known = set(catalog.accelerators()["accelerator"])
     targets = {v for t in prices.NAME_MAP.values() for v in (t.values() if isinstance(t, dict) else [t])}
     targets |= {c for c, _ in prices.TPU_MAP.values()}
-    targets |= {v for _, o in prices.INSTANCE_RULES for v in o.values() if v}
+    targets |= {v for _, o in prices.INSTANCE_RULES for v in o.values() if v and v != "H100-NVL-94GB"}
     assert targets <= known
 
 
@@ -136,19 +145,19 @@ def _existing():
 def test_merge_summary_counts_added_updated_unchanged_and_kept_by_provider():
     existing = _existing()
     imp = prices.import_file(FIX / "aws" / "vms.csv", "skypilot", price_as_of="2026-11-30", today=TODAY)
-    merged, summary = prices.merge(existing, imp.rows)
+    merged, summary = pricesync.merge(existing, imp.rows)
     assert len(merged) == len(existing) + (summary["action"] == "added").sum()
     assert set(summary["provider"]) == {"AWS"}
-    again, summary2 = prices.merge(merged, imp.rows)
+    again, summary2 = pricesync.merge(merged, imp.rows)
     assert (summary2["action"] == "unchanged").all() and len(again) == len(merged)
     older = prices.import_file(FIX / "aws" / "vms.csv", "skypilot", price_as_of="2020-01-01", today=TODAY)
     changed = older.rows.assign(spot_usd_per_hour=older.rows["spot_usd_per_hour"] * 2)
-    _, summary3 = prices.merge(merged, changed)
+    _, summary3 = pricesync.merge(merged, changed)
     assert summary3["action"].str.startswith("kept").any()  # an older price never replaces a newer one
-    text = prices.summary_table(summary, imp)
+    text = pricesync.summary_table(summary, imp.skipped)
     assert "AWS" in text
     newer = imp.rows.assign(spot_usd_per_hour=imp.rows["spot_usd_per_hour"] * 2, price_as_of="2026-12-01")
-    updated, summary4 = prices.merge(merged, newer)
+    updated, summary4 = pricesync.merge(merged, newer)
     oid = summary4.loc[summary4["action"] == "updated", "offering"].iloc[0]
     note = updated.set_index("offering").loc[oid, "notes"]
     was = merged.set_index("offering").loc[oid, "spot_usd_per_hour"]
@@ -160,7 +169,7 @@ def test_merged_file_still_loads_in_the_catalog(tmp_path):
     for f in paths.DATA_DIR.glob("*.csv"):
         shutil.copy(f, tmp_path / f.name)
     imp = prices.import_file(FIX / "gcp" / "vms.csv", "skypilot", today=TODAY, regions=["us-central1", "us-east4"])
-    merged, _ = prices.merge(_existing(), imp.rows)
+    merged, _ = pricesync.merge(_existing(), imp.rows)
     merged.to_csv(tmp_path / "offerings.csv", index=False)
     off = catalog.load("offerings", str(tmp_path))
     assert "gcp-tpu-v6e-4-us-central1" in set(off["offering"])

@@ -69,7 +69,7 @@ def test_cli_reads_files_and_folders_and_rejects_a_missing_one(tmp_path):
     assert r.returncode == 0 and "cost -10.0%" in r.stdout
     r = subprocess.run([sys.executable, "-m", "workbook", "diff", str(tmp_path / "x"), str(tmp_path / "b.json")],
                        capture_output=True, text=True)
-    assert r.returncode == 2 and "no such file" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "file not found" in r.stderr and "Traceback" not in r.stderr
     with pytest.raises(InputError):
         diff.load_summary(tmp_path / "missing.json")
 

@@ -70,3 +70,57 @@ def test_a_failure_after_a_removed_widgets_cell_names_the_source_cell(tmp_path):
     assert kept.metadata.workbook.removed_cells == [4]
     assert kept.metadata.papermill.input_path == str(d / "01_workload_profile.ipynb")
     assert not [c for c in kept.cells if "widgets" in c.metadata.get("tags", [])]
+
+
+def _notebooks_with_cell(tmp_path, code: str):
+    """The fixture notebooks with ``code`` as a new cell 4 of 01_workload_profile (after the imports)."""
+    d = tmp_path / "nb"
+    d.mkdir()
+    (d / "05_decision.ipynb").write_bytes((FIXTURE_NOTEBOOKS / "05_decision.ipynb").read_bytes())
+    nb = json.loads((FIXTURE_NOTEBOOKS / "01_workload_profile.ipynb").read_text())
+    nb["cells"].insert(3, {"cell_type": "code", "metadata": {}, "source": code, "outputs": [], "execution_count": None})
+    (d / "01_workload_profile.ipynb").write_text(json.dumps(nb, indent=1))
+    return d
+
+
+@pytest.mark.parametrize("code,ename", [
+    ("import time\nif 'llama' in scenario: time.sleep(600)", "CellTimeoutError"),
+    ("import os\nif 'llama' in scenario: os._exit(1)", "DeadKernelError"),
+])
+def test_a_cell_past_its_timeout_or_a_dead_kernel_fails_that_scenario_alone_naming_the_cell(tmp_path, code, ename):
+    """Issue 28: a batch report once hung 14.6 min on one cell. Every cell has the batch's timeout;
+    a cell past it, or a kernel that dies, fails its scenario with the cell named, and the next
+    scenario runs in a fresh kernel."""
+    import time
+
+    d = _notebooks_with_cell(tmp_path, code)
+    hung = copy_scenario(tmp_path, "llama-8b-finetune")
+    fine = copy_scenario(tmp_path, "small-model-cheap")
+    jobs, problems, _ = batch.plan([str(hung), str(fine)], tmp_path / "out", d, timeout_s=8)
+    assert not problems
+    t0 = time.monotonic()
+    try:
+        results = [execute.render_scenario(job) for job in jobs]
+    finally:
+        execute.shutdown_kernels()
+    assert time.monotonic() - t0 < 240
+    bad, good = results
+    assert not bad.ok and good.ok, (bad.error, good.error)
+    assert re.search(rf"01_workload_profile\.ipynb: cell 4 \(`import \w+`\): {ename}", bad.error), bad.error
+    assert bad.error_detail["cell"] == 4
+
+
+def test_every_planned_job_has_a_cell_timeout_and_no_widget_cell_reaches_the_kernel():
+    """Issue 28: a batch waited 14.6 min on notebook 02's widget cell. A job always carries a cell
+    timeout (also when the API caller gives none), and every code cell that builds a widget in the
+    shipped notebooks is tagged ``widgets``, so the batch removes it before the kernel sees it."""
+    from workbook.paths import NOTEBOOK_DIR
+    from workbook.report.jobs import CELL_TIMEOUT_S
+
+    jobs, problems, _ = batch.plan(["small-model-cheap"], "/nonexistent-out", timeout_s=None)
+    assert not problems and jobs[0].timeout_s == CELL_TIMEOUT_S
+    for path in sorted(NOTEBOOK_DIR.glob("0*.ipynb")):
+        kept = execute.batch_notebook(path)
+        for c in kept.cells:
+            if c.cell_type == "code":
+                assert not re.search(r"widgets\.|ipywidgets|JupyterChart|interact\(", c.source), (path.name, c.source)

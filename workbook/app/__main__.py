@@ -90,6 +90,7 @@ def voila_config(cull_idle_min: float = 0, cull_unused_s: float = 120, max_kerne
     c.MappingKernelManager.cull_idle_timeout = max(1, int(cull_unused_s))
     c.MappingKernelManager.cull_interval = max(1, min(60, int(cull_unused_s) // 2))
     c.MappingKernelManager.cull_connected = False
+    c.MappingKernelManager.cull_busy = True     # a closed page's kernel is culled even while it computes
     c.CullingKernelManager.connected_idle_timeout = float(cull_idle_min * 60)
     c.WorkbookVoila.max_kernels = max_kernels
     c.WorkbookVoila.allowed_hosts = list(allowed_hosts or [])

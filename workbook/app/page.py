@@ -8,13 +8,17 @@ mistakes (InputError) appear as sentences in the page, never tracebacks.
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import tempfile
+import threading
 import time
 
 import ipywidgets as W
 
 from .. import catalog
-from ..analysis import analyse
+from ..analysis import shared_analyse as analyse
 from ..errors import InputError
 from ..scenario import Scenario, load_scenario, scenario_names, with_overrides
 from ..terms import PRICING_MODEL_IDS, pricing_short
@@ -163,10 +167,12 @@ class Page:
         if not change["new"]:
             return
         try:
-            path, name, _runs = widgets.save_measurements(change["new"], self.runs_folder.name)
-        except InputError as e:
+            with time_limit(COMPUTE_LIMIT_S):
+                path, name, _runs = widgets.save_measurements(change["new"], self.runs_folder.name)
+        except (InputError, ComputeTimeout, OSError, ValueError) as e:
             kept = f" (the page keeps {self.runs_name})" if self.runs_path else ""
-            self.runs_note.value = panels.message(f"These runs cannot be used{kept}:", e.problems)
+            lines = e.problems if isinstance(e, InputError) else [_words(e)]
+            self.runs_note.value = panels.message(f"These runs cannot be used{kept}:", lines)
             self._set_status("Not updated: the uploaded runs cannot be used (see the message on the left).", "error")
             return
         finally:
@@ -289,9 +295,12 @@ class Page:
             return
         analysis, problem = None, None
         try:
-            analysis = analyse(s)
+            with time_limit(COMPUTE_LIMIT_S):
+                analysis = analyse(s)
         except InputError as e:
             problem = ("The analysis cannot run on these inputs:", e.problems)
+        except (ComputeTimeout, MemoryError) as e:
+            problem = ("The analysis was stopped:", [_words(e)])
         except Exception as e:  # an unexpected failure: say what failed; the traceback goes to the log
             panels.log_exception()
             problem = ("The analysis failed (a bug in the workbook, logged on the server):",
@@ -339,6 +348,41 @@ class Page:
                              f"{text.esc(message)}</span>")
 
 
+COMPUTE_LIMIT_S = 120   # one computation a visitor starts (an analysis, an upload); the slowest shipped scenario takes ~10 s
+
+
+class ComputeTimeout(Exception):
+    """A visitor's computation ran past ``COMPUTE_LIMIT_S``."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float):
+    """Stop the block with ``ComputeTimeout`` after ``seconds`` (SIGALRM: widget callbacks run on the
+    kernel's main thread); elsewhere (another thread, no SIGALRM) the block runs unbounded."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
+        yield
+        return
+
+    def _stop(_signum, _frame):
+        raise ComputeTimeout(f"it ran longer than {seconds:g} s, the app's limit for one computation")
+
+    old = signal.signal(signal.SIGALRM, _stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _words(e: BaseException) -> str:
+    if isinstance(e, MemoryError):
+        return "it needed more memory than the app has: ask for less (fewer chips, a lower load)"
+    if isinstance(e, OSError):
+        return f"the file could not be kept on the server ({(e.strerror or type(e).__name__).lower()})"
+    return str(e) or type(e).__name__
+
+
 def _get(s: Scenario, dotted: str):
     node = s
     for part in dotted.split("."):
@@ -353,7 +397,33 @@ def _scenario_label(name: str) -> str:
         return f"{name} (invalid file)"
 
 
+KERNEL_MEMORY_BYTES = 3 * 2 ** 30   # a visitor's kernel uses ~250 MB; WORKBOOK_APP_KERNEL_MEMORY_BYTES overrides
+
+
+def limit_memory(limit: int | None = None) -> int | None:
+    """Cap this process's data memory (``RLIMIT_DATA``: heap and anonymous mappings, where numpy
+    arrays live) at ``limit`` bytes (default ``KERNEL_MEMORY_BYTES`` or the environment's
+    ``WORKBOOK_APP_KERNEL_MEMORY_BYTES``; 0 = no cap), so that one visitor's computation fails with
+    ``MemoryError`` (shown as a sentence) instead of taking the server's memory. Returns the cap set."""
+    if limit is None:
+        limit = int(os.environ.get("WORKBOOK_APP_KERNEL_MEMORY_BYTES") or KERNEL_MEMORY_BYTES)
+    if not limit:
+        return None
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        cap = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+        if soft == resource.RLIM_INFINITY or soft > cap:
+            resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
+        return cap
+    except (ImportError, ValueError, OSError):   # not POSIX, or not allowed: no cap
+        return None
+
+
 def app(scenario: str | None = None) -> W.VBox:
     """The stakeholder app's page for one scenario name (a file in data/scenarios/); the picker
-    switches to the others. Returns the widget box (display it as a cell's last expression)."""
+    switches to the others. Returns the widget box (display it as a cell's last expression). The
+    kernel's memory is capped first (``limit_memory``)."""
+    limit_memory()
     return Page(scenario).box

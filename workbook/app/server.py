@@ -48,6 +48,7 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 LOOPBACK_NAMES = ("localhost",)
+MAX_WEBSOCKET_MESSAGE_BYTES = 128 * 2 ** 20   # the largest upload refused in words (base64 of ~90 MB)
 FULL_PAGE = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>The app is busy</title></head><body>"
              "<h1>The app is busy</h1><p>It is already serving {n} visitors, its limit (each visitor "
              "has a Python process of its own). Close an open page or try again in a few minutes.</p>"
@@ -76,6 +77,16 @@ class Guard:
         super().set_default_headers()
         for name, value in SECURITY_HEADERS.items():
             self.set_header(name, value)
+
+    def set_cookie(self, name, value, *args, **kwargs):
+        """Every cookie ``SameSite=Strict``, ``HttpOnly`` (but ``_xsrf``, which the page's script
+        reads to send back) and ``Secure`` when the request came over TLS."""
+        kwargs.setdefault("samesite", "Strict")
+        if name != "_xsrf":
+            kwargs["httponly"] = True
+        if self.request.protocol == "https":
+            kwargs["secure"] = True
+        return super().set_cookie(name, value, *args, **kwargs)
 
     def prepare(self, *args, **kwargs):
         if not host_allowed(self.request.host, self.settings.get("workbook_allowed_hosts", ())):
@@ -163,6 +174,9 @@ class WorkbookVoila(Voila):
         settings["local_hostnames"] = [*LOOPBACK_NAMES, *self.allowed_hosts]
         settings["workbook_allowed_hosts"] = tuple(h.lower() for h in self.allowed_hosts)
         settings["workbook_max_kernels"] = self.max_kernels
+        # an upload bigger than the app takes must reach the kernel, which refuses it in words;
+        # tornado's default (10 MiB) dropped the page's connection instead, and later uploads with it
+        settings["websocket_max_message_size"] = MAX_WEBSOCKET_MESSAGE_BYTES
         return settings
 
     def init_handlers(self) -> list:

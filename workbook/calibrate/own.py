@@ -35,10 +35,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import catalog, hf, paths, terms
+from .. import catalog, hf, inputs, paths, terms
 from ..errors import InputError
 from ..model.efficiency import Efficiency, default
-from ..scenario import Scenario
+from ..scenario import Scenario, hf_architecture
 from . import runs as published
 
 TRAINING = ("seq_len", "global_batch_tokens", "tokens_per_s")
@@ -60,64 +60,68 @@ MOVES = {"mfu": ("matmul_ceiling", True), "output_tokens_per_s_per_chip": ("deco
 
 # --- reading ----------------------------------------------------------------------------------------
 
-def _number(v, where: str, integer: bool = False):
-    if v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and not v.strip()):
-        return None
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        raise InputError(f"{where}: expected a number, got {str(v)[:40]!r}") from None
-    if not math.isfinite(x) or x <= 0 or (integer and x != int(x)):
-        raise InputError(f"{where}: expected a positive {'integer' if integer else 'number'}, got {v!r}")
-    return int(x) if integer else x
+# Upper bounds of each number (the scenario file's sanity limits: far above any real run, so that no
+# row asks the model for impossible sizes; not sourced facts): column -> (maximum, integer)
+BOUNDS = {"chips": (1_000_000, True), "seq_len": (10_000_000, True), "input_tokens": (10_000_000, True),
+          "output_tokens": (10_000_000, True), "concurrency": (10_000_000, True), "lora_rank": (65_536, True),
+          **{k: (65_536, True) for k in ("tp", "pp", "dp", "ep", "cp", "micro_batch")},
+          "global_batch_tokens": (1e15, False), "tokens_per_s": (1e15, False), "output_tokens_per_s": (1e15, False),
+          "tpot_ms": (1e9, False), "ttft_ms": (1e9, False)}
+MAX_BYTES = 1_000_000      # a measurements CSV is a few rows; anything bigger is not one
+MAX_RUNS = 1_000           # each run is predicted by the model (about 15 ms each)
 
 
-def read_measurements(path: str | Path) -> pd.DataFrame:
-    """The team's runs, validated: one line per problem naming file, row and column."""
-    rel = paths.rel(path)
-    try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, comment="#")
-    except FileNotFoundError:
-        raise InputError(f"{rel}: file not found (measurements)") from None
-    except (OSError, pd.errors.ParserError, UnicodeDecodeError) as e:
-        raise InputError(f"{rel}: not a CSV file ({e.__class__.__name__}: {str(e)[:80]})") from None
-    unknown = [c for c in df.columns if c not in COLUMNS]
-    missing = [c for c in REQUIRED if c not in df.columns]
+def _number(v, where: str, col: str):
+    hi, integer = BOUNDS[col]
+    return inputs.number(v, where, 0, hi, integer)
+
+
+def read_measurements(path: str | Path, label: str | None = None, model_paths: bool = True) -> pd.DataFrame:
+    """The team's runs, validated: one line per problem naming file, row and column. The file is read
+    through ``inputs`` (a regular UTF-8 file of at most ``MAX_BYTES``, ``MAX_RUNS`` rows, none ragged);
+    every number is range-checked (``BOUNDS``). ``model_paths=False`` (an upload): the ``model``
+    column names catalog models only, never a file on this machine."""
+    rel = label or paths.rel(path)
+    header, records = inputs.read_csv(path, "a measurements CSV (one row per run)", MAX_BYTES, MAX_RUNS,
+                                      comment="#", label=rel)
+    unknown = [c for c in header if c not in COLUMNS]
+    missing = [c for c in REQUIRED if c not in header]
     if unknown or missing:
-        what = [f"unknown column {c!r}{catalog._suggest(c, COLUMNS)}" for c in unknown] + [f"missing column {c!r}" for c in missing]
+        what = [f"unknown column {inputs.excerpt(c)}{catalog._suggest(c[:60], COLUMNS)}" for c in unknown[:10]] + \
+            [f"missing column {c!r}" for c in missing]
         raise InputError("", [f"{rel}: {w}" for w in what])
-    if df.empty:
+    if not records:
         raise InputError(f"{rel}: no runs (expected one row per measured run)")
     problems, rows = [], []
-    for i, r in df.iterrows():
+    folder = Path(path).parent if model_paths else None
+    for i, (line, rec) in enumerate(records):
         try:
-            rows.append(_row(r, f"{rel}: row {i + 2}", Path(path).parent, i))
+            rows.append(_row(rec, f"{rel}: row {line}", folder, i))
         except InputError as e:
             problems += e.problems
+        if len(problems) >= 30:
+            break
     if problems:
-        raise InputError("", problems)
+        raise InputError("", problems[:30])
     return pd.DataFrame(rows)
 
 
-def _row(r: pd.Series, where: str, folder: Path, i: int) -> dict:
+def _row(r: dict, where: str, folder: Path | None, i: int) -> dict:
     """One measured run, typed, with its kind and its profile's architecture string."""
-    out = {c: (r.get(c) or None) for c in COLUMNS}
+    out = {c: (r.get(c, "").strip() or None) for c in COLUMNS}
     out["run"] = out["run"] or f"own-{i + 1}"
     try:
         out["accelerator"] = catalog.resolve("accelerators", str(out["accelerator"] or ""))
     except InputError as e:
         raise InputError(f"{where}: accelerator: {e}") from None
     if out["precision"] not in terms.PRECISIONS:
-        raise InputError(f"{where}: precision: expected one of {', '.join(terms.PRECISIONS)}, got {out['precision']!r}")
-    out["chips"] = _number(out["chips"], f"{where}: chips", integer=True)
-    for c in ("seq_len", "input_tokens", "output_tokens", "concurrency", "tp", "pp", "dp", "ep", "cp", "micro_batch",
-              "lora_rank"):
-        out[c] = _number(out[c], f"{where}: {c}", integer=True)
-    for c in ("global_batch_tokens", "tokens_per_s", "output_tokens_per_s", "tpot_ms", "ttft_ms"):
-        out[c] = _number(out[c], f"{where}: {c}")
+        raise InputError(f"{where}: precision: expected one of {', '.join(terms.PRECISIONS)}, "
+                         f"got {inputs.excerpt(out['precision'])}")
+    for c in BOUNDS:
+        out[c] = _number(out[c], f"{where}: {c}", c)
     kind = out["kind"] or ("training" if out["tokens_per_s"] else "inference")
     if kind not in ("training", "inference"):
-        raise InputError(f"{where}: kind: expected training or inference, got {kind!r}")
+        raise InputError(f"{where}: kind: expected training or inference, got {inputs.excerpt(kind)}")
     need = ("seq_len", "global_batch_tokens", "tokens_per_s") if kind == "training" else ("input_tokens", "output_tokens", "concurrency")
     for c in ("chips",) + need:
         if out[c] is None:
@@ -131,16 +135,29 @@ def _row(r: pd.Series, where: str, folder: Path, i: int) -> dict:
     return out
 
 
-def _model(model: str, where: str, folder: Path) -> dict:
-    """A catalog model (id or alias), or a Hugging Face config.json relative to the file."""
+def _model(model: str, where: str, folder: Path | None) -> dict:
+    """A catalog model (id or alias), or a Hugging Face config.json relative to the file (only when
+    ``folder`` is given: an upload never names a file on the server, and its message never says
+    whether such a file exists)."""
     try:
         return {"model": catalog.resolve("models", model), "architecture": None}
     except InputError as e:
+        if folder is None:
+            raise InputError(f"{where}: model: unknown model {inputs.excerpt(model)} "
+                             "(an uploaded file names models of data/models.csv)") from None
         candidate = folder / model
-        if not model or not (candidate.exists()):
+        if not model or len(model) > 4096 or "\x00" in model or not _exists(candidate):
             raise InputError(f"{where}: model: {e}") from None
+    hf_architecture(candidate, f"{where}: model")          # every bound checked, one line each
     fields = hf.load(candidate, f"{where}: model")
     return {"model": None, "architecture": ";".join(f"{k}={v}" for k, v in fields.items() if v is not None)}
+
+
+def _exists(p: Path) -> bool:
+    try:
+        return p.exists()
+    except (OSError, ValueError):
+        return False
 
 
 # --- as reference runs ------------------------------------------------------------------------------

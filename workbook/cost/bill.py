@@ -72,8 +72,8 @@ from .location import add_user_rtt
 from .pricebook import offer_prices, requested_models
 from .rates import (CAPACITY_BLOCK_MAX_DAYS, CAPACITY_BLOCK_MAX_INSTANCES, capacity_block_hours, ops_staff_usd_per_month,
                     reserved_factor, spare_instances, spot_spares_factor)
-from .reliability import (STORAGE_TIERS, checkpoint_write_s, lead_time, optimal_checkpoint_interval_s, p_meets_deadline,
-                          wall_per_useful)
+from .goodput import contract_hours, goodput_rows
+from .reliability import STORAGE_TIERS, checkpoint_write_s, lead_time, p_meets_deadline
 
 
 # --- the whole bill ------------------------------------------------------------------------------
@@ -453,15 +453,25 @@ def _spot_factor(col, rows, sp, lam, shape, rec) -> np.ndarray:
             spot_f = np.broadcast_to(spot_f, (len(sp),) + shape[1:]).copy()
             n_lat = col("instances")[sp][lat]
             lam_lat = rows(lam, sp)
-            lam_lat = lam_lat if np.ndim(lam_lat) == 0 or lam_lat.shape[0] == 1 else lam_lat[lat]
-            unit = col("instances_per_replica")[sp][lat] if "instances_per_replica" in rec else 1.0
-            spot_f[lat] = spot_spares_factor(n_lat, lam_lat, col("lost_h_per_interruption")[sp][lat], target[lat],
-                                             unit)
+            shared = np.ndim(lam_lat) == 0 or lam_lat.shape[0] == 1
+            lam_lat = lam_lat if shared else lam_lat[lat]
+            lost, tgt = col("lost_h_per_interruption")[sp][lat], target[lat]
+            # spares as whole replicas: a replica of u instances (cost.rates.spare_instances)
+            unit = (col("instances_per_replica")[sp][lat] if "instances_per_replica" in rec
+                    else np.ones_like(np.asarray(n_lat, dtype=float)))
+            # once per distinct (fleet, restart, target, replica size) when the draws are shared: regions re-price only
+            keys = np.column_stack([np.reshape(x, (len(lat), -1))[:, 0] for x in (n_lat, lost, tgt, unit)])
+            _, first, inv = np.unique(np.nan_to_num(keys, nan=-1.0), axis=0, return_index=True, return_inverse=True)
+            if shared and len(first) < len(lat):
+                spot_f[lat] = spot_spares_factor(n_lat[first], lam_lat, lost[first], tgt[first],
+                                                 unit[first])[inv.reshape(-1)]
+            else:
+                spot_f[lat] = spot_spares_factor(n_lat, lam_lat, lost, tgt, unit)
     return spot_f
 
 
 def bill(rec: pd.DataFrame | dict, training: bool, hours_multiplier, price_mult, utilization, interruptions_per_hour,
-         spot_price_mult=None) -> dict:
+         spot_price_mult=None, outputs: tuple[str, ...] | None = None) -> dict:
     """Evaluate the bill of every option for given draws (vectorised; the one formula that
     ``price_options``, ``monte_carlo`` and ``tornado`` share).
 
@@ -475,9 +485,10 @@ def bill(rec: pd.DataFrame | dict, training: bool, hours_multiplier, price_mult,
     ``interruptions_per_hour`` broadcast against shape (M,) or (M, N); ``spot_price_mult``
     (optional, shape (spot rows, N)) varies spot prices only. Returns ``cost`` (training: USD per
     run; serving: USD per month), ``days`` (training run length) and ``factor`` (paid hours per used
-    hour). Large draws are evaluated in place: few temporaries."""
+    hour). Large draws are evaluated in place: few temporaries; ``outputs`` (training) names the
+    arrays wanted (default all), so a Monte Carlo does not copy the ones it does not read."""
     if training:
-        return _bill_training(rec, hours_multiplier, price_mult, interruptions_per_hour, spot_price_mult)
+        return _bill_training(rec, hours_multiplier, price_mult, interruptions_per_hour, spot_price_mult, outputs)
     eff = hours_multiplier
     nd = max(np.ndim(eff), np.ndim(price_mult), np.ndim(utilization), np.ndim(interruptions_per_hour), 1)
 
@@ -522,7 +533,8 @@ def bill(rec: pd.DataFrame | dict, training: bool, hours_multiplier, price_mult,
     return {"cost": cost, "days": days, "factor": factor}
 
 
-def _bill_training(rec, hours_multiplier, price_mult, reclaims_per_host_hour, spot_price_mult=None) -> dict:
+def _bill_training(rec, hours_multiplier, price_mult, reclaims_per_host_hour, spot_price_mult=None,
+                   outputs=None) -> dict:
     """The training bill (see the module docstring), vectorised like ``bill``. Wall time = the
     model's days x the performance draw / goodput (Daly 2006, ``reliability.wall_per_useful``) with
     the job's interruptions hosts x (failures + spot reclaims) per host-hour and the Young/Daly
@@ -540,10 +552,7 @@ def _bill_training(rec, hours_multiplier, price_mult, reclaims_per_host_hour, sp
     lam = col("hosts") * (col("failures_per_host_hour") + col("spot_exposure") * np.asarray(reclaims_per_host_hour,
                                                                                                dtype=float))
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        mtbf = np.where(lam > 0, 3600.0 / lam, np.inf)
-        fixed = col("fixed_interval_s")
-        tau = np.where(np.isfinite(fixed), fixed, optimal_checkpoint_interval_s(col("checkpoint_write_s"), mtbf))
-        g = wall_per_useful(np.where(np.isfinite(tau), tau, np.inf), col("checkpoint_write_s"), col("restart_s"), mtbf)
+        tau, g = goodput_rows(rec, lam, col, np.ndim(reclaims_per_host_hour) < 2 or np.shape(reclaims_per_host_hour)[0] == 1)
         days = col("base_days") * hours_multiplier * g
         wall_h = days * 24.0
         price = col("usd_per_instance_hour") * price_mult
@@ -552,21 +561,23 @@ def _bill_training(rec, hours_multiplier, price_mult, reclaims_per_host_hour, sp
             price = np.broadcast_to(price, np.broadcast_shapes(price.shape, (len(kind),) + np.shape(spot_price_mult)[1:])).copy()
             price[sp] *= spot_price_mult
         reserved = kind == "reserved"
-        term_h = col("term_h")
-        contract_h = np.where(reserved, np.maximum(np.ceil(np.maximum(wall_h, 1e-9) / term_h) * term_h,
-                                                   col("min_term_h") if "min_term_h" in rec else 0.0), np.nan)
-        if "capacity_block" in rec:  # a capacity block: the shortest block that holds the wall time, NaN beyond
-            contract_h = np.where(col("capacity_block") > 0, capacity_block_hours(wall_h), contract_h)
-        paid_h = np.where(reserved, wall_h + (1.0 - col("backfill_fraction")) * (contract_h - wall_h), wall_h)
+        contract_h, paid_h = contract_hours(rec, col, reserved, wall_h)
         n = col("instances")
-        cost = n * (paid_h * price + wall_h * col("energy_usd_per_instance_hour"))
-        cost = cost + col("fixed_usd") + col("fixed_per_month_usd") * days / DAYS_PER_MONTH
-        factor = paid_h / (col("base_days") * hours_multiplier * 24.0)
-        contract = np.where(reserved, n * contract_h * price, np.nan)
+        energy, per_month = col("energy_usd_per_instance_hour"), col("fixed_per_month_usd")
+        cost = paid_h * price
+        if np.any(energy != 0):  # a zero term is left out: the same sum (a run that never ends is NaN below)
+            cost = cost + wall_h * energy
+        cost = n * cost + col("fixed_usd")
+        if np.any(per_month != 0):
+            cost = cost + per_month * days / DAYS_PER_MONTH
+        want = (lambda k: True) if outputs is None else (lambda k: k in outputs)
+        factor = paid_h / (col("base_days") * hours_multiplier * 24.0) if want("factor") else None
+        contract = np.where(reserved, n * contract_h * price, np.nan) if want("contract_usd") else None
     shape = np.broadcast_shapes(np.shape(cost), np.shape(days))
-    out = {"cost": cost, "days": days, "factor": factor, "goodput": 1.0 / g, "interruptions_per_hour": lam,
-           "checkpoint_interval_s": tau, "contract_usd": contract}
-    out = {k: np.array(np.broadcast_to(v, shape), dtype=float) for k, v in out.items()}
+    out = {"cost": cost, "days": days, "factor": factor, "goodput": 1.0 / g if want("goodput") else None,
+           "interruptions_per_hour": lam, "checkpoint_interval_s": tau, "contract_usd": contract}
+    out = {k: np.array(np.broadcast_to(v, shape), dtype=float) for k, v in out.items() if want(k)}
     for k in ("cost", "days", "contract_usd"):
-        out[k][~np.isfinite(out[k])] = np.nan
+        if k in out:
+            out[k][~np.isfinite(out[k])] = np.nan
     return out

@@ -71,7 +71,10 @@ def mc_draws(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0, p
     z_acc = rng.standard_normal((len(accs), n))
     mu, sig = lognormal_from_band(priced["hours_multiplier_low"].to_numpy(float),
                                   priced["hours_multiplier_high"].to_numpy(float))
-    eff = np.exp(mu[:, None] + sig[:, None] * z_acc[acc_idx])
+    # one draw per (accelerator, band): the offers of a chip in many regions share it, computed once
+    _, first, inverse = np.unique(np.column_stack([acc_idx, np.nan_to_num(mu, nan=-1e300), np.nan_to_num(sig, nan=-1e300)]),
+                                  axis=0, return_index=True, return_inverse=True)
+    eff = np.exp(mu[first, None] + sig[first, None] * z_acc[acc_idx[first]])[inverse.reshape(-1)]
     spot = np.flatnonzero((priced["kind"] == "spot").to_numpy())
     s_sig = math.log(p.spot_price_p90_over_p10) / (2 * Z90)
     spot_mult = np.exp(s_sig * rng.standard_normal((len(spot), n))) if len(spot) else None
@@ -81,7 +84,7 @@ def mc_draws(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0, p
     n_off = len(np.unique(offer_keys(priced))) if doubtful else 0
     price_mult = price_draws(priced, rng.standard_normal((n_off, n))) if n_off else 1.0
     out = bill(priced, training, hours_multiplier=eff, price_mult=price_mult, utilization=u, interruptions_per_hour=lam,
-               spot_price_mult=spot_mult)
+               spot_price_mult=spot_mult, outputs=("cost", "days"))
     cost = out["cost"]
     metric = cost if training else cost / priced["tokens_per_month"].to_numpy(float)[:, None] * 1e6
     return {"cost": cost, "metric": metric, "days": out["days"], "options": priced["option"].to_numpy(),
@@ -92,7 +95,7 @@ def _percentiles(x: np.ndarray) -> np.ndarray:
     """P10/P50/P90 per row; a draw that never finishes (NaN) counts as infinitely expensive, so a
     percentile that reaches such draws is NaN ("unbounded")."""
     with np.errstate(invalid="ignore"):
-        q = np.percentile(np.where(np.isnan(x), np.inf, x), [10, 50, 90], axis=1)
+        q = np.percentile(np.where(np.isnan(x), np.inf, x), [10, 50, 90], axis=1, overwrite_input=True)  # a temporary
     return np.where(np.isfinite(q), q, np.nan)
 
 
@@ -138,14 +141,16 @@ def monte_carlo(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0
 
 
 def mc_histogram(s: Scenario, priced: pd.DataFrame, options: list[str] | None = None, n: int = 10000, seed: int = 0,
-                 bins: int = 40, top: int = 5) -> pd.DataFrame:
+                 bins: int = 40, top: int = 5, mc: pd.DataFrame | None = None) -> pd.DataFrame:
     """Binned Monte Carlo distribution of the ranking figure for a few options (default: the
-    ``top`` by median), ready to chart: option, bin_start, bin_end, share."""
+    ``top`` by median), ready to chart: option, bin_start, bin_end, share. ``mc``: the
+    ``monte_carlo`` of these ``priced`` rows with the same ``n`` and ``seed`` when already drawn
+    (``Analysis.mc``), so the top options are not drawn twice."""
     ok = _feasible(priced).reset_index(drop=True)
     if ok.empty:
         return pd.DataFrame(columns=["option", "bin_start", "bin_end", "share"])
     if options is None:
-        mc = monte_carlo(s, priced, n=n, seed=seed)
+        mc = monte_carlo(s, priced, n=n, seed=seed) if mc is None else mc
         best = mc.sort_values("p50").drop_duplicates(["accelerator", "pricing_model"])
         options = list(best["option"].head(top))
     sub = ok[ok["option"].isin(options)].reset_index(drop=True)

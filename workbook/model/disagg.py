@@ -41,6 +41,7 @@ from .replica import Layout, decode_step_s, max_batch_fit, prefill_s
 
 # how far beyond the fewest stable replicas the pool search looks (the colocated search's range)
 SEARCH_FACTOR, SEARCH_EXTRA = 4, 9
+MAX_POOL_CHIPS = 1_000_000   # the scenario's bound on chips (scenario.Chips): a sanity limit
 
 
 def kv_transfer_s(p: Profile, acc, pre: Layout, dec: Layout, input_tokens: float, kv_precision: str) -> float:
@@ -109,6 +110,18 @@ def plan(eff: Efficiency, p: Profile, acc, w, layouts, headroom: float, grid, cp
     return best
 
 
+MAX_POOL_SIZES = 1024   # pool sizes searched per pool: the grid is at most 1024 x 1024 (8 MB per array)
+
+
+def _sizes(n0: int) -> np.ndarray:
+    """Pool sizes from ``n0`` to SEARCH_FACTOR·n0 + SEARCH_EXTRA: every one, or ``MAX_POOL_SIZES``
+    evenly spread (a step below 0.3% of n0) when there are more."""
+    hi = SEARCH_FACTOR * n0 + SEARCH_EXTRA
+    if hi - n0 <= MAX_POOL_SIZES:
+        return np.arange(n0, hi, dtype=float)
+    return np.unique(np.round(np.linspace(n0, hi - 1, MAX_POOL_SIZES)))
+
+
 def _pools(w, lp: Layout, ld: Layout, b: float, mb: float, t_pre: float, t_kv: float, t_dec: float):
     """The fewest chips over (prefill replicas, decode replicas) whose TTFT at the SLO's percentile
     meets ``ttft_slo_ms`` (searched from the fewest stable pools to 4x + 9 of each; ties: the lower
@@ -117,8 +130,10 @@ def _pools(w, lp: Layout, ld: Layout, b: float, mb: float, t_pre: float, t_kv: f
     q = float(getattr(w, "ttft_slo_percentile", 99.0) or 99.0) / 100.0
     np0 = math.floor(lam * t_pre) + 1
     nd0 = math.floor(lam * O * t_dec / b) + 1
-    n_p = np.arange(np0, SEARCH_FACTOR * np0 + SEARCH_EXTRA, dtype=float)
-    n_d = np.arange(nd0, SEARCH_FACTOR * nd0 + SEARCH_EXTRA, dtype=float)
+    if np0 * lp.chips + nd0 * ld.chips > MAX_POOL_CHIPS:   # before one array element per pool size
+        return None
+    n_p = _sizes(np0)
+    n_d = _sizes(nd0)
 
     def ttft(quant):
         wp = np.asarray(queueing.wait_quantile_s(quant, lam, t_pre, n_p), dtype=float)

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .. import catalog, hf
-from ..scenario import Architecture, Workload
+from ..scenario import Architecture, Workload, hf_architecture
 
 # FP4 block formats with their scales: NVFP4 = 4-bit E2M1 + one FP8 E4M3 scale per 16 values
 # (0.5 + 1/16 bytes; a per-tensor FP32 scale on top is negligible), NVIDIA Technical Blog
@@ -182,7 +182,7 @@ def model_profile(model_id: str) -> Profile:
 def hf_profile(path: str) -> Profile:
     """The Profile of a Hugging Face config.json (``workbook.hf``), named after its folder."""
     name = hf.config_file(path).resolve().parent.name or "hf-config"
-    return profile_from_architecture(Architecture(**hf.load(path)), name)
+    return profile_from_architecture(hf_architecture(path), name)
 
 
 def workload_profile(w: Workload) -> Profile:
@@ -413,6 +413,29 @@ def activation_bytes_per_token_per_layer(p: Profile, seq_len, recompute: str = "
     if recompute == "selective":
         per_layer = 11.0 * h + mlp + 4.0 * h + 0.0 * s
     return per_layer
+
+
+FP8_SAVED_INPUT_PRECISIONS = ("fp8",)  # training precisions whose GEMM inputs Transformer Engine keeps in 8 bits
+
+
+def fp8_saved_input_savings_per_token_per_layer(p: Profile, precision: str, recompute: str = "none") -> float:
+    """Activation bytes per token per layer that FP8 training does not store, against
+    ``activation_bytes_per_token_per_layer``'s 16-bit count: Transformer Engine's FP8 linear layers
+    (the ``Linear``/``LayerNormLinear``/``LayerNormMLP`` modules Megatron-Core uses for FP8) cast each
+    GEMM input to FP8 for the forward GEMM and keep that 1-byte copy for the weight-gradient GEMM of
+    the backward pass (NVIDIA/TransformerEngine transformer_engine/pytorch/module/linear.py,
+    ``_Linear.forward``: with FP8 weight gradients, ``ctx.save_for_backward`` keeps ``inputmat_t``, the
+    FP8 cast-transposed input, and not the 16-bit ``inputmat``; read in the 2023 version of the file,
+    TE 1.x; Megatron-Core runs FP8 through these modules, ``--fp8-format``). Of Korthikanti et al. 2022
+    §4.1's per-layer terms the GEMM inputs are the QKV input (2h), the output-projection input (2h),
+    the first MLP input (2h) and the second MLP input (2f; f = ``moe_ffn_hidden`` · k for MoE), so FP8
+    halves 3h + f of them: 3h + f bytes. Norm inputs, softmax/attention tensors, activation-function
+    inputs and dropout masks stay 16-bit (or 1-byte masks) as counted. ``full`` recompute keeps only
+    the 16-bit layer input: no saving. 0 for other precisions."""
+    if precision not in FP8_SAVED_INPUT_PRECISIONS or recompute == "full":
+        return 0.0
+    f = p.moe_ffn_hidden * p.experts_per_token if p.is_moe else p.ffn_hidden
+    return 3.0 * float(p.hidden) + float(f)
 
 
 def activation_bytes(p: Profile, seq_len, micro_batch_seqs, recompute: str = "none", layers=None,

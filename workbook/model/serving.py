@@ -175,6 +175,22 @@ def _min_replicas(w: Workload, c: dict, O: float) -> int:
     return r
 
 
+MAX_DEPLOYMENT_CHIPS = 1_000_000   # the scenario's bound on chips (scenario.Chips): a sanity limit, not a fact
+
+
+def too_many_chips(w: Workload, c: dict) -> dict | None:
+    """A refusal (``fits`` False, one-line ``reason``) when the fewest replicas that serve the load
+    need more than ``MAX_DEPLOYMENT_CHIPS`` chips: checked before ``deployment`` allocates one array
+    element per replica count it searches (a load of 1e12 requests/s asked for 31 TiB)."""
+    _, O = _need_lengths(w)
+    chips = _min_replicas(w, c, O) * c["layout_chips"]
+    if chips <= MAX_DEPLOYMENT_CHIPS:
+        return None
+    load = f"requests_per_s = {w.requests_per_s:g}" if w.requests_per_s else f"concurrency = {w.concurrency}"
+    return {"fits": False, "chips": None,
+            "reason": f"{load} needs about {chips:.3g} chips, beyond the {MAX_DEPLOYMENT_CHIPS:,} chips the model plans"}
+
+
 def deployment(w: Workload, c: dict, pinned: int | None) -> dict:
     """Replicas, batch per replica and TTFT tails of the deployment around the replica point ``c``.
 
@@ -243,6 +259,10 @@ def estimate_serving(p: Profile, acc, w: Workload, headroom: float, pinned: int 
             continue
         if not c["fits"]:
             refused.append(c)
+            continue
+        big = None if pinned else too_many_chips(w, c)
+        if big is not None:
+            refused.append(big)
             continue
         c.update(deployment(w, c, pinned))
         c["meets"] = c["meets"] and c["meets_ttft_tail"]

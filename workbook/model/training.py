@@ -324,12 +324,14 @@ def memory_per_chip_bytes(p: Profile, w: Workload, g: dict, st: dict, c: dict):
     """Memory per chip: the larger of the first pipeline stage (most activations in flight,
     ``activation_inflight_factor``) and the last (the fp32 logits for the loss, Korthikanti et al.
     2022 §4.3): weight, gradient and optimizer shards (``zero_state_bytes``), the gathered layers of
-    ZeRO-3, stored activations (``profile.activation_bytes_per_token_per_layer``) and the layer
-    being recomputed."""
+    ZeRO-3, stored activations (``profile.activation_bytes_per_token_per_layer``, less the GEMM
+    inputs FP8 training keeps in one byte: ``profile.fp8_saved_input_savings_per_token_per_layer``) and
+    the layer being recomputed."""
     s, V, frac = float(w.seq_len), float(p.vocab), st["frac"]
     tp, cp, pp, ep, z = g["tp"], g["cp"], g["pp"], g["ep"], g["z"]
     tok_chip, L_stage, wb, gb, ob = c["tok_chip"], st["L_stage"], st["wb"], st["gb"], st["ob"]
-    act_tok = {r: float(prof.activation_bytes_per_token_per_layer(p, s, r, g["flash"])) for r in RECOMPUTE}
+    act_tok = {r: float(prof.activation_bytes_per_token_per_layer(p, s, r, g["flash"]))
+               - prof.fp8_saved_input_savings_per_token_per_layer(p, w.precision, r) for r in RECOMPUTE}
     # without sequence parallelism every TP rank keeps the whole 10h of norms, dropout masks and block inputs
     # (2h, the layer input, under full recompute): Korthikanti et al. 2022 Table 2, sbh(10 + 24/t) against 34/t
     rep = 0.0 if g["sp"] else float(p.hidden) * (tp - 1.0)

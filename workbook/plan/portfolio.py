@@ -11,13 +11,12 @@ import re
 from pathlib import Path
 from typing import Annotated
 
-import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from .. import paths
 from ..errors import InputError
 from ..scenario import Scenario, Strict, errors_to_lines, load_scenario, title_defaults_to_name
-from ..yamlsafe import MAX_YAML_BYTES, excerpt_text, read_yaml
+from ..yamlsafe import excerpt, read_yaml_file
 
 PORTFOLIO_DIR = paths.DATA_DIR / "portfolios"
 MAX_MONTHS = 120            # ten years: a sanity limit on the horizon, not a sourced fact
@@ -91,26 +90,13 @@ class Portfolio(Strict):
 def resolve_portfolio(name_or_path: str | Path) -> Path:
     """A portfolio id (a file in data/portfolios without .yaml) or a path to a YAML file."""
     p = Path(name_or_path)
-    if p.suffix in (".yaml", ".yml") or p.exists() or "/" in str(name_or_path):
+    if p.suffix in (".yaml", ".yml") or "/" in str(name_or_path) or len(str(p)) > 255 or p.exists():
         return p
     return PORTFOLIO_DIR / f"{name_or_path}.yaml"
 
 
 def _read(path: Path, rel: str):
-    if not path.is_file():
-        raise InputError(f"{rel}: file not found (a portfolio: data/portfolios/ID.yaml or a path)")
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{rel}: cannot read file ({e.__class__.__name__}: {e})") from None
-    if len(text) > MAX_YAML_BYTES:
-        raise InputError(f"{rel}: {len(text)} characters, more than a portfolio needs (limit {MAX_YAML_BYTES})")
-    try:
-        data = read_yaml(text)
-    except (yaml.YAMLError, RecursionError) as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        raise InputError(f"{rel}: YAML error: {where}{excerpt_text(str(getattr(e, 'problem', None) or e))}") from None
+    data = read_yaml_file(path, "a portfolio YAML file (data/portfolios/ID.yaml or a path)", rel)
     if not isinstance(data, dict):
         raise InputError(f"{rel}: expected a mapping of keys (name, title, months, workloads), "
                          f"got {type(data).__name__}")
@@ -120,6 +106,8 @@ def _read(path: Path, rel: str):
 def scenario_path(ref: str, folder: Path) -> Path:
     """A workload's ``scenario``: a shipped id, or a path relative to the portfolio's folder."""
     if "/" in ref or ref.endswith((".yaml", ".yml")):
+        if not ref.endswith((".yaml", ".yml")):
+            raise InputError(f"{excerpt(ref)}: expected a scenario id or the path of a .yaml file")
         p = Path(ref)
         return p if p.is_absolute() else (folder / p).resolve()
     return paths.SCENARIO_DIR / f"{ref}.yaml"

@@ -43,8 +43,8 @@ from ..paths import NOTEBOOK_DIR, PACKAGE_DIR, SCENARIO_DIR
 from ..scenario import load_scenario, resolve_path, scenario_names
 from . import outfolder
 from .assemble import headline, jinja_env, report_css, sha256_file, utc_now
-from .execute import render_scenario, shutdown_kernels
-from .jobs import Job, Result
+from .execute import render_scenario, shutdown_kernels, stop_workers, unwind_on_signals, worker_init
+from .jobs import CELL_TIMEOUT_S, Job, Result
 from .sections import SECTION_METADATA, Section, available_sections, check_parameters
 
 __all__ = ["Section", "Job", "Result", "available_sections", "check_parameters", "inputs_sha256", "plan",
@@ -109,7 +109,7 @@ def plan(scenarios: list[str], out: str | Path, notebook_dir: str | Path = NOTEB
     nb_paths = [Path(notebook_dir) / s.notebook for s in present]
     check_parameters(nb_paths)
     base = dict(notebook_dir=str(Path(notebook_dir).resolve()), missing=tuple(x.label for x in missing),
-                sections=tuple((x.key, x.notebook, x.label) for x in present), timeout_s=timeout_s,
+                sections=tuple((x.key, x.notebook, x.label) for x in present), timeout_s=timeout_s or CELL_TIMEOUT_S,
                 kernel_name=_kernel_name(nb_paths[0]))
     out = Path(out)
     jobs, problems, skipped, seen = [], [], [], {}
@@ -373,7 +373,7 @@ def _process_pool(workers: int) -> cf.Executor:
     if method == "forkserver":
         ctx.set_forkserver_preload(["workbook.report.batch", "papermill", "nbconvert", "jupyter_client",
                                     "workbook.analysis"])
-    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=worker_init, initargs=(os.getpid(),))
 
 
 def _worker_failed(job: Job, e: Exception, prefix: str = "") -> Result:
@@ -407,9 +407,12 @@ def _results(jobs: list[Job], workers: int, executor: cf.Executor | None):
                 yield job, fut.result()
             except Exception as e:  # the worker itself died (killed, out of memory, lost)
                 yield job, _worker_failed(job, e, "worker failed: ")
+    except BaseException:  # interrupted (Ctrl-C, SIGTERM): stop the workers, whose kernels go with them
+        stop_workers(ex) if own else None
+        raise
     finally:
         if own:
-            ex.shutdown(wait=True)
+            ex.shutdown(wait=True, cancel_futures=True)
 
 
 def _progress_bar(n: int):
@@ -431,6 +434,7 @@ def run_batch(jobs: list[Job], out: str | Path, workers: int = 1, executor: cf.E
     if progress is None:
         progress = sys.stderr.isatty()
     notes: list[str] = []
+    unwind_on_signals()   # a killed batch unwinds: workers and kernels stopped
     with outfolder.output_lock(out, notes):
         bar = _progress_bar(len(jobs)) if progress and jobs else None
         say = echo or (bar.write if bar is not None else _say)
@@ -504,7 +508,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="hand scenarios to a Dask distributed scheduler (e.g. tcp://10.0.0.5:8786) instead "
                              "of a local process pool; workers need this package and its notebooks installed")
-    parser.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
+    parser.add_argument("--timeout", type=float, default=CELL_TIMEOUT_S, metavar="SECONDS",
                         help="limit per notebook cell (default: 600)")
     # The notebook folder (tests point it at fixtures); not part of the documented interface.
     parser.add_argument("--notebooks", default=str(NOTEBOOK_DIR), help=argparse.SUPPRESS)
@@ -548,6 +552,7 @@ def run(args) -> int:
     if not names:
         raise InputError(f"{paths.rel(SCENARIO_DIR)}: no scenario files found")
     notes: list[str] = []
+    unwind_on_signals()   # a killed batch unwinds: workers and kernels stopped
     with outfolder.output_lock(out, notes):  # before planning: --skip-unchanged reads the folder
         for line in notes:
             _say(f"note: {line}")

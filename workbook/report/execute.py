@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 from .. import netcheck, paths
+from ..analysis import SHARE_ENV
 from ..scenario import load_scenario
 from .assemble import assemble_report, first_line, run_estimate, source_numbers, widget_cells
 from .jobs import Job, Result
@@ -61,17 +63,35 @@ def _register_engine() -> None:
                 client.kc = kc
                 run_sync(reset)()
                 try:
-                    return client.execute()
+                    return _saving_on_failure(nb_man, client)
                 finally:
                     client.kc = None  # the kernel's client stays open for the next notebook
             client.on_notebook_start = reset
             try:
-                return client.execute()
+                return _saving_on_failure(nb_man, client)
             finally:
                 if client.kc is not None:
                     client.kc.stop_channels()
 
     papermill_engines.register(ENGINE, SharedKernelEngine)
+
+
+def _saving_on_failure(nb_man, client):
+    """``client.execute()``; when it stops on something else than a cell error (a cell past its
+    timeout, a dead kernel) the notebook is saved as it stands, its running cell marked by Papermill,
+    so that the failure names that cell (``_stopped_cell``)."""
+    try:
+        return client.execute()
+    except Exception:
+        try:
+            from papermill.iorw import write_ipynb
+
+            path = nb_man.output_path or nb_man.nb.metadata.get("papermill", {}).get("output_path")
+            if path:
+                write_ipynb(nb_man.nb, path)
+        except Exception:  # noqa: BLE001 - the message then names no cell; the first error stands
+            pass
+        raise
 
 
 # --- this worker's kernels ---------------------------------------------------------------------------
@@ -84,6 +104,7 @@ def _start_kernel(kernel_name: str, cwd: str, log_file):
 
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(paths.ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env[SHARE_ENV] = "1"   # the notebooks and the summary of a scenario share one analysis
     km = AsyncKernelManager(kernel_name=kernel_name)
     run_sync(km.start_kernel)(cwd=cwd, env=env, stdout=log_file, stderr=log_file)
     return km
@@ -165,6 +186,86 @@ def shutdown_kernels() -> int:
     return n
 
 
+def kill_kernels_now() -> int:
+    """SIGKILL the process group of every kernel this process keeps, at once and without an event
+    loop (safe in a signal handler: a worker told to stop, or whose parent died, leaves no kernel
+    behind; each kernel runs in a session of its own, so its group is its pid)."""
+    n = 0
+    for key in [k for k in _KERNELS if k[2] == os.getpid()]:
+        proc = getattr(getattr(_KERNELS[key][0], "provisioner", None), "process", None)
+        pid = getattr(proc, "pid", None)
+        if pid:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+                n += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+    return n
+
+
+def _die_with_kernels(signum, _frame) -> None:
+    kill_kernels_now()
+    os._exit(128 + signum)
+
+
+RUNNER_POLL_S = 1.0
+
+
+def worker_init(runner_pid: int | None = None) -> None:
+    """A batch worker process: on SIGTERM, SIGHUP or SIGINT (the batch stopped, ``kill``), and when
+    the runner ``runner_pid`` is gone (killed with -9: a thread checks every ``RUNNER_POLL_S``; the
+    pool's forkserver, the worker's parent, outlives it), kill this worker's kernels and exit, so
+    that no kernel outlives the batch."""
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, _die_with_kernels)
+    if runner_pid:
+        threading.Thread(target=_watch_runner, args=(runner_pid,), daemon=True, name="watch-runner").start()
+
+
+def _watch_runner(pid: int) -> None:
+    while True:
+        time.sleep(RUNNER_POLL_S)
+        if not runner_alive(pid):
+            _die_with_kernels(signal.SIGTERM, None)
+
+
+def runner_alive(pid: int) -> bool:
+    """Is process ``pid`` alive (a zombie, killed but not yet reaped by its parent, is not)?"""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:   # alive, another user's
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True           # no /proc: signal 0 is all there is
+
+
+def _interrupted(signum, _frame):
+    kill_kernels_now()          # this process's own kernels (a batch run without workers)
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def unwind_on_signals() -> None:
+    """In the batch runner: SIGTERM and SIGHUP raise KeyboardInterrupt, so the batch unwinds
+    (workers stopped by ``stop_workers``, kernels shut down) instead of dying on the spot."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupted)
+
+
+def stop_workers(ex) -> None:
+    """SIGTERM each worker of a process pool (``execute.worker_init`` kills its kernels then)."""
+    for proc in list((getattr(ex, "_processes", None) or {}).values()):
+        try:
+            proc.terminate()
+        except (OSError, AttributeError):
+            pass
+    for proc in list((getattr(ex, "_processes", None) or {}).values()):
+        proc.join(timeout=5)
+
+
 def _stop_kernel(km) -> None:
     from jupyter_core.utils import run_sync
 
@@ -207,10 +308,35 @@ def _failure(job: Job, notebook: str, exc: Exception, executed_path: Path | None
         msg = (f"{rel}: cell {cell} (`{first_line(exc.source)}`): {exc.ename}: "
                f"{exc.evalue.splitlines()[0] if exc.evalue else ''}").rstrip()
         detail = {"notebook": rel, "cell": cell, "source": exc.source, "ename": exc.ename, "evalue": exc.evalue}
-    else:
-        msg = f"{rel}: {exc.__class__.__name__}: {exc}"
-        detail = {"notebook": rel, "cell": None, "ename": exc.__class__.__name__, "evalue": str(exc)}
+    else:  # a cell past its timeout (CellTimeoutError), a dead kernel (DeadKernelError), ...
+        cell, source = _stopped_cell(executed_path)
+        if cell is not None and executed_path is not None:
+            files[notebook] = executed_path.read_bytes()
+        where = f"cell {cell} (`{first_line(source)}`): " if cell is not None else ""
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        msg = f"{rel}: {where}{exc.__class__.__name__}: {text}".rstrip()
+        detail = {"notebook": rel, "cell": cell, "source": source, "ename": exc.__class__.__name__, "evalue": str(exc)}
     return msg, detail, files
+
+
+def _stopped_cell(executed_path: Path | None) -> tuple[int | None, str | None]:
+    """The source number and source of the cell the run stopped at (the last code cell Papermill
+    started: nbclient marks it completed even when it timed out or its kernel died), from the
+    executed notebook; (None, None) when unknown."""
+    import nbformat
+
+    if executed_path is None or not executed_path.exists():
+        return None, None
+    try:
+        nb = nbformat.read(executed_path, as_version=4)
+    except Exception:  # noqa: BLE001 - a half-written notebook: the message names no cell
+        return None, None
+    cells = [c for c in nb.cells if "papermill-error-cell-tag" not in c.get("metadata", {}).get("tags", [])]
+    started = [i for i, c in enumerate(cells) if c.cell_type == "code"
+               and c.get("metadata", {}).get("papermill", {}).get("status") in ("running", "failed", "completed")]
+    if not started:
+        return None, None
+    return _source_cell_number(nb, started[-1]), cells[started[-1]].source   # the run stopped at its last cell
 
 
 # --- one scenario ----------------------------------------------------------------------------------

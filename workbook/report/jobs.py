@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+CELL_TIMEOUT_S = 600.0   # every cell of a batch has a limit (a report once hung 14.6 min on one cell)
+
 
 @dataclass(frozen=True)
 class Job:
@@ -17,7 +19,7 @@ class Job:
     missing: tuple[str, ...]  # labels of the sections whose notebook does not exist
     inputs_sha256: str
     title: str = ""
-    timeout_s: float | None = None
+    timeout_s: float = CELL_TIMEOUT_S   # per cell, and for the estimate run in the kernel
     kernel_name: str = "python3"
 
 

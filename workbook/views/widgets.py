@@ -18,7 +18,7 @@ import ipywidgets as W
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from .. import catalog, cost, paths
+from .. import catalog, cost, inputs, paths
 from ..model import comm, estimate, search, serving, tables
 from ..analysis import Analysis, analyse, with_and_without_measurements
 from ..calibrate import own as own_runs
@@ -327,30 +327,40 @@ def decision_explorer(s: Scenario, a: Analysis | None = None) -> W.VBox:
 
 # --- the team's own runs (notebook 05 and the app) ------------------------------------------------
 
-MAX_UPLOAD_BYTES = 2_000_000   # a measurements CSV is a few rows; anything bigger is not one
+MAX_UPLOAD_BYTES = own_runs.MAX_BYTES   # a measurements CSV is a few rows; anything bigger is not one
+
+
+def upload_name(raw) -> str:
+    """A safe file name for an upload: its last path part, letters, digits and ``._-`` only, no
+    leading dot (``..``, ``.bashrc``), at most 100 characters; ``runs.csv`` when nothing is left."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", Path(str(raw or "")[-300:]).name).lstrip(".")[:100]
+    return name or "runs.csv"
 
 
 def save_measurements(upload_value, folder: str | Path) -> tuple[str, str, int]:
     """The CSV of a ``FileUpload`` (its ``value``: a tuple of ``{name, content, ...}``) saved in
-    ``folder`` and validated as the scenario key ``measurements`` is (``calibrate.own.read_measurements``):
+    ``folder`` and validated as the scenario key ``measurements`` is (``calibrate.own.read_measurements``),
+    except that its ``model`` column may name catalog models only (never a file of the server):
     ``(path, uploaded name, number of runs)``. Raises InputError, one line per problem, naming the
-    uploaded file (not the saved copy)."""
+    uploaded file (not the saved copy); the size is checked before the content is looked at."""
     if not upload_value:
         raise InputError("no file uploaded (expected a measurements CSV)")
     f = upload_value[0]
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", Path(str(f.get("name") or "runs.csv")).name) or "runs.csv"
+    name = upload_name(f.get("name"))
+    size = int(f.get("size") or 0) or len(f.get("content") or b"")
+    if size > MAX_UPLOAD_BYTES:
+        raise InputError(f"{name}: {inputs.size_words(size)}, larger than a measurements CSV can be "
+                         f"(limit {inputs.size_words(MAX_UPLOAD_BYTES)}); nothing was read")
     content = bytes(f.get("content") or b"")
-    if len(content) > MAX_UPLOAD_BYTES:
-        raise InputError(f"{name}: {len(content):,} bytes, expected a measurements CSV under {MAX_UPLOAD_BYTES:,} bytes")
+    if not content.strip():
+        raise InputError(f"{name}: empty file (expected a measurements CSV: a header row, then one row per run)")
     path = Path(folder) / name
     path.write_bytes(content)
     try:
-        runs = own_runs.read_measurements(path)
-    except InputError as e:
-        saved = {str(path), paths.rel(path)}
-        lines = [next((line.replace(p, name, 1) for p in saved if line.startswith(p)), line) for line in e.problems]
+        runs = own_runs.read_measurements(path, label=name, model_paths=False)
+    except InputError:
         path.unlink()
-        raise InputError("", lines) from None
+        raise
     return str(path), name, len(runs)
 
 
