@@ -191,6 +191,8 @@ def _mpt(cfg: dict, where: str) -> dict:
 def architecture_fields(cfg: dict, where: str = "workload.hf_config") -> dict:
     """The ``scenario.Architecture`` fields of a parsed config.json (see the module docstring)."""
     kind = cfg.get("model_type")
+    if not isinstance(kind, str):
+        raise InputError(f"{where}: model_type {inputs.excerpt(kind)} is not supported (supported: {', '.join(SUPPORTED)})")
     if "text_config" in cfg:
         if kind not in WRAPPERS or not isinstance(cfg["text_config"], dict):
             raise _unsupported(where, "text_config", "{...}", "a multimodal config; give the language model's own config.json")
@@ -199,7 +201,7 @@ def architecture_fields(cfg: dict, where: str = "workload.hf_config") -> dict:
     if kind in ("llama4", "gemma3"):  # a wrapper's model_type on a text-only config
         kind = WRAPPERS[kind]
     cfg = {**TEXT_DEFAULTS.get(kind, {}), **{k: v for k, v in cfg.items() if v is not None or k not in TEXT_DEFAULTS.get(kind, {})}}
-    if not isinstance(kind, str) or kind not in SUPPORTED:
+    if kind not in SUPPORTED:
         raise InputError(f"{where}: model_type {inputs.excerpt(kind)} is not supported (supported: {', '.join(SUPPORTED)})")
     if kind == "gpt_neox":
         return _gpt_neox(cfg, where)

@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from . import catalog, hf, paths, terms
 from . import inputs
-from .yamlsafe import EXCERPT_CHARS, excerpt, excerpt_text, read_yaml_file
+from .validation import MAX_PROBLEMS, _errors_to_lines
+from .yamlsafe import excerpt, read_yaml_file
 from .errors import InputError
 
 
@@ -427,43 +428,6 @@ class Scenario(_Strict):
         return self.workload.task != "inference"
 
 
-def _fmt_loc(loc) -> str:
-    return ".".join(str(p) for p in loc if not (isinstance(p, str) and p.startswith("function-")))
-
-
-def _describe(err: dict) -> str:
-    t, got = err["type"], err.get("input")
-    ctx = err.get("ctx") or {}
-    if t == "extra_forbidden":
-        return "unknown key (not part of the scenario format; see data/scenario.schema.json)"
-    if t == "missing":
-        return "required key is missing"
-    if t in ("float_parsing", "float_type", "int_parsing", "int_type", "int_from_float"):
-        kind = "an integer" if t.startswith("int") else "a number"
-        return f"expected {kind}, got {excerpt(got)}"
-    if t in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
-        op = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<="}[t]
-        bound = next(iter(ctx.values()))
-        return f"expected a number {op} {bound}, got {excerpt(got)}"
-    if t == "literal_error":
-        return f"expected {ctx.get('expected')}, got {excerpt(got)}"
-    if t == "value_error":
-        return excerpt_text(str(ctx.get("error", err["msg"])))
-    return f"{err['msg']}, got {excerpt(got)}"
-
-
-MAX_PROBLEMS = 30
-
-
-def _errors_to_lines(file: str, exc: ValidationError) -> list[str]:
-    lines = []
-    for e in exc.errors():
-        loc = excerpt_text(_fmt_loc(e["loc"]), EXCERPT_CHARS)
-        lines.append(f"{file}: {loc + ': ' if loc else ''}{_describe(e)}")
-    return lines
-
-
-errors_to_lines = _errors_to_lines  # one line per problem, for other input files (plan.portfolio)
 
 
 def resolve_path(name_or_path: str | Path) -> Path:

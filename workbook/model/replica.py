@@ -4,10 +4,13 @@ of a replica layout (tensor, pipeline and expert parallelism), with the calibrat
 - Decode streams weights and KV cache from HBM at ``decode_memory_efficiency[family]`` of the
   datasheet bandwidth; tensor parallelism adds two all-reduces per layer (Megatron-LM, Shoeybi et al.
   2019), each 2·log2(ranks) latency steps of ``tp_collective_latency_s[family]`` + bytes / link
-  bandwidth (ranks: chips, or NeuronCores on AWS Neuron); continuous batching lets
-  chunked prefill share the decode step's roofline (Agrawal et al. 2024, Sarathi-Serve).
-- A step takes the larger of its compute and memory time (roofline: Williams et al. 2009; "How to
-  Scale Your Model" ch. 7 "Inference").
+  bandwidth (ranks: chips, or NeuronCores on AWS Neuron); continuous batching carries prompts in
+  chunks of whole prompts inside decode steps of at most ``STEP_TOKENS`` tokens (Agrawal et al.
+  2024, Sarathi-Serve), their matmuls at the prefill's ceiling.
+- A decode step's weight matmuls take the larger of their weight reads and their FLOPs, its
+  attention the larger of its KV-cache reads and its FLOPs, one after the other (roofline: Williams
+  et al. 2009, per operator as in "How to Scale Your Model" ch. 7 "Inference"); a prefill the
+  larger of its FLOPs and one read of the weights.
 - A replica's KV-cache budget is tp·memory·(1 − headroom) − weights (vLLM's
   ``gpu_memory_utilization`` = 1 − headroom).
 
@@ -23,7 +26,7 @@ import pandas as pd
 
 from . import comm
 from .efficiency import Efficiency, compute_efficiency, peak, scope_of
-from .profile import (Profile, bytes_per_value, decode_flops_per_token, decode_weight_bytes_read, kv_cache_bytes_per_token,
+from .profile import (Profile, attention_flops_per_token, bytes_per_value, decode_weight_bytes_read, kv_cache_bytes_per_token,
                       prefill_flops_per_token, weight_bytes)
 
 ACTIVATION_BYTES = 2.0  # 16-bit activations in the tensor-parallel all-reduces
@@ -182,13 +185,17 @@ def _split_bytes(p: Profile, tokens, weight_precision: str, tp, lay: Layout | No
 
 def decode_step_parts(eff: Efficiency, p: Profile, acc, batch, context, tp, precision: str, weight_precision: str,
                       kv_precision: str, mem_eff=None, latency_s=None, compute_eff=None, prefill_tokens=0.0,
-                      prefill_context=0.0, layout: Layout | None = None) -> dict:
+                      prefill_context=0.0, layout: Layout | None = None, prefill_compute_eff=None) -> dict:
     """The parts of one decode step (one token for each of ``batch`` sequences at ``context`` cached
     tokens) on a tensor-parallel group of ``tp`` chips: ``memory_s`` (active weights once + each
     sequence's KV cache over tp·HBM·mem_eff), ``compute_s`` (FLOPs over tp·peak·efficiency) and
-    ``comm_s`` (the TP all-reduces). ``prefill_tokens`` of other requests' prompts (of
-    ``prefill_context`` tokens) can ride along in the same step (chunked prefill, Agrawal et al. 2024
-    "Sarathi-Serve"): their FLOPs add to the compute side, their weight reads are the step's own.
+    ``comm_s`` (the TP all-reduces), each split for ``step_s``: ``weight_memory_s`` and
+    ``kv_memory_s``, ``linear_compute_s`` (the weight matmuls) and ``attention_compute_s``
+    (QKᵀ and AV). ``prefill_tokens`` of other requests' prompts (of ``prefill_context`` tokens) can
+    ride along in the same step (chunked prefill, Agrawal et al. 2024 "Sarathi-Serve", OSDI'24): they
+    join the step's weight matmuls, whose weights are read once for all its tokens, and run at
+    ``prefill_compute_eff`` (the prefill's ceiling: a chunk of thousands of rows is a large matmul;
+    default ``compute_eff``), the decode tokens at ``compute_eff``.
     With a ``layout`` of pp stages, ``batch`` is one micro-batch: the step is the sum of the pp stage
     steps (each 1/pp of the layers) plus the hand-offs, so the parts equal a tp-chip step; experts
     over ep chips read their weights and do their FLOPs over max(tp, ep) chips and add the
@@ -202,24 +209,42 @@ def decode_step_parts(eff: Efficiency, p: Profile, acc, batch, context, tp, prec
     pre = np.asarray(prefill_tokens, dtype=float)
     groups = 1 if layout is None else layout.groups
     width = tp if layout is None else float(layout.width)
-    bytes_ = (_split_bytes(p, b + pre, weight_precision, tp, layout)
-              + b / groups * np.asarray(context, dtype=float) * kv_bytes_per_token_held(p, acc, tp, kv_precision) / tp)
+    bw = float(acc["memory_bytes_per_s"]) * mem_eff
+    w_bytes = _split_bytes(p, b + pre, weight_precision, tp, layout)
+    kv_bytes = b / groups * np.asarray(context, dtype=float) * kv_bytes_per_token_held(p, acc, tp, kv_precision) / tp
     if compute_eff is None:
         compute_eff = compute_efficiency(eff, acc, precision, "decode", p, tp=tp)
-    flops = b * decode_flops_per_token(p, context) + pre * prefill_flops_per_token(p, prefill_context)
+    if prefill_compute_eff is None:
+        prefill_compute_eff = compute_eff
+    rate = width * peak(acc, precision)
+    lin = 2.0 * p.params_matmul_active
+    linear_s = b * lin / (rate * compute_eff) + pre * lin / (rate * prefill_compute_eff)
+    attn_s = (b * attention_flops_per_token(p, context, causal=False) / (rate * compute_eff)
+              + pre * attention_flops_per_token(p, prefill_context, causal=True) / (rate * prefill_compute_eff))
     comm = tp_allreduce_s(p, acc, (b + pre) / groups, tp, latency_s)
     if layout is not None:
         comm = comm + ep_alltoall_s(p, acc, b + pre, layout, latency_s) + pp_handoff_s(p, acc, b + pre, layout)
-    return {"memory_s": bytes_ / (float(acc["memory_bytes_per_s"]) * mem_eff),
-            "compute_s": flops / (width * peak(acc, precision) * compute_eff),
-            "comm_s": comm}
+    return {"memory_s": (w_bytes + kv_bytes) / bw, "compute_s": linear_s + attn_s, "comm_s": comm,
+            "weight_memory_s": w_bytes / bw, "kv_memory_s": kv_bytes / bw, "linear_compute_s": linear_s,
+            "attention_compute_s": attn_s}
+
+
+def step_s(parts: dict):
+    """Time of one decode step from ``decode_step_parts``: the weight matmuls take the larger of their
+    weight reads and their FLOPs, then attention the larger of its KV-cache reads and its FLOPs, then
+    the collectives: T = max(weights / BW, linear FLOPs / rate) + max(KV / BW, attention FLOPs / rate)
+    + comm ("How to Scale Your Model" ch. 7 "Inference": decode attention reads each sequence's own
+    KV cache, memory-bound at any batch, in kernels of its own that do not overlap the weight
+    matmuls, which turn compute-bound at a large batch; Sarathi-Serve §2 makes the same split of a
+    hybrid batch into linear and attention operators)."""
+    return (np.maximum(parts["weight_memory_s"], parts["linear_compute_s"])
+            + np.maximum(parts["kv_memory_s"], parts["attention_compute_s"]) + parts["comm_s"])
 
 
 def decode_step_s(eff: Efficiency, p: Profile, acc, batch, context, tp, precision: str, weight_precision: str,
                   kv_precision: str, **kw):
-    """Time of one decode step: roofline of ``decode_step_parts`` plus the TP all-reduces."""
-    d = decode_step_parts(eff, p, acc, batch, context, tp, precision, weight_precision, kv_precision, **kw)
-    return np.maximum(d["memory_s"], d["compute_s"]) + d["comm_s"]
+    """Time of one decode step: ``step_s`` of ``decode_step_parts``."""
+    return step_s(decode_step_parts(eff, p, acc, batch, context, tp, precision, weight_precision, kv_precision, **kw))
 
 
 def prefill_s(eff: Efficiency, p: Profile, acc, tokens, input_tokens, tp, precision: str, weight_precision: str,
@@ -278,17 +303,81 @@ def max_batch_fit(p: Profile, acc, tp, seq_tokens, weight_precision: str, kv_pre
     return np.floor(np.maximum(budget, 0.0) / per_seq)
 
 
+# Tokens one engine step may carry (decode tokens + prompt chunks): TensorRT-LLM's ``max_num_tokens``
+# default 8192 (``BuildConfig``, NVIDIA/TensorRT-LLM tensorrt_llm/builder.py @008b2b8, read
+# 2026-12-02; its in-flight batching scheduler fills a step's context requests up to that budget:
+# TensorRT-LLM docs, "Tuning Max Batch Size and Max Num Tokens") and vLLM's ``max_num_batched_tokens``
+# default 8192 (its OpenAI server on GPUs of >= 70 GiB other than A100; 16384 offline there, 2048
+# behind the server and 8192 offline on smaller GPUs: vllm/engine/arg_utils.py, EngineArgs batch
+# defaults), the per-step token budget of chunked prefill (Sarathi-Serve, Agrawal et al., OSDI'24 §4).
+STEP_TOKENS = 8192.0
+
+
+def _chunked_step(eff, p, acc, micro, I, O, tp, precision, weight_precision, kv_precision, ce_d, ce_p, step_tokens, kw):
+    """The mean decode step of continuous batching with chunked prefill (Sarathi-Serve, Agrawal et al.
+    OSDI'24): prompts enter as fast as answers finish, P = micro·I/O prompt tokens per step on
+    average, but in whole prompts: a step that admits prompts carries c = min(max(P, I),
+    step_tokens − micro) of their tokens (at least one prompt, chunked at the step's token budget)
+    and a fraction f = P / c of the steps does so (about micro/O answers finish per step: at a small
+    batch and long answers one step in many carries a whole prompt). The mean step is
+    f·T(micro, c) + (1 − f)·T(micro, 0) (``step_s``: a step with a long chunk is compute-bound, one
+    without reads the weights for the decode alone; spreading a prompt thinly over every step would
+    hide its FLOPs under the weight reads). Where even every step carrying a full chunk cannot admit
+    prompts as fast as answers finish (micro·(1 + I/O) > step_tokens), the engine holds only
+    step_tokens / (1 + I/O) sequences in decode. Returns (mean step, parts weighted the same way,
+    decode batch)."""
+    micro = np.minimum(np.asarray(micro, dtype=float), step_tokens / (1.0 + I / O))
+    demand = micro * I / O
+    chunk = np.maximum(np.minimum(np.maximum(demand, I), step_tokens - micro), 1.0)
+    f = np.minimum(demand / chunk, 1.0)
+    ctx = I + O / 2.0
+    args = (eff, p, acc, micro, ctx, tp, precision, weight_precision, kv_precision)
+    with_chunk = decode_step_parts(*args, compute_eff=ce_d, prefill_tokens=chunk, prefill_context=I,
+                                   prefill_compute_eff=ce_p, **kw)
+    plain = decode_step_parts(*args, compute_eff=ce_d, **kw)
+    def mix(a, b):  # f·a + (1 − f)·b, a term of weight 0 left out (an unusable link makes it inf)
+        return f * np.where(f > 0, a, 0.0) + (1.0 - f) * np.where(f < 1, b, 0.0)
+
+    t_chunk, t_plain = step_s(with_chunk), step_s(plain)
+    return {"mean": mix(t_chunk, t_plain), "parts": {k: mix(with_chunk[k], plain[k]) for k in with_chunk},
+            "micro": micro, "t_chunk": t_chunk, "t_plain": t_plain, "f": f}
+
+
+def _loaded_ttft(eff, p, acc, micro, I, O, tp, precision, weight_precision, kv_precision, ce_d, ce_p, step_tokens, kw):
+    """Time to first token of a prompt that joins ``micro`` − 1 sequences in decode (continuous
+    batching; Orca, Yu et al. OSDI'22: a request enters at the next iteration): the rest of the step
+    in progress, whose mean is the residual life E[T²] / (2·E[T]) of the others' steps (renewal
+    theory, Kleinrock 1975 "Queueing Systems" vol. 1 §5.2: an arrival more likely falls in a long,
+    prompt-carrying step), then its own prompt in ceil(I / c) steps of c = min(I, step_tokens −
+    others) prompt tokens beside the others' decode tokens (``_chunked_step``'s steps). 0 wait
+    with no other sequence."""
+    others = np.maximum(np.asarray(micro, dtype=float) - 1.0, 0.0)
+    o = _chunked_step(eff, p, acc, others, I, O, tp, precision, weight_precision, kv_precision, ce_d, ce_p,
+                      step_tokens, kw)
+    f, tc, tpl = o["f"], o["t_chunk"], o["t_plain"]
+    second = f * np.where(f > 0, tc * tc, 0.0) + (1.0 - f) * np.where(f < 1, tpl * tpl, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        residual = np.where(o["micro"] > 0, second / (2.0 * o["mean"]), 0.0)
+    c = np.maximum(np.minimum(I, step_tokens - o["micro"]), 1.0)
+    own = step_s(decode_step_parts(eff, p, acc, o["micro"], I + O / 2.0, tp, precision, weight_precision, kv_precision,
+                                   compute_eff=ce_d, prefill_tokens=c, prefill_context=I, prefill_compute_eff=ce_p,
+                                   **kw))
+    return residual + np.ceil(I / c) * own
+
+
 def serving_point(eff: Efficiency, p: Profile, acc, batch, input_tokens, output_tokens, tp, precision,
                   weight_precision, kv_precision, mem_eff=None, latency_s=None, ceiling=None,
-                  static: bool = False, layout: Layout | None = None, prefill_ceiling=None) -> dict:
+                  static: bool = False, layout: Layout | None = None, prefill_ceiling=None,
+                  step_tokens: float = STEP_TOKENS) -> dict:
     """TTFT, TPOT and output tokens/s of one replica serving ``batch`` concurrent requests, with the
     decode step's parts (``decode_memory_s``, ``decode_compute_s``, ``decode_comm_s``).
 
-    Continuous batching with chunked prefill (vLLM, SGLang, TensorRT-LLM; Agrawal et al. 2024): each
-    decode step also carries batch·I/O prompt tokens of the requests that replace finished ones, so
-    their FLOPs share the step's roofline with the decode; TPOT is that step at the mean context
-    I + O/2, output tokens/s = batch / TPOT, TTFT is one prompt's prefill (no queueing: see
-    ``model.queueing``). With pp pipeline stages the batch is pp micro-batches of batch/pp in flight
+    Continuous batching with chunked prefill (vLLM, SGLang, TensorRT-LLM; Agrawal et al. 2024): the
+    steps carry, on average, batch·I/O prompt tokens of the requests that replace finished ones, in
+    chunks of at most ``step_tokens`` tokens per step (``_chunked_step``); TPOT is the mean step at
+    the mean context I + O/2, output tokens/s = batch / TPOT, TTFT the rest of the step in progress
+    and the prompt's own steps beside the batch's decode (``_loaded_ttft``; waiting for a batch slot
+    is ``model.queueing``'s). With pp pipeline stages the batch is pp micro-batches of batch/pp in flight
     together, so TPOT is a micro-batch's trip through every stage and output tokens/s = batch / TPOT.
     ``static`` batching (a batch prefilled together, then decoded: Neuron, benchmark_latency): output
     tokens/s = batch·O / (prefill(batch·I) + O·TPOT), TTFT = prefill(batch·I).
@@ -303,20 +392,22 @@ def serving_point(eff: Efficiency, p: Profile, acc, batch, input_tokens, output_
                               ceiling=ceiling if prefill_ceiling is None else prefill_ceiling)
     kw = dict(mem_eff=mem_eff, latency_s=latency_s, layout=layout)
     chunked = not (static or I == 0 or O == 0)
-    parts = decode_step_parts(eff, p, acc, micro, I + O / 2.0, tp, precision, weight_precision, kv_precision,
-                              compute_eff=ce_d, prefill_tokens=micro * I / O if chunked else 0.0,
-                              prefill_context=I if chunked else 0.0, **kw)
-    tpot = np.maximum(parts["memory_s"], parts["compute_s"]) + parts["comm_s"]
     if chunked:
-        thr = b / tpot
+        args = (eff, p, acc, micro, I, O, tp, precision, weight_precision, kv_precision, ce_d, ce_p, step_tokens, kw)
+        st = _chunked_step(*args)
+        tpot, parts = st["mean"], st["parts"]
+        thr = st["micro"] * (1 if layout is None else layout.pp) / tpot
+        ttft = _loaded_ttft(*args)
     else:
+        parts = decode_step_parts(eff, p, acc, micro, I + O / 2.0, tp, precision, weight_precision, kv_precision,
+                                  compute_eff=ce_d, **kw)
+        tpot = step_s(parts)
         prefill_batch = prefill_s(eff, p, acc, b * I, I, tp, precision, weight_precision, compute_eff=ce_p, **kw) \
             if I > 0 else 0.0 * tpot
         thr = b * O / (prefill_batch + O * tpot) if O > 0 else b / tpot
-    if I > 0:
-        ttft = prefill_s(eff, p, acc, (b if static else 1.0) * I, I, tp, precision, weight_precision, compute_eff=ce_p, **kw)
-    else:
-        ttft = np.zeros_like(tpot)
+    if not chunked:
+        ttft = prefill_s(eff, p, acc, (b if static else 1.0) * I, I, tp, precision, weight_precision, compute_eff=ce_p,
+                         **kw) if I > 0 else np.zeros_like(tpot)
     ones = np.ones_like(tpot)
     return {"ttft_s": ttft * ones, "tpot_s": tpot, "output_tokens_per_s": thr, "decode_memory_s": parts["memory_s"] * ones,
             "decode_compute_s": parts["compute_s"] * ones, "decode_comm_s": parts["comm_s"] * ones}

@@ -15,7 +15,8 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from .. import paths
 from ..errors import InputError
-from ..scenario import Scenario, Strict, errors_to_lines, load_scenario, title_defaults_to_name
+from ..scenario import Scenario, Strict, load_scenario, title_defaults_to_name
+from ..validation import errors_to_lines
 from ..yamlsafe import excerpt, read_yaml_file
 
 PORTFOLIO_DIR = paths.DATA_DIR / "portfolios"
