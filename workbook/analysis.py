@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 import numpy as np
 import pandas as pd
 
-from . import catalog, cost, decision, paths
+from . import catalog, cost, decision, paths, terms
 from .calibrate import layouts, own as own_runs
 from .cost import reliability
 from .decision.rank import reorderable
@@ -136,7 +136,7 @@ def precision_changes(s: Scenario, priced: pd.DataFrame, eff: Efficiency | None 
             continue
         if rec.accelerator is not None:
             metric, fig = rec.metric, rec.figures.get(rec.metric)
-            unit = "for the run" if s.is_training else "per million output tokens"
+            unit = terms.metric_unit(s.is_training, s.workload.generic is not None)
             return [{"changes": {"workload.precision": {"from": w.precision, "to": p}}, "stretch": None,
                      "accelerator": rec.accelerator, "offering": rec.offering, "pricing_model": rec.pricing_model,
                      metric: fig, "text": f"Change workload.precision from {w.precision} to {p}: then {rec.headline()} "

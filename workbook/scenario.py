@@ -162,6 +162,7 @@ class Workload(_Strict):
     ttft_slo_percentile: Annotated[float, Field(gt=0, lt=100, description=(
         "Percentile at which ttft_slo_ms must hold under requests_per_s (Poisson arrivals, M/G/c "
         "queue of the deployment's batch slots: model.queueing); default 99 = P99"))] = 99.0
+    host_ms_per_request: Annotated[float, Field(ge=0, le=60_000, description=terms.FIELD_HELP["host_ms_per_request"])] = 1.0
     hours_per_day: Annotated[float, Field(gt=0, le=24)] = 24
     batch_window_hours: Annotated[float, Field(gt=0, le=24)] | None = None
     stack_changes_per_year: Annotated[float, Field(ge=0, le=365, description=terms.FIELD_HELP["stack_changes_per_year"])] = 0

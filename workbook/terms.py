@@ -183,6 +183,35 @@ def label(column: str) -> str:
 
 # --- money for people ------------------------------------------------------------------------------
 
+def metric_unit(training: bool, generic: bool = False) -> str:
+    """The words after the ranking figure, the same on every surface: "for the run" (training),
+    "per million output tokens" (a transformer service), "per million requests" (a generic model's
+    service: one forward pass per request, e.g. an embedding per document; the figure sits in the
+    ``usd_per_million_tokens`` column)."""
+    return "for the run" if training else ("per million requests" if generic else "per million output tokens")
+
+
+def latency_label(generic: bool = False) -> str:
+    """What ``ttft_ms`` measures: the time to first token, or a generic model's request latency."""
+    return "request latency" if generic else "to first token"
+
+
+def chips_billed_label(used, billed) -> str:
+    """The words after the number of chips used, the same on every surface (CLI, app, report): the
+    chips billed are the whole instances or slices bought (spares included), never fewer than used.
+    "chips used, 72 billed (whole instances and spares)"; "chips used and billed" when they agree."""
+    noun = "chip" if used == 1 else "chips"
+    try:
+        billed = float(billed)
+    except (TypeError, ValueError):
+        billed = float("nan")
+    if billed != billed:
+        return f"{noun} used"
+    if billed > float(used):
+        return f"{noun} used, {billed:,.0f} billed (whole instances and spares)"
+    return f"{noun} used and billed (whole instances)"
+
+
 def usd(x) -> str:
     """Money for people: $1.23B, $1.23M, $45,600, $2.13, $0.213; "n/a" for a blank. (Here, below
     every layer, so that the decision's reasons and the views write money the same way.)"""
@@ -207,6 +236,11 @@ def usd(x) -> str:
 # Descriptions of the scenario keys of the rest of the bill (people, porting, location), kept here so
 # that scenario.py stays one line per field.
 FIELD_HELP = {
+    "host_ms_per_request": (
+        "Generic (non-transformer) serving: host time per request in ms (request handling, tokenization "
+        "or image decoding, host-device copies), added to the request's latency and overlapped with the "
+        "chip's work (model.generic.serve). Default 1 ms: a stated planning default, not measured or "
+        "calibrated; set it from a profile of your serving stack"),
     "hosted_api_usd_per_million_input_tokens": (
         "Serving: a hosted API's price per million prompt tokens as quoted to you (no default; give both prices), "
         "shown beside the decision with the break-even request rate (never ranked)"),

@@ -126,3 +126,53 @@ def test_checks_run_on_every_shipped_scenario_shape():
     t = decision.check_claims(s, perf, priced)
     assert set(t["status"]) <= {decision.HOLDS, decision.FAILS, decision.NA}
     assert t["why"].str.len().gt(10).all()
+
+
+# --- issue 25: the seed articles' remaining claims ------------------------------------------------
+
+def test_claims_catalog_has_25_rows_and_every_check_is_implemented():
+    from workbook import catalog
+    from workbook.decision import evidence
+    table = evidence.claims()
+    assert len(table) >= 25
+    assert set(catalog.SCHEMAS["claims"]["check"].choices) == set(evidence.CHECKS)
+    for s in (parse_scenario(TRAIN), parse_scenario(SERVE)):
+        perf = train_perf() if s.is_training else serve_perf()
+        got = decision.check_claims(s, perf, price(s, perf, offerings=offers(offering("o1"))))
+        assert len(got) == len(table) and got["status"].isin(["holds", "does not hold", "not applicable"]).all()
+        assert got["why"].map(lambda w: isinstance(w, str) and len(w) > 10).all()
+
+
+def _one(check, **row):
+    from workbook.decision import evidence
+    base = {"claim_id": "x", "claim": "x", "check": check, "subject": None, "baseline": None, "claimed_low": 0.0,
+            "claimed_high": 0.0, "unit": "s", "source": "test", "as_of": "2026-12-02", "notes": "n"}
+    return pd.DataFrame([{**base, **row}])
+
+
+def test_checkpoint_write_claims_use_the_sourced_storage_bandwidths():
+    """1 TB from 100 chips: object storage 1e12 / (100 x 6.25e8 B/s per connection) = 16 s; one EFS
+    file system at 3,414 MiB/s: 1e12 / 3.58e9 = 279 s."""
+    s = parse_scenario(TRAIN)
+    perf = train_perf(chips=100).assign(checkpoint_bytes=1e12)
+    priced = price(s, perf, offerings=offers(offering("o1", cpi=4)))
+    t = _one("checkpoint_write_s", baseline="object_store", claimed_low=30, claimed_high=60)
+    r = decision.check_claims(s, perf, priced, t).iloc[0]
+    assert r["measured"] == pytest.approx(1e12 / (100 * 6.25e8)) and r["status"] == "does not hold"
+    t = _one("checkpoint_write_s", baseline="nfs", claimed_low=200, claimed_high=300)
+    r = decision.check_claims(s, perf, priced, t).iloc[0]
+    assert r["measured"] == pytest.approx(1e12 / (3414 * 2 ** 20)) and r["status"] == "holds"
+
+
+def test_restart_peak_ratio_and_instance_claims():
+    s = parse_scenario({**TRAIN, "pricing": {**TRAIN["pricing"], "restart_min": 1}})
+    perf = train_perf()
+    priced = price(s, perf, offerings=offers(offering("o1")))
+    r = decision.check_claims(s, perf, priced, _one("restart_s", claimed_low=45, claimed_high=90)).iloc[0]
+    assert r["measured"] == 60 and r["status"] == "holds"
+    r = decision.check_claims(s, perf, priced, _one("peak_ratio", subject="TPU-v4", baseline="V100-SXM2-32GB",
+                                                    claimed_low=3.6, claimed_high=4.4, unit="ratio")).iloc[0]
+    assert r["measured"] == pytest.approx(275 / 125) and r["status"] == "does not hold"  # accelerators.csv peaks
+    r = decision.check_claims(s, perf, priced, _one("instance_accelerator", subject="no-such-instance",
+                                                    baseline="T4", unit="chips")).iloc[0]
+    assert r["status"] == "not applicable" and "no no-such-instance instance" in r["why"]

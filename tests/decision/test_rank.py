@@ -17,13 +17,15 @@ def test_cost_weight_picks_the_cheaper_run_and_time_weight_the_faster():
 
 
 def test_ecosystem_weight_moves_the_choice_toward_native_support():
-    """TPU v5e is cheaper but PyTorch support on TPU is partial (software.csv)."""
+    """TPU v5e is cheaper but PyTorch support on TPU is partial (software.csv); the port's effort is
+    pinned to one week (pricing.porting_weeks) so that only the ecosystem weight moves the choice."""
     perf = pd.DataFrame({"accelerator": ["TPU-v5e", "A100-SXM4-80GB"], "chips": [64, 64], "fits": [True, True],
                          "reason": [None, None], "training_days": [10.0, 10.0]})
     o = offers(offering("t", acc="TPU-v5e", od=20.0, spot=np.nan, c1=np.nan, c3=np.nan),
                offering("a", acc="A100-SXM4-80GB", od=30.0, spot=np.nan, c1=np.nan, c3=np.nan))
-    cheap, _ = decide(scenario({"cost": 1, "time": 0, "ecosystem": 0, "portability": 0}), perf, o)
-    eco, _ = decide(scenario({"cost": 0.3, "time": 0, "ecosystem": 1, "portability": 0}), perf, o)
+    week = {"porting_weeks": 1}
+    cheap, _ = decide(scenario({"cost": 1, "time": 0, "ecosystem": 0, "portability": 0}, pricing=week), perf, o)
+    eco, _ = decide(scenario({"cost": 0.3, "time": 0, "ecosystem": 1, "portability": 0}, pricing=week), perf, o)
     assert cheap.accelerator == "TPU-v5e"
     assert eco.accelerator == "A100-SXM4-80GB"
 

@@ -155,10 +155,13 @@ def _tpu_or_a100(**pricing):
 
 
 def test_a_pytorch_team_moving_to_tpu_is_told_the_porting_cost_and_a_large_effort_flips_it():
-    rec, priced = _tpu_or_a100()  # data/effort.csv publishes no PyTorch -> TPU figure: not priced, and said so
+    # no published PyTorch -> TPU figure: data/effort.csv's stated default, 8 weeks (2-26) x $3,635 =
+    # $29,080; $9,216 + $29,080 = $38,296 < $57,600: the TPU still wins, and its headline says it needs a port
+    rec, priced = _tpu_or_a100()
     tpu = priced[priced["accelerator"] == "TPU-v5e"].iloc[0]
-    assert rec.accelerator == "TPU-v5e" and tpu["porting_usd"] == 0
-    assert any("porting cost not priced (data/effort.csv: not published" in r for r in rec.reasons)
+    assert rec.accelerator == "TPU-v5e" and tpu["porting_usd"] == pytest.approx(8 * 3635.0)
+    assert any("(data/effort.csv (default), range 2-26 weeks)" in r for r in rec.reasons)
+    assert "needs a port of your PyTorch code to TPU" in rec.headline() and "$29,080 porting included" in rec.headline()
     rec, priced = _tpu_or_a100(porting_weeks=4)  # 4 x $3,635 = $14,540: TPU still the cheaper
     tpu = priced[priced["accelerator"] == "TPU-v5e"].iloc[0]
     assert tpu["porting_usd"] == pytest.approx(4 * 3635.0)
@@ -205,7 +208,17 @@ def test_the_effort_catalog_prices_a_pytorch_port_to_inferentia_for_serving():
     acc = [a for a in decision.framework_fit(s, ["Inferentia2"])["accelerator"]][0]
     fit = decision.framework_fit(s, [acc]).iloc[0]
     assert fit["needs_porting"] and fit["porting_usd"] == pytest.approx(2 * 3635.0)  # data/effort.csv: 2 weeks
-    assert "(data/effort.csv (illustration))" in fit["porting_why"]
+    assert "(data/effort.csv (illustration), range 1-8 weeks)" in fit["porting_why"]
+
+
+def test_a_port_with_no_catalog_row_gets_the_stated_default_never_zero():
+    """JAX -> AWS Neuron has no data/effort.csv row: the stated default (rules.DEFAULT_PORT_WEEKS,
+    8 weeks, 2-26) prices it, and the sentence says it is a default."""
+    s = scenario(workload={"framework": "jax"})
+    fit = decision.framework_fit(s, ["Trainium2"]).iloc[0]
+    assert fit["needs_porting"]  # software.csv: JAX on Neuron is partial
+    assert fit["porting_usd"] == pytest.approx(8 * 3635.0)
+    assert "stated default, no data/effort.csv row, range 2-26 weeks" in fit["porting_why"]
 
 
 def _two_regions(**constraints_and_candidates):

@@ -10,7 +10,9 @@ from workbook.model import estimate, serving, tables
 from workbook.model.efficiency import Efficiency
 from workbook.model.profile import workload_profile
 
-SERVING = [n for n in wb.scenario_names() if wb.load_scenario(n).workload.task == "inference"]
+# transformer services: a generic model (an encoder) has no tensor-parallel curve (model.generic.serve)
+SERVING = [n for n in wb.scenario_names() if wb.load_scenario(n).workload.task == "inference"
+           and wb.load_scenario(n).workload.generic is None]
 
 
 @pytest.mark.parametrize("name", SERVING)

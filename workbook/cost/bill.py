@@ -7,6 +7,12 @@ lines. The performance model supplies how many chips and for how long.
 
 How each way to pay is billed (the model, stated once):
 
+- **whole instances, every way to pay**: every chip the work uses sits in a whole instance or TPU
+  slice that is paid for (``_instances``): a serving replica of tp x pp x ep chips takes
+  ceil(chips per replica / chips per instance) instances of its own when it is larger than one
+  instance, else replicas pack floor(chips per instance / chips per replica) to an instance;
+  ``chips_billed`` = (instances + spare instances) x chips per instance on every priced row.
+
 - **training, every way to pay**: the run's wall time includes its failures (Daly 2006 goodput,
   ``workbook.cost.reliability``): hardware failures per host-hour on every pricing model, spot
   reclaims per host-hour added on spot, the optimal checkpoint interval for the checkpoint write time
@@ -76,7 +82,7 @@ _PERF_KEEP_TRAIN = ["chips", "fits", "reason", "peak_flops_per_s", "perf_trainin
                     "perf_training_days_high", "chip_hours", "tokens_per_s", "mfu", "step_time_s", "checkpoint_bytes",
                     "hosts", "network_bytes_per_s_per_chip", "network_basis"]
 _PERF_KEEP_INFER = ["chips", "fits", "reason", "peak_flops_per_s", "ttft_ms", "tpot_ms", "output_tokens_per_s",
-                    "output_tokens_per_s_low", "output_tokens_per_s_high", "max_batch", "meets_slo", "replicas", "tp",
+                    "output_tokens_per_s_low", "output_tokens_per_s_high", "max_batch", "meets_slo", "replicas", "tp", "pp", "ep",
                     "replicas_low", "replicas_high", "chips_low", "chips_high", "ttft_ms_low", "ttft_ms_high",
                     "tpot_ms_low", "tpot_ms_high", "ttft_ms_p50", "ttft_ms_p99", "ttft_ms_at_slo_percentile"]
 _NOT_NUMERIC = ("accelerator", "family", "reason", "fits", "meets_slo", "meets_deadline", "calibrated", "offering",
@@ -120,9 +126,11 @@ def _band(perf: pd.DataFrame, training: bool) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _demand_tokens_per_s(s: Scenario, perf: pd.DataFrame) -> pd.Series:
-    """Output tokens per second the scenario asks for (requests/s x output tokens), else what the
-    deployment produces (perf)."""
+    """Output tokens per second the scenario asks for (requests/s x output tokens; a generic model's
+    service: requests/s, one forward pass each), else what the deployment produces (perf)."""
     w = s.workload
+    if w.generic is not None and w.requests_per_s is not None:
+        return pd.Series(w.requests_per_s, index=perf.index, dtype=float)
     if w.requests_per_s is not None and w.output_tokens is not None:
         return pd.Series(w.requests_per_s * w.output_tokens, index=perf.index, dtype=float)
     return perf["output_tokens_per_s"].astype(float)
@@ -175,8 +183,16 @@ def _join_prices(s: Scenario, perf: pd.DataFrame, offerings, systems) -> pd.Data
     return df
 
 
-def _instances(df: pd.DataFrame, training: bool) -> tuple[np.ndarray, pd.Series]:
-    """Instances bought per option, and why the instance shape cannot hold the layout (else None)."""
+def _instances(df: pd.DataFrame, training: bool) -> tuple[np.ndarray, pd.Series, np.ndarray]:
+    """Instances bought per option, why the instance shape cannot hold the layout (else None), and
+    instances per replica (serving; 1 for training).
+
+    Every chip the work uses sits in a whole instance or slice that is paid for. Training: ceil(chips
+    / chips per instance). Serving: a replica is ``chips / replicas`` chips (tp x pp x ep; the
+    performance row's own count); replicas that fit one instance are packed floor(chips per instance
+    / chips per replica) to an instance, and a replica larger than an instance (pipeline or expert
+    parallel across instances) takes ceil(chips per replica / chips per instance) whole instances of
+    its own. Its tensor-parallel group must sit inside one instance (``shape``)."""
     acc_tab = catalog.accelerators().set_index("accelerator")
     node = df["accelerator"].map(acc_tab["chips_per_node"]).astype(float)
     cpi = df["chips_per_instance"].astype(float)
@@ -188,17 +204,20 @@ def _instances(df: pd.DataFrame, training: bool) -> tuple[np.ndarray, pd.Series]
         shape[bad] = ("instance: " + df["instance"].astype(str) + " has " + cpi.astype("Int64").astype(str)
                       + " chip(s), fewer than the " + node.astype("Int64").astype(str)
                       + "-chip node the performance model assumes for a multi-node run")
-        return instances, shape
+        return instances.to_numpy(float), shape, np.ones(len(df))
     tp = df["tp"].astype(float) if "tp" in df else pd.Series(1.0, index=df.index)
     tp = tp.fillna(1.0)
     replicas = df["replicas"].astype(float) if "replicas" in df else chips / tp
-    replicas = replicas.fillna(chips / tp)
-    per_inst = np.floor(cpi / tp)
-    instances = np.where(per_inst >= 1, np.ceil(replicas / np.maximum(per_inst, 1)), replicas * np.ceil(tp / cpi))
+    replicas = replicas.where(replicas > 0).fillna(chips / tp)
+    per_replica = (chips / replicas).where(lambda x: x > 0).fillna(tp)
+    per_replica = np.maximum(per_replica, tp)
+    per_inst = np.floor(cpi / per_replica)
+    inst_per_replica = np.where(per_inst >= 1, 1.0, np.ceil(per_replica / cpi))
+    instances = np.where(per_inst >= 1, np.ceil(replicas / np.maximum(per_inst, 1)), replicas * inst_per_replica)
     bad = tp > cpi
     shape[bad] = ("instance: a replica needs " + tp.astype(int).astype(str) + " chips in one instance (tensor "
                   "parallel); " + df["instance"].astype(str) + " has " + cpi.astype("Int64").astype(str))
-    return instances, shape
+    return np.asarray(instances, dtype=float), shape, np.asarray(inst_per_replica, dtype=float)
 
 
 def _porting(porting_usd, accelerators: pd.Series) -> pd.Series:
@@ -250,7 +269,11 @@ def _recipe(s: Scenario, df: pd.DataFrame) -> None:
     if lat.any():
         df.loc[lat, "spare_instances"] = spare_instances(df.loc[lat, "instances"].to_numpy(float),
                                                          p.spot_interruptions_per_hour, p.restart_h,
-                                                         p.spot_availability_target)
+                                                         p.spot_availability_target,
+                                                         df.loc[lat, "instances_per_replica"].to_numpy(float))
+    # every chip paid for: the whole instances (or slices) bought, spares included
+    df["chips_billed"] = (df["instances"].astype(float) + df["spare_instances"].astype(float)) \
+        * df["chips_per_instance"].astype(float)
 
 
 def _hosts(df: pd.DataFrame) -> pd.Series:
@@ -284,13 +307,12 @@ def _failure_recipe(s: Scenario, df: pd.DataFrame) -> None:
 
 
 def _deadline_odds(s: Scenario, df: pd.DataFrame) -> None:
-    """Training rows, in place: ``chips_billed``, the start days of the instances bought
+    """Training rows, in place: the start days of the instances bought
     (``reliability.lead_time``: ``constraints.start_days``, else the sourced ``data/lead_times.csv``
     wait of the provider and chip, else 0 "none published"; with ``start_days_low``/``_high`` and
     ``start_days_source``) and ``p_meets_deadline`` (``reliability.p_meets_deadline`` on the
     wall-time band, after the start point)."""
     c = s.constraints
-    df["chips_billed"] = df["instances"].astype(float) * df["chips_per_instance"].astype(float)
     waits = [lead_time(p, a, n, c.start_days) for p, a, n in
              zip(df["provider"], df["accelerator"], df["instances"].astype(float))]
     for k in ("start_days", "start_days_low", "start_days_high", "start_days_source"):
@@ -394,7 +416,7 @@ def price_options(s: Scenario, perf_df: pd.DataFrame, porting_usd=None, offering
     perf = _perf_table(s, perf_df)
     df = _join_prices(s, perf, offerings, systems)
     df["platform"] = df["accelerator"].map(catalog.accelerators().set_index("accelerator")["platform"])
-    df["instances"], df["shape_reason"] = _instances(df, training)
+    df["instances"], df["shape_reason"], df["instances_per_replica"] = _instances(df, training)
     df["kind"] = df["pricing_model"].map(KIND)
     df["porting_usd"] = _porting(porting_usd, df["accelerator"])
     add_user_rtt(s, df)
@@ -434,13 +456,17 @@ def _spot_factor(col, rows, sp, lam, shape, rec) -> np.ndarray:
             shared = np.ndim(lam_lat) == 0 or lam_lat.shape[0] == 1
             lam_lat = lam_lat if shared else lam_lat[lat]
             lost, tgt = col("lost_h_per_interruption")[sp][lat], target[lat]
-            # once per distinct (fleet, restart, target) when the draws are shared: regions re-price only
-            keys = np.column_stack([np.reshape(x, (len(lat), -1))[:, 0] for x in (n_lat, lost, tgt)])
+            # spares as whole replicas: a replica of u instances (cost.rates.spare_instances)
+            unit = (col("instances_per_replica")[sp][lat] if "instances_per_replica" in rec
+                    else np.ones_like(np.asarray(n_lat, dtype=float)))
+            # once per distinct (fleet, restart, target, replica size) when the draws are shared: regions re-price only
+            keys = np.column_stack([np.reshape(x, (len(lat), -1))[:, 0] for x in (n_lat, lost, tgt, unit)])
             _, first, inv = np.unique(np.nan_to_num(keys, nan=-1.0), axis=0, return_index=True, return_inverse=True)
             if shared and len(first) < len(lat):
-                spot_f[lat] = spot_spares_factor(n_lat[first], lam_lat, lost[first], tgt[first])[inv.reshape(-1)]
+                spot_f[lat] = spot_spares_factor(n_lat[first], lam_lat, lost[first], tgt[first],
+                                                 unit[first])[inv.reshape(-1)]
             else:
-                spot_f[lat] = spot_spares_factor(n_lat, lam_lat, lost, tgt)
+                spot_f[lat] = spot_spares_factor(n_lat, lam_lat, lost, tgt, unit)
     return spot_f
 
 

@@ -58,7 +58,7 @@ def poisson_sf(k: int, mean):
 MAX_SPARES = 1000  # search limit of spare_instances: beyond it spot cannot meet the target (inf)
 
 
-def spare_instances(instances, interruptions_per_hour, restart_h, availability_target):
+def spare_instances(instances, interruptions_per_hour, restart_h, availability_target, instances_per_replica=1.0):
     """Spare spot instances a latency-bound fleet of ``instances`` needs to keep its full capacity
     ``availability_target`` of the time.
 
@@ -75,9 +75,15 @@ def spare_instances(instances, interruptions_per_hour, restart_h, availability_t
     Returns the smallest k >= 0 with P(N > k) <= 1 - target, N ~ Poisson((n + k)·r·R); inf when
     no k up to ``MAX_SPARES`` does (rR >= 1: an instance is out more than it is up); NaN where n is
     unknown. Example: n = 1, r = 0.05/h, R = 10 min: P(N > 0) = 1 - e^-0.00833 = 0.0083, so a 0.99
-    target needs no spare and a 0.999 target needs one."""
-    n = np.asarray(instances, dtype=float)
-    rho = np.asarray(interruptions_per_hour, dtype=float) * np.asarray(restart_h, dtype=float)
+    target needs no spare and a 0.999 target needs one.
+
+    A replica that spans u = ``instances_per_replica`` instances (pipeline or expert parallel across
+    instances) stops when any of its instances is reclaimed, so spares are whole replicas: the fleet
+    is n / u replicas, each reclaimed at rate u·r, and the spares are u x the spare replicas (u = 1:
+    the formula above)."""
+    u = np.maximum(np.nan_to_num(np.asarray(instances_per_replica, dtype=float), nan=1.0), 1.0)
+    n = np.asarray(instances, dtype=float) / u
+    rho = np.asarray(interruptions_per_hour, dtype=float) * np.asarray(restart_h, dtype=float) * u
     eps = 1.0 - np.asarray(availability_target, dtype=float)
     n, rho, eps = np.broadcast_arrays(n, rho, eps)
     out = np.full(n.shape, np.nan)
@@ -93,16 +99,18 @@ def spare_instances(instances, interruptions_per_hour, restart_h, availability_t
         flat[idx[ok]] = k
         idx, nn, rr, ee = idx[~ok], nn[~ok], rr[~ok], ee[~ok]
     flat[idx] = np.inf
-    return flat.reshape(n.shape) if n.ndim else float(flat[0])
+    out = flat.reshape(n.shape) * np.broadcast_to(u, n.shape)
+    return out if n.ndim else float(out)
 
 
-def spot_spares_factor(instances, interruptions_per_hour, restart_h, availability_target):
+def spot_spares_factor(instances, interruptions_per_hour, restart_h, availability_target, instances_per_replica=1.0):
     """Instance-hours paid per instance-hour the load needs for a latency-bound fleet on spot:
     (n + k) / n with k = ``spare_instances``. Every one of the n + k slots is paid every hour (a
     reclaimed instance stops billing, its replacement bills while it starts), so no separate
-    lost-hours term; >= 1 always: spot never costs less than n + k instances at the spot price."""
+    lost-hours term; >= 1 always: spot never costs less than n + k instances at the spot price.
+    ``instances_per_replica``: spares as whole replicas (``spare_instances``)."""
     n = np.asarray(instances, dtype=float)
-    k = spare_instances(n, interruptions_per_hour, restart_h, availability_target)
+    k = spare_instances(n, interruptions_per_hour, restart_h, availability_target, instances_per_replica)
     with np.errstate(divide="ignore", invalid="ignore"):
         return (n + k) / n
 

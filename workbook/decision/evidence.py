@@ -17,7 +17,8 @@ import pandas as pd
 from .. import catalog, prices
 from ..model import profile
 from ..scenario import Scenario
-from ..terms import HOURS_PER_MONTH, pricing_label, usd
+from ..terms import HOURS_PER_MONTH, metric_unit, pricing_label, usd
+from . import claim_checks
 from .rules import PHYSICAL, needed_capabilities
 
 STALE_DAYS = prices.STALE_AFTER_DAYS   # a price older than a year, or undated, is stale (issue 12)
@@ -213,6 +214,10 @@ def _claimed_text(row) -> str:
         return f"at most {hi:g}x" if lo <= 0 else f"{lo:g}-{hi:g}x"
     if unit == "flops_per_s":
         return f"{(lo + hi) / 2 / 1e12:.0f} TFLOP/s"
+    if pd.isna(lo) or pd.isna(hi):
+        return "as stated"
+    if unit == "bytes_per_s":
+        return f"{(lo + hi) / 2 * 8 / 1e9:,.0f} Gb/s"
     return f"{lo:g}" if lo == hi else f"{lo:g}-{hi:g}"
 
 
@@ -263,11 +268,15 @@ def _cost_ratio(row, s, perf_df, priced):
         base_name = " or ".join(names)
     if base.empty:
         return _result(row, NA, None, f"No {base_name} option can serve this load on-demand here.")
-    a = mine.loc[mine["usd_per_million_tokens"].idxmin()]
-    b = base.loc[base["usd_per_million_tokens"].idxmin()]
-    ratio = float(a["usd_per_million_tokens"] / b["usd_per_million_tokens"])
-    why = (f"At your load, {subj} on-demand ({a['offering']}) costs {usd(a['usd_per_million_tokens'])} per million "
-           f"output tokens vs {usd(b['usd_per_million_tokens'])} for {b['accelerator']} ({b['offering']}): "
+    # the claims compare the hardware: the bill without the team's porting cost (spread over the horizon)
+    mine, base = (d.assign(hw=(d["usd_per_month"] - d["porting_usd"].fillna(0.0) / s.pricing.horizon_months)
+                           / d["tokens_per_month"] * 1e6) for d in (mine, base))
+    a = mine.loc[mine["hw"].idxmin()]
+    b = base.loc[base["hw"].idxmin()]
+    ratio = float(a["hw"] / b["hw"])
+    why = (f"At your load, {subj} on-demand ({a['offering']}) costs {usd(a['hw'])} "
+           f"{metric_unit(False, s.workload.generic is not None)} (hardware, porting left out) vs {usd(b['hw'])} for "
+           f"{b['accelerator']} ({b['offering']}): "
            f"{ratio:.2f}x.")
     return _result(row, HOLDS if _within(ratio, row) else FAILS, ratio, why,
                    f"{1 - ratio:.0%} cheaper" if ratio < 1 else f"{ratio - 1:.0%} more expensive")
@@ -389,6 +398,8 @@ CHECKS = {
     "fast_domain_chips": _spec("fast_domain_chips"),
     "chips_per_node": _spec("chips_per_node"),
     "matmul_fraction_of_peak": _matmul,
+    "intra_node_bytes_per_s": _spec("intra_node_bytes_per_s"),
+    **claim_checks.CHECKS,
 }
 
 
@@ -397,5 +408,7 @@ def check_claims(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, table
     scenario gives), ``claimed``, ``by_how_much``, ``why`` (a sentence with the numbers), ``source``."""
     table = claims() if table is None else table
     rows = [CHECKS[r["check"]](r, s, perf_df, priced) for _, r in table.iterrows()]
+    for out, (_, r) in zip(rows, table.iterrows()):
+        out["claimed"] = out["claimed"] or _claimed_text(r)
     return pd.DataFrame(rows, columns=["claim_id", "claim", "status", "measured", "claimed", "by_how_much", "why",
                                        "source", "as_of"])

@@ -15,7 +15,7 @@ import math
 import pandas as pd
 
 from ..scenario import Scenario
-from ..terms import usd
+from ..terms import metric_unit, usd
 from .rank import describe, metric_of
 
 MOVABLE = ("chips", "deadline", "budget", "latency", "carbon")
@@ -84,7 +84,7 @@ def nearest_changes(s: Scenario, priced: pd.DataFrame, n: int = 3) -> list[dict]
             continue
         seen.add(keys)
         what = " and ".join(f"{k} from {_fmt(k, old)} to {_fmt(k, new)}" for k, (old, new) in change.items())
-        unit = "for the run" if s.is_training else "per million output tokens"
+        unit = metric_unit(s.is_training, s.workload.generic is not None)
         out.append({"changes": change, "stretch": round(stretch, 3), "option": r,
                     "text": f"Change {what}: then {describe(r)} passes every hard constraint "
                             f"({usd(r[metric])} {unit})."})

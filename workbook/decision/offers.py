@@ -66,12 +66,12 @@ def offers_table(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = No
 
 
 SUMMARY_COLUMNS = {
-    "training": ["rank", "offering", "provider", "accelerator", "pricing_model", "chips", "instances", "hosts",
-                 "inter_node_bytes_per_s", "training_days", "p_meets_deadline", "start_days", "goodput",
+    "training": ["rank", "offering", "provider", "accelerator", "pricing_model", "chips", "chips_billed", "instances",
+                 "hosts", "inter_node_bytes_per_s", "training_days", "p_meets_deadline", "start_days", "goodput",
                  "checkpoint_interval_min", "cost_usd", "cost_p50_monte_carlo", "contract_usd", "porting_usd",
                  "hosting_usd", "energy_kwh", "co2_kg", "price_basis", "price_age_days", "tie", "excluded_reason"],
-    "serving": ["rank", "offering", "provider", "region", "accelerator", "pricing_model", "chips", "instances",
-                "usd_per_million_tokens", "usd_per_million_tokens_low", "usd_per_million_tokens_high",
+    "serving": ["rank", "offering", "provider", "region", "accelerator", "pricing_model", "chips", "chips_billed",
+                "instances", "usd_per_million_tokens", "usd_per_million_tokens_low", "usd_per_million_tokens_high",
                 "cost_p50_monte_carlo", "usd_per_chip_hour", "ttft_ms_at_slo_percentile", "user_rtt_ms",
                 "porting_usd", "hosting_usd", "price_as_of", "price_basis", "co2_kg_per_month", "tie", "excluded_reason"],
 }

@@ -13,7 +13,7 @@ import pandas as pd
 
 from .. import catalog, cost
 from .. import terms
-from ..terms import usd
+from ..terms import latency_label, metric_unit, usd
 from ..model.profile import mlperf_benchmark
 from ..scenario import Scenario
 from ..terms import DAYS_PER_MONTH, FRAMEWORK_LABEL, PLATFORM_LABEL, PRICING_MODEL_IDS, pricing_label
@@ -62,6 +62,7 @@ class Recommendation:
     warnings: list[str] = field(default_factory=list)   # recommendation_warnings: stale prices, uncalibrated, optimistic
     nearest_changes: list[dict] = field(default_factory=list)  # nothing feasible: nearest.nearest_changes
     ties: list = field(default_factory=list)  # offers tied with the choice (rank.ties), as records
+    unit: str = ""  # the words after the ranking figure (terms.metric_unit)
 
     def headline(self) -> str:
         """The choice in one sentence."""
@@ -76,6 +77,7 @@ class Recommendation:
         return {"scenario": self.scenario, "summary": self.headline(), "accelerator": self.accelerator,
                 "offering": self.offering,
                 "provider": self.provider, "pricing_model": self.pricing_model, "metric": self.metric,
+                "unit": self.unit or None,
                 "figures": {k: _clean(v) for k, v in self.figures.items()},
                 "reasons": list(self.reasons), "warnings": list(self.warnings),
                 "runner_up": ({k: _clean(v) for k, v in self.runner_up.items()} if self.runner_up else None),
@@ -106,8 +108,12 @@ def _excluded_table(priced: pd.DataFrame) -> pd.DataFrame:
     return g.sort_values(["accelerator", "_o"], kind="stable")[cols].reset_index(drop=True)
 
 
+def _unit(s: Scenario) -> str:
+    return metric_unit(s.is_training, s.workload.generic is not None)
+
+
 def _fmt_cost(s: Scenario, v: float) -> str:
-    return usd(v) + (" per million output tokens" if not s.is_training else "")
+    return usd(v) + ("" if s.is_training else " " + _unit(s))
 
 
 def _choose(ranked: pd.DataFrame) -> tuple[pd.Series, int | None]:
@@ -122,9 +128,9 @@ def _choose(ranked: pd.DataFrame) -> tuple[pd.Series, int | None]:
 def _reason_cost(s: Scenario, priced, ranked, win, ru, n_draws: int, seed: int) -> list[str]:
     """The cost sentences: point estimate, band, Monte Carlo, and whether it is the cheapest."""
     training, metric, w = s.is_training, metric_of(s), s.workload
-    unit = "for the run" if training else "per million output tokens"
-    load = (f" at your load ({w.requests_per_s:g} requests/s, {w.output_tokens} output tokens each)"
-            if not training and w.requests_per_s else "")
+    unit = _unit(s)
+    each = f", {w.output_tokens} output tokens each" if w.output_tokens else ""
+    load = f" at your load ({w.requests_per_s:g} requests/s{each})" if not training and w.requests_per_s else ""
     monthly = "" if training else f" ({usd(win['usd_per_month'])} a month)"
     lo_, hi_ = win[metric + "_low"], win[metric + "_high"]
     band = (f"band {usd(lo_)}-{usd(hi_)} from the performance estimate"
@@ -293,12 +299,13 @@ def _reason_time(s: Scenario, win) -> str:
                 f"({win['instances']:,.0f} x {win['instance']}){dl}.")
     bits = []
     tail = win.get("ttft_ms_at_slo_percentile")
+    lat = "request latency" if w.generic is not None else "TTFT"
     if pd.notna(tail) and w.requests_per_s is not None:
         note = ([f"target {w.ttft_slo_ms:g}"] if w.ttft_slo_ms else []) + [f"{win['ttft_ms']:.0f} ms unloaded"]
-        bits.append(f"TTFT {tail:.0f} ms at P{w.ttft_slo_percentile:g} under {w.requests_per_s:g} requests/s "
+        bits.append(f"{lat} {tail:.0f} ms at P{w.ttft_slo_percentile:g} under {w.requests_per_s:g} requests/s "
                     f"({'; '.join(note)})")
     elif pd.notna(win.get("ttft_ms")):
-        bits.append(f"TTFT {win['ttft_ms']:.0f} ms" + (f" (target {w.ttft_slo_ms:g})" if w.ttft_slo_ms else ""))
+        bits.append(f"{lat} {win['ttft_ms']:.0f} ms" + (f" (target {w.ttft_slo_ms:g})" if w.ttft_slo_ms else ""))
     if pd.notna(win.get("user_rtt_ms")):
         bits[-1:] = [b + f", incl. {win['user_rtt_ms']:.0f} ms round trip to {', '.join(w.user_locations)}"
                      for b in bits[-1:]]
@@ -309,8 +316,11 @@ def _reason_time(s: Scenario, win) -> str:
         fleet += (f" disaggregated: {win['prefill_chips']:,.0f} prefill chips at TP {win['prefill_tp']:.0f} and "
                   f"{win['decode_chips']:,.0f} decode chips at TP {win['decode_tp']:.0f}, "
                   f"{win['kv_transfer_ms']:.1f} ms to move each prompt's KV cache")
+    elif w.generic is not None and pd.notna(win.get("replicas")):
+        fleet += f" ({win['replicas']:,.0f} data-parallel cop{'ies' if win['replicas'] != 1 else 'y'} of the model)"
     elif pd.notna(win.get("replicas")) and pd.notna(win.get("tp")):
-        fleet += f" ({win['replicas']:,.0f} replicas x TP {win['tp']:.0f})"
+        dims = "".join(f" x {k.upper()} {win[k]:.0f}" for k in ("pp", "ep") if pd.notna(win.get(k)) and win[k] > 1)
+        fleet += f" ({win['replicas']:,.0f} replica{'s' if win['replicas'] != 1 else ''} x TP {win['tp']:.0f}{dims})"
     has_slo = w.ttft_slo_ms is not None or w.tpot_slo_ms is not None
     return (f"It {'meets the latency targets' if has_slo else 'serves the load'} with {fleet} on "
             f"{win['instances']:,.0f} x {win['instance']}: " + ", ".join(bits) + ".")
@@ -330,6 +340,18 @@ def _reason_ecosystem(s: Scenario, win) -> str:
     good = [FRAMEWORK_LABEL[c] for c, sup in zip(here["capability"], here["support"]) if sup in ("native", "supported")]
     route = f"it runs {' or '.join(good)} well on {plat}; " if good else ""
     return f"It needs porting ({win['porting_why']}, software.csv): {route}{port}."
+
+
+def _port_note(win) -> str:
+    """The headline's word on a needed port: the move and the porting cost included (decision.rules
+    framework_fit: data/effort.csv, or the stated default), so a cheaper chip that needs a port is
+    never read as a drop-in choice."""
+    if not bool(win.get("needs_porting", False)):
+        return ""
+    plat = PLATFORM_LABEL.get(win.get("platform"), win.get("platform"))
+    cost = win.get("porting_usd", 0.0)
+    paid = f", {usd(cost)} porting included" if pd.notna(cost) and cost > 0 else ""
+    return f" - needs a port of your {FRAMEWORK_LABEL[win['framework']]} code to {plat}{paid}"
 
 
 def _reason_term(s: Scenario, win) -> list[str]:
@@ -354,7 +376,9 @@ def _reason_term(s: Scenario, win) -> list[str]:
                 f"{win['paid_per_used_hour']:.2f} hours per hour of work ({win['price_derivation']})."]
     if win["pricing_model"] == "spot" and pd.notna(win.get("spot_availability_target", np.nan)):
         k, n = float(win["spare_instances"]), float(win["instances"])
-        short = float(cost.poisson_sf(int(k), (n + k) * p.spot_interruptions_per_hour * p.restart_h))
+        u = float(win.get("instances_per_replica", 1.0)) if pd.notna(win.get("instances_per_replica")) else 1.0
+        # replicas out at once (a replica of u instances is out when any of them is): Poisson((n + k) r R)
+        short = float(cost.poisson_sf(int(round(k / u)), (n + k) * p.spot_interruptions_per_hour * p.restart_h))
         target = f"{p.spot_availability_target * 100:g}% availability target"
         how = (f"with {k:.0f} spare instance{'' if k == 1 else 's'} ({target}): +{k / n:.0%} instance-hours; "
                if k > 0 else f"with 0 spare instances ({target}): ")
@@ -503,9 +527,7 @@ def _question_figures(s: Scenario, win) -> dict:
     chips used (spare spot instances included); the deadline and the chance of meeting it (training); the hours the night's work
     takes against the batch window (batch serving: work = demand x hours_per_day, done at the fleet's
     output tokens/s)."""
-    spares = win.get("spare_instances")
-    spares = float(spares) if pd.notna(spares) else 0.0
-    out = {"chips_billed": float((win["instances"] + spares) * win["chips_per_instance"])}
+    out = {"chips_billed": float(win["chips_billed"])}
     c, w = s.constraints, s.workload
     if s.is_training and c.deadline_days:
         out["deadline_days"] = float(c.deadline_days)
@@ -533,7 +555,7 @@ def _nothing_feasible(s: Scenario, priced, ranked, excluded, metric: str) -> Rec
                 "offering": c["option"]["offering"], "pricing_model": c["option"]["pricing_model"],
                 metric: _clean(c["option"][metric]), "text": c["text"]} for c in near]
     return Recommendation(s.name, None, None, None, None, reasons, None, flips, ranked, excluded, metric,
-                          nearest_changes=as_json)
+                          nearest_changes=as_json, unit=_unit(s))
 
 
 def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.DataFrame | None = None,
@@ -567,5 +589,5 @@ def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.D
     return Recommendation(s.name, win["accelerator"], win["offering"], win["provider"], win["pricing_model"],
                           reasons, _runner_up(s, ru, metric), flips, ranking_table(ranked, s), excluded, metric,
                           {**_figures(s, win, metric), **{k: v for k, v in api.items() if k.startswith("hosted_api")}},
-                          describe(win), recommendation_warnings(s, perf_df, win),
-                          ties=tied.to_dict("records"))
+                          describe(win) + _port_note(win), recommendation_warnings(s, perf_df, win),
+                          ties=tied.to_dict("records"), unit=_unit(s))

@@ -60,40 +60,49 @@ def needed_capabilities(s: Scenario) -> list[str]:
     return caps
 
 
-def porting_effort(s: Scenario, platform: str) -> tuple[float, str]:
-    """(engineer-weeks, where the figure came from) to port the workload to ``platform``:
-    ``pricing.porting_weeks``, else the ``data/effort.csv`` row of the workload's framework, the
-    platform, its custom CUDA kernels and its task (a row for the task before one for ``any``); NaN
-    where no row or a blank one (not published)."""
+# A port no source prices is never free (issue 25): this stated default, with a wide range, stands in
+# where data/effort.csv has no row (or a blank one) for the move. Not a published figure: it is the
+# default of the PyTorch -> TPU and Neuron-training rows of data/effort.csv (see their notes).
+DEFAULT_PORT_WEEKS = (8.0, 2.0, 26.0)  # engineer-weeks: point, low, high
+
+
+def porting_effort_range(s: Scenario, platform: str) -> tuple[float, float, float, str]:
+    """(engineer-weeks, low, high, where the figure came from) to port the workload to ``platform``:
+    ``pricing.porting_weeks`` (no range), else the ``data/effort.csv`` row of the workload's
+    framework, the platform, its custom CUDA kernels and its task (a row for the task before one for
+    ``any``) with its range, else the stated ``DEFAULT_PORT_WEEKS`` (never zero)."""
     p, w = s.pricing, s.workload
     if p.porting_weeks is not None:
-        return float(p.porting_weeks), "pricing.porting_weeks"
+        return float(p.porting_weeks), float(p.porting_weeks), float(p.porting_weeks), "pricing.porting_weeks"
     eff = catalog.effort()
     task = "training" if s.is_training else "inference"
     rows = eff[(eff["framework"] == w.framework) & (eff["platform"] == platform)
                & (eff["custom_cuda_kernels"].astype(bool) == bool(w.custom_cuda_kernels))
-               & eff["task"].isin([task, "any"])]
-    if rows.empty:
-        return math.nan, "no data/effort.csv row"
+               & eff["task"].isin([task, "any"])] if len(eff) else eff
+    if rows.empty or pd.isna(rows.sort_values("task", key=lambda c: c.eq("any")).iloc[0]["engineer_weeks"]):
+        why = "no data/effort.csv row" if rows.empty else "data/effort.csv: not published"
+        pt, lo, hi = DEFAULT_PORT_WEEKS
+        return pt, lo, hi, f"stated default, {why}"
     r = rows.sort_values("task", key=lambda c: c.eq("any")).iloc[0]
-    if pd.isna(r["engineer_weeks"]):
-        return math.nan, "data/effort.csv: not published"
+    pt = float(r["engineer_weeks"])
+    lo = float(r["engineer_weeks_low"]) if pd.notna(r.get("engineer_weeks_low")) else pt
+    hi = float(r["engineer_weeks_high"]) if pd.notna(r.get("engineer_weeks_high")) else pt
     basis = f" ({r['basis']})" if pd.notna(r.get("basis")) else ""
-    return float(r["engineer_weeks"]), f"data/effort.csv{basis}"
+    return pt, lo, hi, f"data/effort.csv{basis}"
 
 
 def _porting_cost(s: Scenario, platform: str) -> tuple[float, str]:
     """(USD, sentence) of a needed port: ``pricing.porting_cost_usd`` when above 0, else the
-    engineer-weeks of ``porting_effort`` priced by ``cost.rates.porting_usd`` (NaN: not published)."""
+    engineer-weeks of ``porting_effort_range`` priced by ``cost.rates.porting_usd``, the range said."""
     p, w = s.pricing, s.workload
     if p.porting_cost_usd > 0:
         return float(p.porting_cost_usd), f"porting {usd(p.porting_cost_usd)} (pricing.porting_cost_usd)"
-    weeks, basis = porting_effort(s, platform)
-    if math.isnan(weeks):
-        return math.nan, f"porting cost not priced ({basis}; set pricing.porting_weeks or pricing.porting_cost_usd)"
+    weeks, lo, hi, basis = porting_effort_range(s, platform)
     f = p.porting_rework_fraction
     total = float(porting_usd(weeks, p.engineer_usd_per_week, w.stack_changes_per_year, f or 0.0, p.horizon_months))
-    text = f"porting {usd(total)} = {weeks:g} engineer-weeks x {usd(p.engineer_usd_per_week)}/week ({basis})"
+    rng = f", range {lo:g}-{hi:g} weeks" if hi > lo else ""
+    text = (f"porting {usd(total)} = {weeks:g} engineer-weeks x {usd(p.engineer_usd_per_week)}/week "
+            f"({basis}{rng})")
     if w.stack_changes_per_year > 0:
         text += (f", with {w.stack_changes_per_year:g} stack changes a year each repeating {f:g} of it over "
                  f"{p.horizon_months:g} months" if f is not None else
@@ -139,10 +148,6 @@ def framework_fit(s: Scenario, accelerators) -> pd.DataFrame:
             port_why.append(f"the custom CUDA kernels must be rewritten ({kernels} support)")
         needs_port = bool(port_why) and reason is None
         cost_usd, cost_text = _porting_cost(s, plat) if needs_port else (0.0, "")
-        if needs_port and kernels == "none" and math.isnan(cost_usd):
-            reason = (f"framework: the custom CUDA kernels do not run on {PLATFORM_LABEL.get(plat, plat)} and no "
-                      "porting cost is known (pricing.porting_cost_usd, pricing.porting_weeks, data/effort.csv)")
-            needs_port = False
         cap_scores = [SUPPORT_SCORE.get(support.get((plat, c), "none"), 0.0) for c in caps]
         eco = float(np.mean([fw_score, *cap_scores]))
         port = float(np.mean([SUPPORT_SCORE.get(support.get((plat, c), "none"), 0.0) for c in ("multi_cloud", "on_prem")]))

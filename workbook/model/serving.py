@@ -14,11 +14,10 @@ import math
 import numpy as np
 import pandas as pd
 
-from . import comm, disagg, queueing
+from . import comm, disagg, generic, queueing
 from ..errors import InputError
 from ..scenario import Workload
-from .efficiency import (Efficiency, band, band_scope, compute_efficiency, default, matmul_precision, peak, roofline_time_s,
-                         scope_of)
+from .efficiency import Efficiency, band, band_scope, default, matmul_precision
 from .profile import Profile, weight_bytes
 from .replica import (ACTIVATION_BYTES, Layout, _node, decode_step_parts, decode_step_s, ep_alltoall_s,  # noqa: F401
                       kv_budget_bytes, kv_bytes_per_token_held, kv_replicas, tp_ranks_per_chip, max_batch_fit, pp_handoff_s, prefill_s, serving_point, stored_weight_bytes,
@@ -217,24 +216,6 @@ def deployment(w: Workload, c: dict, pinned: int | None) -> dict:
             "total_thr": c["thr"] * in_flight / b}
 
 
-def _generic_serving(eff: Efficiency, p: Profile, acc, w: Workload, pinned: int | None) -> dict:
-    """Non-transformer model: samples/s per chip = min(peak·eff / FLOPs per sample, bandwidth·eff / bytes
-    per sample) (roofline), reported in ``output_tokens_per_s`` (samples/s) and ``ttft_ms`` (latency
-    of one sample)."""
-    if p.infer_flops_per_sample is None:
-        return {"reason": "workload.generic.infer_flops_per_sample is needed for an inference estimate"}
-    cprec = matmul_precision(acc, w.precision, w.fp4_fallback)
-    e = compute_efficiency(eff, acc, cprec, "prefill", p)
-    t = float(roofline_time_s(p.infer_flops_per_sample, p.bytes_per_sample or 0.0, peak(acc, cprec) * e,
-                              float(acc["memory_bytes_per_s"]) * eff.get("decode_memory_efficiency", scope_of(eff, acc))))
-    per_chip = 1.0 / t
-    n = pinned or 1
-    replicas = n if pinned else (max(1, math.ceil(w.requests_per_s / per_chip)) if w.requests_per_s else 1)
-    fits = weight_bytes(p, w.weight_precision) <= float(acc["memory_bytes"])
-    return {"fits": fits, "chips": replicas, "tp": 1, "replicas": replicas, "ttft_ms": t * 1e3,
-            "output_tokens_per_s": per_chip * replicas, "reason": "" if fits else "weights do not fit one chip"}
-
-
 def _no_fit(p: Profile, acc, w: Workload, headroom: float, pinned, refused: list) -> dict:
     if refused:
         return {"fits": False, "chips": refused[0].get("chips"), "reason": refused[0]["reason"]}
@@ -265,7 +246,11 @@ def estimate_serving(p: Profile, acc, w: Workload, headroom: float, pinned: int 
     ``decode_tp``, ``kv_transfer_ms``); ``disaggregated=False`` leaves it out."""
     eff = default(eff)
     if p.generic:
-        return _generic_serving(eff, p, acc, w, pinned)
+        out = generic.serve(eff, p, acc, w, headroom, pinned)
+        if max_chips and out.get("chips") and out["chips"] > max_chips:
+            out["reason"] = ((out["reason"] + "; ") if out.get("reason") else "") + \
+                f"needs {out['chips']} chips > max_chips {max_chips}"
+        return out
     best, refused = None, []
     layouts = serving_layouts(p, acc, w, headroom, pinned, parallelism, net_bytes_per_s)
     for lay in layouts:

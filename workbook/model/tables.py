@@ -170,6 +170,26 @@ def formulas(s: Scenario) -> pd.DataFrame:
             ("chip_hours", "chips x training_days x 24", "", ""),
             ("_low / _high", "P10 / P90 of observed / predicted MFU over the calibration runs", "per family (>= 5 runs) or pooled",
              "data/efficiency.csv band_p10_mfu, band_p90_mfu")]
+    elif p.generic:  # one forward pass per request (model.generic.serve)
+        g = w.generic
+        rows += [
+            ("ttft_ms", "request latency unloaded: host time + batch time, batch time = max(batch x F / (peak x eff), "
+                        "(weights + batch x bytes per sample) / (HBM x mem_eff))",
+             f"F = {g.infer_flops_per_sample or float('nan'):.3g} FLOPs per request, host "
+             f"{w.host_ms_per_request:g} ms", "model.generic.batch_time_s (roofline, Williams et al. 2009)"),
+            ("ttft_ms_p99", "host + batch time + wait for a batch slot at P99 (M/G/c, c = replicas x batch)",
+             f"{w.requests_per_s} requests/s, Poisson", "model.queueing.wait_quantile_s (Allen-Cunneen)"),
+            ("output_tokens_per_s", "requests per second the deployment serves: replicas x batch / batch time", "",
+             "model.generic.serve"),
+            ("max_batch", "(memory x (1 - headroom) - weights) / activation bytes per sample, at most 1,024",
+             f"headroom {s.constraints.min_memory_headroom:g}", "model.generic.max_batch"),
+            ("replicas", "fewest one-chip copies with a stable queue that meet ttft_slo_ms at its percentile",
+             f"{w.requests_per_s} requests/s", "model.generic.serve"),
+            ("eff", "transformer-fitted prefill efficiency x generic_inference_scale (CALIBRATED on published "
+                    "ResNet-50 inference runs only); host time, queueing and latency NOT calibrated", "",
+             "data/efficiency.csv generic_inference_scale"),
+            ("_low / _high", "P10 / P90 of observed / predicted samples/s per chip over the ResNet-50 runs", "pooled",
+             "data/efficiency.csv band_p10_generic_samples_per_s_per_chip")]
     else:
         rows += [
             ("ttft_ms", "prefill of one prompt: max(FLOPs / (tp x peak x eff), weights / (tp x HBM x mem_eff)) + TP all-reduces",

@@ -16,7 +16,7 @@ from .. import analysis, catalog, paths
 from ..terms import usd as _usd
 from ..paths import TEMPLATE_DIR
 from ..scenario import load_scenario
-from ..terms import pricing_label
+from ..terms import chips_billed_label, pricing_label
 from ..views import buyer
 from .jobs import Job
 
@@ -303,10 +303,10 @@ def _recommendation_text(rec: dict) -> str | None:
             f"({rec.get('provider')}, {rec.get('offering')})")
 
 
-def _cost_text(metric, value, low, high, per_month) -> str | None:
+def _cost_text(metric, value, low, high, per_month, words=None) -> str | None:
     if value is None:
         return None
-    unit = {"cost_usd": " per run", "usd_per_million_tokens": " per million output tokens"}.get(metric, "")
+    unit = {"cost_usd": " per run", "usd_per_million_tokens": " " + (words or "per million output tokens")}.get(metric, "")
     band = f" ({_usd(low)} to {_usd(high)})" if low is not None and high is not None else ""
     return f"{_usd(value)}{unit}{band}" + (f"; {_usd(per_month)} per month" if per_month is not None else "")
 
@@ -346,8 +346,7 @@ def _chips_text(fig: dict) -> str | None:
     used, billed = _num(fig.get("chips")), _num(fig.get("chips_billed"))
     if used is None:
         return None
-    text = f"{used:,.0f} used"
-    return text + (f", {billed:,.0f} billed (whole instances and spares)" if billed and billed > used else "")
+    return f"{used:,.0f} {chips_billed_label(used, billed)}"
 
 
 def _confidence_text(score, ru_score, p_ru, p) -> str | None:
@@ -386,7 +385,7 @@ def headline(summary: dict) -> dict:
         "price": buyer.winner_price_text(summary), "price_short": buyer.winner_price_short(summary),
         "tie_short": buyer.tie_short(summary),
         "answer": _answer_text(fig),
-        "cost": _cost_text(metric, value, low, high, per_month),
+        "cost": _cost_text(metric, value, low, high, per_month, rec.get("unit") if rec else None),
         "time": f"{batch:.1f} hours per batch" if batch is not None else _time_text(days, ttft, tpot, ttft_load, pct),
         "chips": _chips_text(fig),
         "warnings": " ".join(w if w.endswith(".") else w + "." for w in warnings) or None, "warning_list": warnings,

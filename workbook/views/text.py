@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..scenario import Scenario
-from ..terms import SECONDS_PER_DAY, usd
+from ..terms import SECONDS_PER_DAY, chips_billed_label, usd
 
 __all__ = ["BLANK", "Explanation", "esc", "explain_layout", "header", "header_markdown", "model_label",
            "key_figures", "energy_text", "co2_text", "markdown_html", "money", "number", "recommendation_html",
@@ -292,13 +292,13 @@ def scaling_verdict(curves: pd.DataFrame, efficiency_floor: float = 0.8) -> Expl
 
 # --- the recommendation ----------------------------------------------------------------------------
 
-def key_figures(figures: dict | None) -> list[tuple[str, str]]:
+def key_figures(figures: dict | None, unit: str | None = None) -> list[tuple[str, str]]:
     """A recommendation's few numbers (``Recommendation.figures``) as (value, what it is) pairs: the
     cost as a point estimate with its band (the one price of the option), the answer to the
     scenario's question (batch window, deadline), the chips used and billed."""
     f = figures or {}
     out = []
-    for key, what in (("cost_usd", "for the run"), ("usd_per_million_tokens", "per million output tokens")):
+    for key, what in (("cost_usd", "for the run"), ("usd_per_million_tokens", unit or "per million output tokens")):
         if key in f:
             out.append((money(f[key]), f"{what}, point estimate (band {money(f.get(key + '_low'))}–"
                                        f"{money(f.get(key + '_high'))})"))
@@ -307,7 +307,7 @@ def key_figures(figures: dict | None) -> list[tuple[str, str]]:
     if "hosting_usd" in f:
         out.append((money(f["hosting_usd"]), "hosting the bought systems (colocation, network, support, capital), "
                     + ("included in the run's cost" if "training_days" in f else "over the horizon, included")))
-    out += _latency_figures(f)
+    out += _latency_figures(f, "to first token" if unit != "per million requests" else "request latency")
     if "hosted_api_usd_per_million_output_tokens" in f:
         out.append((money(f["hosted_api_usd_per_million_output_tokens"]),
                     "per million output tokens on a hosted API at your quote (reference)"))
@@ -325,10 +325,7 @@ def key_figures(figures: dict | None) -> list[tuple[str, str]]:
     if "p_meets_deadline" in f:
         out.append((f"{f['p_meets_deadline']:.0%}", "chance of meeting the deadline (performance band)"))
     if "chips" in f:
-        billed = f.get("chips_billed")
-        used = "chip used" if f["chips"] == 1 else "chips used"
-        out.append((f"{f['chips']:,.0f}", used + (f", {billed:,.0f} billed (whole instances and spares)"
-                                                  if billed and billed > f["chips"] else "")))
+        out.append((f"{f['chips']:,.0f}", chips_billed_label(f["chips"], f.get("chips_billed"))))
     out += _energy_figures(f)
     if "p_cheapest" in f:
         out.append((f"{f['p_cheapest']:.0%}", "chance it is the cheapest (Monte Carlo)"))
@@ -365,15 +362,15 @@ def _target(f: dict, key: str) -> str:
     return f" (target {f[key]:g} ms)" if key in f else ""
 
 
-def _latency_figures(f: dict) -> list[tuple[str, str]]:
-    """Serving: time to first token at the SLO's percentile under load (else unloaded) and time per
-    output token, each with its target."""
+def _latency_figures(f: dict, what: str = "to first token") -> list[tuple[str, str]]:
+    """Serving: time to first token (a generic model: the request latency) at the SLO's percentile
+    under load (else unloaded) and time per output token, each with its target."""
     out = []
     if "ttft_ms_at_slo_percentile" in f:
-        out.append((f"{f['ttft_ms_at_slo_percentile']:,.0f} ms", f"to first token at P{f['ttft_slo_percentile']:g} "
+        out.append((f"{f['ttft_ms_at_slo_percentile']:,.0f} ms", f"{what} at P{f['ttft_slo_percentile']:g} "
                                                                  f"under load{_target(f, 'ttft_slo_ms')}"))
     elif "ttft_ms" in f:
-        out.append((f"{f['ttft_ms']:,.0f} ms", "to first token" + _target(f, "ttft_slo_ms")))
+        out.append((f"{f['ttft_ms']:,.0f} ms", what + _target(f, "ttft_slo_ms")))
     if "user_rtt_ms" in f:
         out.append((f"{f['user_rtt_ms']:,.0f} ms", "round trip to the users, included in the time to first token"))
     if "tpot_ms" in f:
@@ -392,7 +389,7 @@ def recommendation_text(d: dict) -> str:
     else:
         lines = ["Recommendation: no option passes the hard constraints."]
     lines += [f"  ! {w}" for w in d.get("warnings") or []]
-    figs = key_figures(d.get("figures")) if d.get("accelerator") else []
+    figs = key_figures(d.get("figures"), d.get("unit")) if d.get("accelerator") else []
     if figs:
         lines.append("  " + "; ".join(f"{v} {k}" for v, k in figs))
     lines += [f"  - {r}" for r in d.get("reasons") or []]
@@ -449,7 +446,7 @@ def recommendation_html(rec) -> str:
     if d.get("tie_text"):   # starts "Tie:" or "Clear lead:"
         head, _, rest = d["tie_text"].partition(":")
         parts.append(f'<div class="wb-tie-text"><b>{esc(head)}:</b>{esc(rest)}</div>')
-    figs = key_figures(d.get("figures")) if d.get("accelerator") else []
+    figs = key_figures(d.get("figures"), d.get("unit")) if d.get("accelerator") else []
     if figs:
         parts.append('<div class="wb-figures">' + "".join(
             f'<div class="wb-figure"><b>{esc(v)}</b><span>{esc(k)}</span></div>' for v, k in figs) + "</div>")
