@@ -97,3 +97,13 @@ def test_a_teams_ttft_run_moves_its_chips_prefill_ceiling(tmp_path):
     eff, adj = own.adjust(Efficiency.from_csv(), runs, use)
     assert list(adj["parameter"]) == ["prefill_matmul_ceiling"]
     assert abs(float(own.calibration_table(runs, eff)["error"].iloc[0])) < 0.05
+
+
+def test_a_chunked_prefill_ceiling_is_fitted_only_at_or_above_the_decode_ceiling():
+    """calibrate.fit._fit_chunked_prefill: Blackwell's runs (128- to 20,000-token prompts) tell a prompt
+    chunk's ceiling from a decode step's and give it a higher one (a larger GEMM runs nearer its peak);
+    MI300X's 128-token prompts do not, and it keeps one ceiling for both."""
+    eff = Efficiency.from_csv()
+    assert eff.has("prefill_matmul_ceiling", "nvidia-blackwell")
+    assert eff.get("prefill_matmul_ceiling", "nvidia-blackwell") > eff.get("inference_matmul_ceiling", "nvidia-blackwell")
+    assert not eff.has("prefill_matmul_ceiling", "amd-cdna3")

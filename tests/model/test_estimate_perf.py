@@ -295,3 +295,18 @@ def test_explanation_table_names_a_source_for_every_figure():
     for name in ("llama-70b-pretrain", "chat-70b-realtime"):
         t = tables.formulas(wb.load_scenario(name))
         assert t["formula"].str.len().gt(5).all() and len(t) >= 6
+
+
+def test_serving_matmuls_carry_no_width_term_but_training_does():
+    """model.efficiency.INFERENCE_WIDTH_NOTE: the width term prices training's element-wise HBM traffic
+    (activations stored for the backward pass); an inference forward stores none and fuses its
+    element-wise steps, so prefill and decode run at the family ceiling whatever the width, while a
+    training step's matmuls reach a larger share of it in a wider model."""
+    acc = catalog.accelerator_record("B200-SXM-180GB")
+    narrow, wide = prof.model_profile("llama-3.1-8b"), prof.model_profile("llama-3.1-405b")
+    for work in ("prefill", "decode"):
+        a = efficiency.compute_efficiency(EFF, acc, "fp4", work, narrow)
+        b = efficiency.compute_efficiency(EFF, acc, "fp4", work, wide)
+        assert a == pytest.approx(b)
+    assert efficiency.compute_efficiency(EFF, acc, "bf16", "train", narrow) < \
+        efficiency.compute_efficiency(EFF, acc, "bf16", "train", wide)

@@ -323,18 +323,48 @@ def _fit_prefill(fams: dict, table: dict, prov: dict) -> dict:
     is the batch's prefill and nothing else; under continuous batching at a concurrency, as NVIDIA
     NIM's, it also holds the wait behind other prompts and the client's overheads, which a prefill
     ceiling must not absorb): a grid search of the prefill's ceiling alone on those runs (sum of
-    |log error|), the family's other parameters fixed at their fit; a family without such runs keeps
-    its ``inference_matmul_ceiling`` for prefill."""
+    |log error|), the family's other parameters fixed at their fit; a family without such runs gets
+    one where its chunked-prefill runs identify it (``_fit_chunked_prefill``), else keeps its
+    ``inference_matmul_ceiling`` for prefill."""
     eff = Efficiency.from_table(table)
     out = {}
     for f, rows in fams.items():
         ttft = [r for r in rows if r["metric"] == "ttft_ms" and r.get("batching") == "static"]
         if not ttft:
+            out.update(_fit_chunked_prefill(f, rows, table, prov))
             continue
         loss = sum(np.abs(np.log(predict_run(r, eff=eff, prefill_ceiling=CEIL_GRID) / r["value"])) for r in ttft)
         out[("prefill_matmul_ceiling", f)] = float(CEIL_GRID[int(np.argmin(loss))])
         prov[("prefill_matmul_ceiling", f)] = [r["run"] for r in ttft]
     return out
+
+
+def _fit_chunked_prefill(f: str, rows: list, table: dict, prov: dict) -> dict:
+    """A family without static-batch TTFT runs: its prompt chunks' ceiling and its decode steps'
+    ceiling fitted together on all its inference fit runs (a grid over both, sum of |log error|, its
+    HBM efficiency and collective latency fixed at their fit), the prefill's at least the decode's.
+    A prompt chunk is one matmul of thousands of rows (up to ``model.replica.STEP_TOKENS``), a decode
+    step's matmuls have as many rows as the batch, and a GEMM's rate rises with its size: fewer
+    partial tiles and partial waves of tiles over the multiprocessors (NVIDIA, "Matrix Multiplication
+    Background User's Guide", DU-09799-001, 2023, §2.3 and §3). Kept only where the runs identify it
+    (the ``IDENTIFY_TOL`` rule on the prefill axis) and it exceeds the decode ceiling; the family's
+    ``inference_matmul_ceiling`` is replaced by the joint fit's. Blackwell's runs, 128 to 20,000 prompt
+    tokens, set it; MI300X's (128-token prompts) and Hopper's do not."""
+    eff = Efficiency.from_table(table)
+    c, pf = np.meshgrid(CEIL_GRID, CEIL_GRID, indexing="ij")
+    loss = sum(np.abs(np.log(predict_run(r, eff=eff, ceiling=c, prefill_ceiling=pf) / r["value"])) for r in rows)
+    loss = np.where(pf >= c - 1e-12, loss, np.inf)
+    i, j = np.unravel_index(int(np.argmin(loss)), loss.shape)
+    if j <= i:
+        return {}
+    prof = loss[i, :]
+    near = CEIL_GRID[prof <= prof[j] + IDENTIFY_TOL * len(rows)]
+    if near.max() - near.min() > IDENTIFY_SPAN * (CEIL_GRID.max() - CEIL_GRID.min()):
+        return {}
+    runs = [r["run"] for r in rows]
+    prov[("prefill_matmul_ceiling", f)] = runs
+    prov[("inference_matmul_ceiling", f)] = runs
+    return {("prefill_matmul_ceiling", f): float(CEIL_GRID[j]), ("inference_matmul_ceiling", f): float(CEIL_GRID[i])}
 
 
 def _predict_all(runs: pd.DataFrame, eff: Efficiency) -> np.ndarray:
@@ -527,7 +557,9 @@ PARAM_DOCS = {
                                  "pooled = median of families that constrain it"),
     "prefill_matmul_ceiling": ("fraction of the dense peak of the compute precision",
                                "grid search of the prefill's ceiling alone on the family's static-batch "
-                               "time-to-first-token runs, its other inference parameters fixed at their fit"),
+                               "time-to-first-token runs, its other inference parameters fixed at their fit; a family "
+                               "without such runs: fitted with its decode ceiling on all its inference runs, at least "
+                               "the decode ceiling and kept where identified (_fit_chunked_prefill)"),
     "width_hidden_per_ridge": ("hidden units per FLOP/byte of ridge point",
                                "grid search (L1 of log error) over all dense training runs, at the fixed point"),
     "moe_bytes_per_flop": ("bytes per FLOP", "each MoE training run solved exactly at the fixed point, median per "

@@ -16,7 +16,8 @@ model pass ``Efficiency.constant(x)``. Nothing here keeps global state: every fu
   element-wise work of a layer moves O(h) bytes through HBM while its matmuls do O(h²) FLOPs, so
   their time ratio is proportional to the chip's ridge point (peak FLOP/s over HBM bytes/s,
   Williams et al. 2009) over h; κ is one pooled constant. The same term gives FP8 its Amdahl's-law
-  ceiling. ``moe`` (training only): mixture-of-experts overhead per platform (``moe_factor``).
+  ceiling. Training only: an inference forward stores no activations and fuses its element-wise
+  steps (``INFERENCE_WIDTH_NOTE``). ``moe`` (training only): mixture-of-experts overhead per platform (``moe_factor``).
 - Roofline (Williams et al. 2009; "How to Scale Your Model" ch. 1): a step takes the larger of its
   compute time and its memory time.
 - Bands: the ``_low``/``_high`` figures are P10/P90 of observed/predicted over the calibration runs
@@ -165,6 +166,22 @@ def candidate_precision(precision: str, fp4_fallback: str = "refuse") -> str:
     return "bf16" if (precision, fp4_fallback) == ("fp4", "weight_only") else terms.compute_precision(precision)
 
 
+INFERENCE_WIDTH_NOTE = """Why prefill and decode carry no width term.
+
+The width term prices element-wise work that moves O(h) bytes per token through HBM for every
+O(h²) matmul FLOPs. A training step does: it writes the layer's activations to HBM for the backward
+pass (about 34·s·b·h bytes per layer, Korthikanti et al. 2022, "Reducing Activation Recomputation in
+Large Transformer Models", Table 2) and runs the element-wise backward. An inference forward stores
+no activations, and the engines fuse the element-wise steps into single passes (vLLM's
+``fused_add_rms_norm`` does the residual add and RMSNorm in one read of the token, csrc/layernorm_kernels.cu
+@0112cf2; ``silu_and_mul`` the gated activation); the few h-vectors per token left are a small
+fraction of the step's weight and KV-cache reads. With the training-fitted κ on serving (h / (h + κ·ridge),
+κ = 3.5) Llama 3.3 70B in FP4 on B200 ran its matmuls at 0.67 of the family ceiling and 405B at
+0.81, so prompt-heavy 70B runs came out 21-25% too slow and 405B 12-22% too fast; refitted without
+it, held-out serving throughput went from 16% to 10% median error (AMD 16% to 5%, Blackwell 17% to
+11%), training unchanged (docs/explanation/calibration.md)."""
+
+
 def width_factor(hidden, h0):
     """Share of a layer's time spent in matmuls, ``h / (h + h0)``: element-wise work per token grows
     like h, matmul work like h² (``width_scale`` gives h0)."""
@@ -266,7 +283,8 @@ def compute_efficiency(eff: Efficiency, acc, precision: str, work: str, profile:
     ``ceiling`` overrides it) · BF16 MAMF/peak · ``precision_ratio`` (training only, ``mamf.fraction``: the ceiling is fitted
     as a fraction of the measured maximum achievable matmul rate, so a chip whose software reaches
     less of its peak, MI300X's 51% against H100's 80%, is not credited with another chip's
-    efficiency) · width_factor(h, width_scale) · moe_factor (training only). Tensor
+    efficiency) · width_factor(h, width_scale) (training only: ``INFERENCE_WIDTH_NOTE``) · moe_factor
+    (training only). Tensor
     parallelism does not change it (with sequence parallelism both the matmuls and the element-wise
     work are split tp ways), and chip count does not enter: communication, bubbles and recomputation
     are ``model.training``'s. ``tokens`` (rows of each matmul per chip: micro-batch × sequence, or
@@ -286,10 +304,9 @@ def compute_efficiency(eff: Efficiency, acc, precision: str, work: str, profile:
         e = e * mamf.fraction(acc, mamf.REFERENCE_PRECISION) * precision_ratio(eff, acc, precision)
     if profile.generic:  # published ResNet-50 runs scale the transformer-fitted efficiency (calibrate.generic)
         e = e * eff.table.get(("generic_train_scale" if work == "train" else "generic_inference_scale", "pooled"), 1.0)
-    else:
+    elif work == "train":  # the width term prices training's element-wise HBM traffic (INFERENCE_WIDTH_NOTE)
         e = e * width_factor(profile.hidden, width_scale(eff, acc, precision))
-        if work == "train":
-            e = e * moe_factor(profile, acc, eff.get("moe_bytes_per_flop", str(acc["platform"])), pk * e)
+        e = e * moe_factor(profile, acc, eff.get("moe_bytes_per_flop", str(acc["platform"])), pk * e)
     e = e * np.ones_like(np.asarray(tp, dtype=float))
     if tokens is not None:
         bw = float(acc["memory_bytes_per_s"]) * (1.0 if work == "train" else eff.get("decode_memory_efficiency", scope_of(eff, acc)))
