@@ -119,6 +119,16 @@ def test_headline_reads_an_inference_recommendation_with_latency_from_its_option
     assert h["confidence"] is None
 
 
+def test_headline_of_a_generic_service_gives_its_request_latency():
+    """An encoder has no output tokens: the header's time is the request latency at the SLO percentile
+    (embedding-service's header had no time at all)."""
+    summary = {"scenario": "s", "recommendation": {
+        "accelerator": "H100-SXM5-80GB", "provider": "X", "offering": "o", "pricing_model": "on_demand",
+        "metric": "usd_per_million_tokens", "unit": "per million requests",
+        "figures": {"usd_per_million_tokens": 0.72, "ttft_ms_at_slo_percentile": 4.93, "ttft_slo_percentile": 99.0}}}
+    assert assemble.headline(summary)["time"] == "4.9 ms per request at P99 under load"
+
+
 def test_headline_text_is_the_decision_modules_own_headline():
     pd = pytest.importorskip("pandas")
     decision = pytest.importorskip("workbook.decision")

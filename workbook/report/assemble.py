@@ -325,6 +325,8 @@ def _time_text(days, ttft, tpot, ttft_load=None, pct=None) -> str | None:
         elif ttft is not None:
             first = f", first token {ttft:,.0f} ms unloaded"
         return f"{tpot:,.0f} ms per output token{first}"
+    if ttft_load is not None:   # a generic (non-transformer) service: one forward pass per request
+        return f"{ttft_load:,.1f} ms per request at P{pct or 99:g} under load"
     return None
 
 
