@@ -44,7 +44,7 @@ _DOCS = "MicrosoftDocs/azure-docs articles/virtual-machines/sizes/gpu-accelerate
 # VM size -> (chip id of data/accelerators.csv, chips per VM, where the count comes from).
 SKUS: dict[str, tuple[str, int, str]] = {
     "Standard_ND96isr_H100_v5": ("H100-SXM5-80GB", 8, f"{_DOCS}/includes/nd-h100-v5-series-specs.md @44d9173 (8 GPUs)"),
-    "Standard_ND96isr_H200_v5": ("H200-SXM-141GB", 8, "Microsoft Learn ND-H200-v5 size series (8 H200 141 GB per VM)"),
+    "Standard_ND96isr_H200_v5": ("H200-SXM-141GB", 8, "microsoft/aspire src/Aspire.Hosting.Azure.Kubernetes/AksNodeVmSizes.cs @5bd693a (Standard_ND96isr_H200_v5: 8 GPUs)"),
     "Standard_ND96asr_v4": ("A100-SXM4-40GB", 8, f"{_DOCS}/includes/nd-a100-v4-series-specs.md @f323a18 (8 GPUs)"),
     "Standard_ND96amsr_A100_v4": ("A100-SXM4-80GB", 8, f"{_DOCS}/includes/ndm-a100-v4-series-specs.md @9114cfa (8 GPUs)"),
     "Standard_NC24ads_A100_v4": ("A100-PCIe-80GB", 1, f"{_DOCS}/includes/nc-a100-v4-series-specs.md @1e4c740 (1-4 GPUs; 24 vCPUs = 1)"),
@@ -60,7 +60,7 @@ SKUS: dict[str, tuple[str, int, str]] = {
     "Standard_NV36ads_A10_v5": ("A10", 1, f"{_DOCS}/includes/nvadsa10v5-series-specs.md @60705da (1/6-2 A10; NV36 = 1)"),
     "Standard_NV36adms_A10_v5": ("A10", 1, f"{_DOCS}/includes/nvadsa10v5-series-specs.md @60705da"),
     "Standard_NV72ads_A10_v5": ("A10", 2, f"{_DOCS}/includes/nvadsa10v5-series-specs.md @60705da (NV72 = 2)"),
-    "Standard_ND128isr_NDR_GB200_v6": ("GB200", 4, "Microsoft Learn ND-GB200-v6 size series (4 GB200 GPUs per VM)"),
+    "Standard_ND128isr_NDR_GB200_v6": ("GB200", 4, "learn.microsoft.com nd-gb200-v6-series accelerators table ('Standard_ND128isr_NDR_GB200_v6 | 4 | 192', as quoted in a public price tool; not read first-hand): 4 GPUs"),
 }
 # Sizes that hold a fraction of one GPU: never a chip count.
 FRACTIONAL = {"Standard_NV6ads_A10_v5": "1/6", "Standard_NV12ads_A10_v5": "1/3", "Standard_NV18ads_A10_v5": "1/2"}

@@ -56,10 +56,12 @@ def _write(folder, pages, links=None):
                                                                "NextPageLink": nxt, "Count": len(items)}))
 
 
-def _catalog(tmp_path):
+def _catalog(tmp_path, regions=("eastus", "unspecified")):
+    """The Azure rows of data/offerings.csv in ``regions`` (the hand rows; None: every Azure row)."""
     off = pd.read_csv(paths.DATA_DIR / "offerings.csv", dtype=str, keep_default_na=False)
+    keep = (off["provider"] == "Azure") & (off["region"].isin(regions) if regions else True)
     f = tmp_path / "offerings.csv"
-    off[off["provider"] == "Azure"].to_csv(f, index=False, lineterminator="\n")
+    off[keep].to_csv(f, index=False, lineterminator="\n")
     return f
 
 
@@ -136,6 +138,16 @@ def test_a_newer_api_price_supersedes_an_older_hand_row_of_the_same_id(tmp_path)
     rows = _rows(out)
     assert rows.loc["azure-standard-nc24ads-a100-v4-eastus", "on_demand_usd_per_hour"] == "3.9"
     assert rows.loc["azure-standard-nc24ads-a100-v4-eastus-superseded", "on_demand_usd_per_hour"] == "3.673"
+
+
+def test_an_older_recorded_price_never_replaces_a_newer_row(tmp_path):
+    base = tmp_path / "mirror"
+    _write(base, [PAGE2])  # swedencentral NC24ads at 4.0, in force since 2024-11-01
+    out = _catalog(tmp_path, regions=None)
+    before = _rows(out).loc["azure-standard-nc24ads-a100-v4-swedencentral"]
+    r = _cli("refresh", "--source", "azure", "--from", base, "--out", out, "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert before["price_as_of"] > "2024-11-01" and "kept (existing price is newer)" in r.stdout
 
 
 @pytest.mark.parametrize("page, expected", [
