@@ -180,3 +180,15 @@ def test_the_live_query_filters_virtual_machines_and_every_gpu_size():
     url = azurefeed.api_url()
     assert url.startswith("https://prices.azure.com/api/retail/prices?%24filter=")
     assert "Virtual%20Machines" in url and "Standard_ND96isr_H100_v5" in url and "Standard_NV6ads_A10_v5" in url
+
+
+def test_a_skypilot_format_azure_file_never_counts_a_fraction_of_a_gpu_as_one_chip(tmp_path):
+    from workbook import prices
+    f = tmp_path / "azure" / "vms.csv"
+    f.parent.mkdir()
+    f.write_text("InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region\n"
+                 "Standard_NV6ads_A10_v5,A10,0.167,6,55,A10,0.454,0.1,westeurope\n"
+                 "Standard_NV36ads_A10_v5,A10,1,36,440,A10,4.16,0.85,westeurope\n")
+    imp = prices.import_file(f, "skypilot", price_as_of="2026-05-20")
+    assert list(imp.rows["instance"]) == ["Standard_NV36ads_A10_v5"]
+    assert any("fraction (0.167)" in k for k in imp.skipped)
