@@ -431,9 +431,7 @@ def run_batch(jobs: list[Job], out: str | Path, workers: int = 1, executor: cf.E
     folder's lock (``outfolder.output_lock``: InputError when another run holds it) before anything
     starts. A report that cannot be written (disk full, read-only) is a failed Result with one line
     naming the folder; the batch goes on and the previous report stays."""
-    out = Path(out)
-    if progress is None:
-        progress = sys.stderr.isatty()
+    out, progress = Path(out), sys.stderr.isatty() if progress is None else progress
     notes: list[str] = []
     unwind_on_signals()   # a killed batch unwinds: workers and kernels stopped
     with outfolder.output_lock(out, notes):
