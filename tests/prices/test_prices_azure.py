@@ -192,3 +192,20 @@ def test_a_skypilot_format_azure_file_never_counts_a_fraction_of_a_gpu_as_one_ch
     imp = prices.import_file(f, "skypilot", price_as_of="2026-05-20")
     assert list(imp.rows["instance"]) == ["Standard_NV36ads_A10_v5"]
     assert any("fraction (0.167)" in k for k in imp.skipped)
+
+
+def test_source_all_reads_recorded_azure_pages_first_so_they_win_over_skypilots_azure_row(tmp_path):
+    import shutil
+    mirror = tmp_path / "mirror"
+    shutil.copytree(paths.ROOT / "tests/prices/fixtures/refresh", mirror)
+    sky = mirror / "catalogs/v8/azure/vms.csv"
+    sky.parent.mkdir(parents=True)
+    sky.write_text("InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region\n"
+                   "Standard_ND96isr_H100_v5,H100,8,96,1900,H100,200.0,50.0,westeurope\n")
+    _write(mirror / "azure" / "retail-prices", [PAGE1])
+    out = _catalog(tmp_path)
+    r = _cli("refresh", "--source", "all", "--from", mirror, "--out", out)
+    assert r.returncode == 0, r.stderr
+    assert "azure retail prices" in r.stdout and "same offering id from an earlier file" in r.stdout
+    h = _rows(out).loc["azure-standard-nd96isr-h100-v5-westeurope"]
+    assert h["on_demand_usd_per_hour"] == "110" and h["source"].startswith("Azure Retail Prices API")
