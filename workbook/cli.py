@@ -61,7 +61,7 @@ def with_overrides(*args, **kwargs):
 _COMMANDS = {
     "calibrate": ("workbook.calibrate.command", "compare the performance model with published runs"),
     "report": ("workbook.report.batch", "render decision reports (HTML) for scenarios with Papermill"),
-    "prices": ("workbook.pricesync", "import or refresh price catalogs (SkyPilot vms.csv, gpuhunt) into offerings"),
+    "prices": ("workbook.pricesync", "import or refresh price catalogs (SkyPilot vms.csv, gpuhunt, Azure Retail Prices API) into offerings"),
     "diff": ("workbook.diff", "what changed between two summary.json files or report folders"),
     "plan": ("workbook.plan.command", "plan a fleet over months for a portfolio of workloads (commitments and bursts)"),
 }

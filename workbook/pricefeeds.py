@@ -45,9 +45,10 @@ def _is_url(base: str) -> bool:
 
 
 def get_bytes(base: str, rel: str) -> bytes:
-    """``<base>/<rel>`` from a folder or an http(s) URL, at most ``MAX_DOWNLOAD_BYTES``."""
+    """``<base>/<rel>`` from a folder or an http(s) URL (``base`` itself when ``rel`` is empty), at most
+    ``MAX_DOWNLOAD_BYTES``."""
     if _is_url(base):
-        url = f"{base.rstrip('/')}/{rel}"
+        url = f"{base.rstrip('/')}/{rel}" if rel else base
         try:
             with urllib.request.urlopen(url, timeout=TIMEOUT_S) as r:
                 data = r.read(MAX_DOWNLOAD_BYTES + 1)

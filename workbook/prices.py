@@ -409,6 +409,9 @@ def read_skypilot(path: Path, provider: str | None = None) -> Imported:
         if chip is None:
             imp.skip(f"{acc}: {why}", g["rows"])
             continue
+        if chips is None and _fraction(g["count"]):
+            imp.skip(f"{acc}: a fraction ({g['count']:g}) of one GPU per instance", g["rows"])
+            continue
         count = chips or int(g["count"] or 0) or 1
         od, spot = g["price"], min(g["spot"]) if g["spot"] else None
         note = "Spot = lowest availability-zone spot price in the file." if g["spot"] else ""
@@ -479,12 +482,21 @@ def read_gpuhunt(path: Path, provider: str | None = None) -> Imported:
         if chip is None:
             imp.skip(f"{g['gpu']}: {why}", g["rows"])
             continue
+        if chips is None and _fraction(g["count"]):
+            imp.skip(f"{g['gpu']}: a fraction ({g['count']:g}) of one GPU per instance", g["rows"])
+            continue
         od, spot = (min(g["od"]) if g["od"] else None), (min(g["spot"]) if g["spot"] else None)
         note = "gpuhunt memory is GB (decimal) per its CatalogItem docs." if g["mem"] else ""
         out.append(_row(seller(key, inst)[2], prov, kind, inst, region or "unspecified", chip, chips or int(g["count"]), od, spot,
                         g["cpu"], g["mem"] * 1e9 if g["mem"] else None, note))
     imp.rows = pd.DataFrame(out)
     return imp
+
+
+def _fraction(count) -> bool:
+    """A GPU count below one or not whole (Azure's NV6ads_A10_v5 holds 1/6 of an A10: SkyPilot writes 0.167):
+    never read as a chip count."""
+    return count is not None and count > 0 and (count < 1 or not float(count).is_integer())
 
 
 def _row(prefix, provider, kind, instance, region, chip, count, od, spot, vcpus, mem_bytes, note) -> dict:

@@ -8,6 +8,9 @@ the upstream:
 - ``gpuhunt``: dstack's gpuhunt catalog, ``<base>/<provider>/version`` and
   ``<base>/<provider>/<version>/catalog.zip`` holding ``<provider>.csv`` (the layout of gpuhunt's
   ``CATALOG_URL``; read with the ``gpuhunt`` library's loader when it is installed).
+- ``azure``: the Azure Retail Prices API (``prices.azure.com/api/retail/prices``, GPU VM sizes, pages linked by
+  ``NextPageLink``; ``workbook/azurefeed.py``), or recorded pages in ``<base>/azure/retail-prices/*.json``;
+  with ``all`` it is read before SkyPilot (whose Azure file is older), and the first row of an id wins.
 
 Every refreshed row has ``price_basis`` = catalog, ``as_of`` = today and ``price_as_of`` = the source's own
 date: the file's last commit (a git checkout, the mirror's ``SOURCES.csv`` or GitHub's commit list), the
@@ -29,6 +32,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import catalog, paths, prices
+from .azurefeed import azure
 from .pricefeeds import REFRESH_MARK, Result, _is_url, gpuhunt, skypilot
 from .errors import InputError
 
@@ -257,9 +261,10 @@ def add_arguments(p) -> None:
     imp.add_argument("--out", help="write the imported rows to this CSV instead of merging into data/offerings.csv")
     ref = sub.add_parser("refresh", help="update data/offerings.csv from SkyPilot's and gpuhunt's catalogs "
                          "(online, or from a mirror with --from)")
-    ref.add_argument("--source", choices=("skypilot", "gpuhunt", "all"), default="all")
+    ref.add_argument("--source", choices=("skypilot", "gpuhunt", "azure", "all"), default="all")
     ref.add_argument("--from", dest="base", help="a folder or http(s) URL laid out like the upstream "
-                     "(skypilot: <base>/catalogs/v8/<cloud>/vms.csv; gpuhunt: <base>/<provider>/version)")
+                     "(skypilot: <base>/catalogs/v8/<cloud>/vms.csv; gpuhunt: <base>/<provider>/version; "
+                     "azure: recorded API pages <base>/azure/retail-prices/*.json, or the URL of a first page)")
     ref.add_argument("--out", help="catalog to update (default data/offerings.csv)")
     ref.add_argument("--provider", "--cloud", action="append", dest="clouds",
                      help="only this cloud key (aws, gcp, lambda, runpod, ...; repeatable)")
@@ -296,6 +301,13 @@ def refresh(args, today: _dt.date | None = None) -> int:
     target = Path(args.out) if args.out else paths.DATA_DIR / "offerings.csv"
     existing = _existing(target)
     res = Result()
+    if args.source == "azure":
+        azure(args.base, None, today, res)
+    elif args.source == "all" and (not args.clouds or "azure" in args.clouds):
+        if not args.base:
+            azure(None, None, today, res)
+        elif not _is_url(args.base) and (Path(args.base) / "azure" / "retail-prices").is_dir():
+            azure(args.base, None, today, res)
     if args.source in ("skypilot", "all"):
         skypilot(args.base, args.clouds, today, res)
     if args.source == "gpuhunt":
