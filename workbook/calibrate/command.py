@@ -1,6 +1,6 @@
 """The ``calibrate`` command: the performance model against the published runs (or the team's own),
 per run, per kind and family, the held-out band coverage and the per-case table (``cases``);
-``--write`` refits ``data/efficiency.csv`` first (``fit.write_parameters``)."""
+``--write`` refits ``data/efficiency.csv`` first (``params.write_parameters``)."""
 from __future__ import annotations
 
 import sys
@@ -9,7 +9,7 @@ import pandas as pd
 
 from .. import catalog
 from . import cases, own
-from .fit import write_parameters
+from .params import write_parameters
 from .runs import calibration_table, coverage_summary, error_summary, summary_markdown
 
 
