@@ -226,6 +226,11 @@ def with_and_without_measurements(s: Scenario, a: Analysis | None = None, n_draw
 def jsonable(x):
     """JSON-ready copy: numpy scalars and arrays to Python, NaN, infinities and pandas NA to None,
     dates to ISO strings, pydantic models to dicts."""
+    t = type(x)  # the common exact types first (a numpy float is a float subclass: not here)
+    if t is str or t is int or t is bool or x is None:
+        return x
+    if t is float:
+        return x if math.isfinite(x) else None
     if isinstance(x, dict):
         return {str(k): jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
