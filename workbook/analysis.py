@@ -253,8 +253,24 @@ def jsonable(x):
 
 
 def records(df: pd.DataFrame) -> list[dict]:
-    """A frame as a list of JSON-ready dicts."""
-    return [jsonable(row) for row in df.to_dict("records")]
+    """A frame as a list of JSON-ready dicts (``jsonable`` of ``to_dict("records")``). Columns of a
+    numpy float, integer or bool dtype are converted a column at a time (``tolist``; NaN and
+    infinities to None), the others through ``to_dict`` and ``jsonable`` as they were."""
+    cols = list(df.columns)
+    if not cols or not df.columns.is_unique:
+        return [jsonable(row) for row in df.to_dict("records")]
+    fast = [isinstance(dt, np.dtype) and dt.kind in "fiub" for dt in df.dtypes]
+    slow = [c for c, f in zip(cols, fast) if not f]
+    slow_rows = [jsonable(row) for row in df[slow].to_dict("records")] if slow else [{}] * len(df)
+    values = {}
+    for i, (c, f) in enumerate(zip(cols, fast)):
+        if f:
+            v = df.iloc[:, i].to_numpy().tolist()
+            values[c] = [x if math.isfinite(x) else None for x in v] if df.dtypes.iloc[i].kind == "f" else v
+    out = []
+    for j, srow in enumerate(slow_rows):
+        out.append({str(c): (values[c][j] if c in values else srow[str(c)]) for c in cols})
+    return out
 
 
 def _option_costs(priced: pd.DataFrame, accelerator: str) -> dict:
