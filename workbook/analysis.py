@@ -346,18 +346,22 @@ def summary_json(a: Analysis) -> dict:
         opt["costs"] = _option_costs(slim, opt["accelerator"])
         opt.update(_option_energy(opt["costs"]))
     rec = a.recommendation
-    return jsonable({
+    # monte_carlo, offers and own_runs are JSON-ready already (records): not walked again
+    out = jsonable({
         "scenario": s.name,
         "title": s.title,
         "task": s.workload.task,
         "estimate_label": model_generic.estimate_label(s.workload),
-        "options": options,
+        "options": None,
         "recommendation": rec.as_dict() if rec is not None else None,
-        "monte_carlo": records(a.mc),
-        "offers": records(a.offers) if a.offers is not None else [],
-        "own_runs": records(a.adjustments) if a.adjustments is not None else [],
+        "monte_carlo": None,
+        "offers": None,
+        "own_runs": None,
         "published_layouts": published_layouts(a),
         "generated_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "workbook_version": paths.VERSION,
         "catalog_versions": catalog.catalog_versions(),
     })
+    out.update(options=jsonable(options), monte_carlo=records(a.mc), offers=records(a.offers) if a.offers is not None else [],
+               own_runs=records(a.adjustments) if a.adjustments is not None else [])
+    return out
