@@ -142,8 +142,12 @@ BLOCK_ROWS = 48
 def _percentiles(x: np.ndarray) -> np.ndarray:
     """P10/P50/P90 per row; a draw that never finishes (NaN) counts as infinitely expensive, so a
     percentile that reaches such draws is NaN ("unbounded")."""
+    y = np.where(np.isnan(x), np.inf, x)  # a temporary
+    # sorted first: numpy's vectorised sort, then a partition of sorted rows, costs a third of the partition at
+    # six ranks np.percentile makes on unsorted rows; the values at those ranks are the same, so are the percentiles
+    y.sort(axis=1)
     with np.errstate(invalid="ignore"):
-        q = np.percentile(np.where(np.isnan(x), np.inf, x), [10, 50, 90], axis=1, overwrite_input=True)  # a temporary
+        q = np.percentile(y, [10, 50, 90], axis=1, overwrite_input=True)
     return np.where(np.isfinite(q), q, np.nan)
 
 
