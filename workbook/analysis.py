@@ -226,6 +226,11 @@ def with_and_without_measurements(s: Scenario, a: Analysis | None = None, n_draw
 def jsonable(x):
     """JSON-ready copy: numpy scalars and arrays to Python, NaN, infinities and pandas NA to None,
     dates to ISO strings, pydantic models to dicts."""
+    t = type(x)  # the common exact types first (a numpy float is a float subclass: not here)
+    if t is str or t is int or t is bool or x is None:
+        return x
+    if t is float:
+        return x if math.isfinite(x) else None
     if isinstance(x, dict):
         return {str(k): jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
@@ -248,8 +253,24 @@ def jsonable(x):
 
 
 def records(df: pd.DataFrame) -> list[dict]:
-    """A frame as a list of JSON-ready dicts."""
-    return [jsonable(row) for row in df.to_dict("records")]
+    """A frame as a list of JSON-ready dicts (``jsonable`` of ``to_dict("records")``). Columns of a
+    numpy float, integer or bool dtype are converted a column at a time (``tolist``; NaN and
+    infinities to None), the others through ``to_dict`` and ``jsonable`` as they were."""
+    cols = list(df.columns)
+    if not cols or not df.columns.is_unique:
+        return [jsonable(row) for row in df.to_dict("records")]
+    fast = [isinstance(dt, np.dtype) and dt.kind in "fiub" for dt in df.dtypes]
+    slow = [c for c, f in zip(cols, fast) if not f]
+    slow_rows = [jsonable(row) for row in df[slow].to_dict("records")] if slow else [{}] * len(df)
+    values = {}
+    for i, (c, f) in enumerate(zip(cols, fast)):
+        if f:
+            v = df.iloc[:, i].to_numpy().tolist()
+            values[c] = [x if math.isfinite(x) else None for x in v] if df.dtypes.iloc[i].kind == "f" else v
+    out = []
+    for j, srow in enumerate(slow_rows):
+        out.append({str(c): (values[c][j] if c in values else srow[str(c)]) for c in cols})
+    return out
 
 
 def _option_costs(priced: pd.DataFrame, accelerator: str) -> dict:
@@ -325,18 +346,22 @@ def summary_json(a: Analysis) -> dict:
         opt["costs"] = _option_costs(slim, opt["accelerator"])
         opt.update(_option_energy(opt["costs"]))
     rec = a.recommendation
-    return jsonable({
+    # monte_carlo, offers and own_runs are JSON-ready already (records): not walked again
+    out = jsonable({
         "scenario": s.name,
         "title": s.title,
         "task": s.workload.task,
         "estimate_label": model_generic.estimate_label(s.workload),
-        "options": options,
+        "options": None,
         "recommendation": rec.as_dict() if rec is not None else None,
-        "monte_carlo": records(a.mc),
-        "offers": records(a.offers) if a.offers is not None else [],
-        "own_runs": records(a.adjustments) if a.adjustments is not None else [],
+        "monte_carlo": None,
+        "offers": None,
+        "own_runs": None,
         "published_layouts": published_layouts(a),
         "generated_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "workbook_version": paths.VERSION,
         "catalog_versions": catalog.catalog_versions(),
     })
+    out.update(options=jsonable(options), monte_carlo=records(a.mc), offers=records(a.offers) if a.offers is not None else [],
+               own_runs=records(a.adjustments) if a.adjustments is not None else [])
+    return out

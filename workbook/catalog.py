@@ -125,9 +125,14 @@ def _check_aliases(df: pd.DataFrame, key: str, rel: str) -> None:
             owner.setdefault(name.lower(), (canon, i + 2))
 
 
-@functools.lru_cache(maxsize=None)
 def load(name: str, data_dir: str | None = None) -> pd.DataFrame:
-    """Load and validate ``data/<name>.csv`` once per process (cached; callers must not mutate)."""
+    """Load and validate ``data/<name>.csv`` once per process (cached; callers must not mutate).
+    ``load(name)`` and ``load(name, None)`` share one cache entry (``load.cache_clear()`` empties it)."""
+    return _load(name, data_dir)
+
+
+@functools.lru_cache(maxsize=None)
+def _load(name: str, data_dir: str | None) -> pd.DataFrame:
     if name not in SCHEMAS:
         raise InputError(f"unknown catalog {name!r}; expected one of {', '.join(SCHEMAS)}")
     path = Path(data_dir) if data_dir else paths.DATA_DIR
@@ -160,6 +165,9 @@ def load(name: str, data_dir: str | None = None) -> pd.DataFrame:
     if name == "lead_times":
         _check_lead_times(df, rel, data_dir)
     return df
+
+
+load.cache_clear = _load.cache_clear
 
 
 def _check_lead_times(df: pd.DataFrame, rel: str, data_dir: str | None) -> None:

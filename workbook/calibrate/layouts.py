@@ -81,9 +81,10 @@ def _published() -> pd.DataFrame:
         pins = par.model_dump(exclude_none=True) if par else {}
         layout = {k: v for k, v in pins.items() if k in LAYOUT_KEYS} | limits
         acc = catalog.accelerator_record(r["accelerator"])
+        prof = run_profile(r)
         rows.append({"run": r["run"], "family": acc["family"], "kind": acc["kind"], "accelerator": r["accelerator"],
                      "model": r["model"] if isinstance(r.get("model"), str) else "(inline shape)",
-                     "params": float(run_profile(r).params_total), "moe": bool(run_profile(r).is_moe), "chips": run_chips(r), "seq_len": int(r["seq_len"]),
+                     "params": float(prof.params_total), "moe": bool(prof.is_moe), "chips": run_chips(r), "seq_len": int(r["seq_len"]),
                      "layout": layout, "switches": {k: v for k, v in pins.items() if k in SWITCH_KEYS}, "mfu": float(r["value"]), "framework": r.get("framework"), "source": r["source"]})
     return pd.DataFrame(rows)
 

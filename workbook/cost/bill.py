@@ -165,17 +165,19 @@ def _join_prices(s: Scenario, perf: pd.DataFrame, offerings, systems) -> pd.Data
     prices = prices[prices["accelerator"].isin(perf["accelerator"])]
     on = ["accelerator", "offering"] if "offering" in perf else ["accelerator"]  # per-offer rows (model.offers)
     df = prices.merge(perf[on + [k for k in keep if k not in on]], on=on, how="inner")
-    missing = []
+    missing, first = [], {}
     for model in requested_models(s):
         have = set(df.loc[df["pricing_model"] == model, "accelerator"])
         for acc in perf["accelerator"]:
             if acc not in have:
+                if acc not in first:  # the accelerator's first performance row, looked up once
+                    first[acc] = perf.loc[perf["accelerator"] == acc].iloc[0]
                 row = {"accelerator": acc, "pricing_model": model, "offering": None, "provider": None,
                        "price_derivation": "not priced", "usd_per_instance_hour": np.nan,
                        "term_months": TERM_MONTHS.get(model, 0.0), "energy_usd_per_instance_hour": 0.0,
                        "min_term_months": TERM_MONTHS.get(model, 0.0), "hosting_usd_per_instance_hour": 0.0,
                        "chips_per_instance": np.nan}
-                prow = perf.loc[perf["accelerator"] == acc].iloc[0]
+                prow = first[acc]
                 row.update({k: prow[k] for k in keep if k != "offering"})
                 missing.append(row)
     if missing:

@@ -18,10 +18,13 @@ joins these prices to the performance rows.
 """
 from __future__ import annotations
 
+import datetime as _dt
+from collections import OrderedDict
+
 import numpy as np
 import pandas as pd
 
-from .. import catalog
+from .. import catalog, paths
 from ..scenario import Scenario
 from ..terms import HOURS_PER_DAY, HOURS_PER_MONTH, TERM_MONTHS
 from . import doubt
@@ -138,7 +141,27 @@ def _purchase_prices(s: Scenario, hw: pd.DataFrame) -> pd.DataFrame:
     return b[b["usd_per_instance_hour"].notna() & b["energy_usd_per_instance_hour"].notna()]
 
 
+_OFFER_PRICES: OrderedDict = OrderedDict()
+
+
 def offer_prices(s: Scenario, offerings: pd.DataFrame | None = None, systems: pd.DataFrame | None = None) -> pd.DataFrame:
+    """``_offer_prices`` (below); with the shipped catalogs, remembered per process for the scenario's
+    content, the day (price ages) and the very catalog frames it read, and handed out as a copy: the
+    pipeline prices the offers once for the per-offer plans and again for the bill."""
+    if offerings is not None or systems is not None:
+        return _offer_prices(s, offerings, systems)
+    full = catalog.offerings()
+    hw = catalog.load("hardware") if (paths.DATA_DIR / "hardware.csv").exists() else None
+    key = (s.model_dump_json(), str(paths.DATA_DIR), _dt.date.today(), catalog.offerings, catalog.hardware)
+    hit = _OFFER_PRICES.get(key)
+    if hit is None or hit[0] is not full or hit[1] is not hw:
+        hit = _OFFER_PRICES[key] = (full, hw, _offer_prices(s))
+        if len(_OFFER_PRICES) > 8:
+            _OFFER_PRICES.popitem(last=False)
+    return hit[2].copy()
+
+
+def _offer_prices(s: Scenario, offerings: pd.DataFrame | None = None, systems: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per offering x requested pricing model with a price: ``usd_per_instance_hour``
     (after negotiated discount; for purchases the capital cost per hour of the depreciation life
     plus hosting, ``capital_usd_per_instance_hour`` + ``hosting_usd_per_instance_hour``),

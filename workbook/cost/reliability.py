@@ -162,6 +162,21 @@ def lead_time(provider, accelerator, instances, override=None) -> dict:
     return dict(_lead_time(provider, accelerator, float(instances), override))
 
 
+_LEAD_ROWS: list = [None, []]
+
+
+def _lead_rows() -> list[dict]:
+    """``data/lead_times.csv`` as a list of dicts (``min_instances`` as float), rebuilt when the
+    catalog is reloaded: a scan of a few rows instead of a frame filter per lookup."""
+    lt = catalog.lead_times()
+    if _LEAD_ROWS[0] is not lt:
+        rows = lt.to_dict("records")
+        for r in rows:
+            r["min_instances"] = float(r["min_instances"])
+        _LEAD_ROWS[:] = [lt, rows]
+    return _LEAD_ROWS[1]
+
+
 @functools.lru_cache(maxsize=4096)
 def _lead_time(provider, accelerator, instances, override=None) -> dict:
     """Days before the capacity runs (quota and capacity waits) for ``instances`` instances or slices
@@ -174,14 +189,13 @@ def _lead_time(provider, accelerator, instances, override=None) -> dict:
         d = float(override)
         return {"start_days": d, "start_days_low": d, "start_days_high": d,
                 "start_days_source": "scenario (constraints.start_days)"}
-    lt = catalog.lead_times()
     acc = catalog.accelerator_record(accelerator) if accelerator in catalog.resolve_map("accelerators") else {}
     keys = {accelerator, acc.get("accelerator"), acc.get("family")} - {None}
-    hit = lt[(lt["provider"] == provider) & lt["accelerator"].isin(keys)
-             & (lt["min_instances"].astype(float) <= float(instances))] if instances == instances else lt.iloc[:0]
-    if hit.empty:
+    # the first catalog row (file order) of the provider, the chip or its family, reached by the count
+    r = next((r for r in (_lead_rows() if instances == instances else ())
+              if r["provider"] == provider and r["accelerator"] in keys and r["min_instances"] <= float(instances)), None)
+    if r is None:
         return {"start_days": 0.0, "start_days_low": 0.0, "start_days_high": 0.0, "start_days_source": NO_LEAD_TIME}
-    r = hit.iloc[0]
     lo, hi = float(r["days_low"]), float(r["days_high"])
     return {"start_days": (lo + hi) / 2.0, "start_days_low": lo, "start_days_high": hi,
             "start_days_source": f"{r['source']} ({r['as_of']}; data/lead_times.csv)"}

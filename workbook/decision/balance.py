@@ -46,10 +46,17 @@ def _num(v) -> float:
     return f
 
 
+_HOSTS: list = [None, None]
+
+
 def _host_index() -> dict[str, dict]:
-    """Every offering's catalog row (host specs) by offering id, from ``data/offerings.csv``."""
-    off = catalog.offerings().drop_duplicates("offering")
-    return dict(zip(off["offering"], off.to_dict("records")))
+    """Every offering's catalog row (host specs) by offering id, from ``data/offerings.csv``; built
+    once per catalog load (callers only read it)."""
+    full = catalog.offerings()
+    if _HOSTS[0] is not full:
+        off = full.drop_duplicates("offering")
+        _HOSTS[:] = [full, dict(zip(off["offering"], off.to_dict("records")))]
+    return _HOSTS[1]
 
 
 def _host(offering: str, hosts: dict[str, dict] | None = None) -> dict | None:
@@ -119,6 +126,9 @@ def balance_table(s: Scenario, options: pd.DataFrame) -> pd.DataFrame:
     if options is None or options.empty or "offering" not in options:
         return pd.DataFrame({"host_warnings": pd.Series(dtype=object), "host_checks": pd.Series(dtype=object)})
     wb, hosts = _weights(s), _host_index()   # once per table, not per row
-    out = [balance_flags(s, r, wb, hosts) for r in options.to_dict("records")]
+    # the columns balance_flags reads (the option's own host specs when it carries them)
+    cols = [c for c in ("offering", "instance", "chips", "checkpoint_bytes", "chips_per_instance", "vcpus",
+                        "host_memory_bytes", "local_nvme_bytes") if c in options]
+    out = [balance_flags(s, r, wb, hosts) for r in options[cols].to_dict("records")]
     return pd.DataFrame({"host_warnings": [" ".join(f) for f, _ in out],
                          "host_checks": [",".join(c) for _, c in out]}, index=options.index)

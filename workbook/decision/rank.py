@@ -51,12 +51,13 @@ def _criteria(s: Scenario, feasible: pd.DataFrame, mc: pd.DataFrame | None) -> p
     df["cost_value"] = df[metric].astype(float)
     if mc is not None and len(mc) and "p50" in mc:
         # one price per offer: the point estimate ranks; the Monte Carlo median is shown, labelled
-        df["cost_p50_monte_carlo"] = df["option"].map(mc.set_index("option")["p50"])
-        df["p_cheapest"] = df["option"].map(mc.set_index("option")["p_cheapest"])
+        by_option = mc.set_index("option")
+        df["cost_p50_monte_carlo"] = df["option"].map(by_option["p50"])
+        df["p_cheapest"] = df["option"].map(by_option["p_cheapest"])
         if "p_cheapest_accelerator" in mc:
-            df["p_cheapest_accelerator"] = df["option"].map(mc.set_index("option")["p_cheapest_accelerator"])
+            df["p_cheapest_accelerator"] = df["option"].map(by_option["p_cheapest_accelerator"])
         if training and "days_p50" in mc:
-            df["training_days_p50"] = df["option"].map(mc.set_index("option")["days_p50"])
+            df["training_days_p50"] = df["option"].map(by_option["days_p50"])
     if training:
         df["time_value"] = df["training_days"].astype(float)
     else:

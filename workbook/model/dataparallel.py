@@ -34,6 +34,8 @@ schemes 0 and 1; DeepSpeed's ZeRO-2 buckets are 5e8 elements (``reduce_bucket_si
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import comm
@@ -130,9 +132,18 @@ def data_parallel_comm(g: dict, st: dict, c: dict, topo: comm.Topology, overlap,
     L = st["L_stage"]  # FSDP: one unit per layer
     L_e = np.where(has_e, L, 0.0)
 
+    # a dense model's expert-group term is 0 bytes in 0 calls: exactly 0 s wherever the latencies are finite, so it
+    # is not evaluated (x + 0.0 == x); the same sums, half the collectives
+    lat = [topo.base_latency_s, topo.hop_latency_s, topo.net_latency_s]
+    if np.isfinite(topo.ll_bandwidth_fraction):
+        lat += [topo.ll_base_latency_s, topo.ll_hop_latency_s, topo.ll_net_latency_s]
+    dense_only = not has_e.any() and all(math.isfinite(x) for x in lat)
+
     def both(kind, n_bytes, e_bytes, calls_n, calls_e):
-        return (comm.collective_s(kind, n_bytes, D_n, tp, topo, calls_n)
-                + comm.collective_s(kind, e_bytes, D_e, tp * ep, topo, calls_e))
+        dense = comm.collective_s(kind, n_bytes, D_n, tp, topo, calls_n)
+        if dense_only and np.shape(dense) == np.broadcast_shapes(np.shape(dense), np.shape(D_e), np.shape(e_bytes)):
+            return dense + 0.0
+        return dense + comm.collective_s(kind, e_bytes, D_e, tp * ep, topo, calls_e)
 
     ar, rs, ag = (both(k, a, b, nb_n, nb_e) for k, a, b in (("all_reduce", G_n, G_e), ("reduce_scatter", G_n, G_e),
                                                             ("all_gather", W_n, W_e)))

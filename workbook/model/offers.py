@@ -91,18 +91,18 @@ def _plan_one(s: Scenario, acc: dict, rec: dict, cpi: int, start_days: Callable[
     return row
 
 
-def plan_offers(s: Scenario, shapes: pd.DataFrame, start_days: Callable[[pd.Series, float], float],
+def plan_offers(s: Scenario, shapes: pd.DataFrame, start_days: Callable[[dict, float], float],
                 deadline_multiple: dict[str, float] | None = None, eff: Efficiency | None = None) -> pd.DataFrame:
     """One training estimate per offering of ``shapes`` (columns ``offering``, ``accelerator``,
     ``chips_per_instance``, ``inter_node_bytes_per_s``): the ``estimate_training`` columns on the
     offering's shape and network, plus ``hosts``, ``network_bytes_per_s_per_chip`` and
-    ``network_basis``. ``start_days(shape, instances)``: the days before that many instances of the
+    ``network_basis``. ``start_days(shape, instances)`` (``shape``: the row as a dict): the days before that many instances of the
     shape run (they shorten the time left before the deadline). Shapes with the same chip, instance
     size, network and start days share one plan. ``deadline_multiple``: per accelerator, the q of
     the module docstring (default 1: the point estimate meets the deadline)."""
     q_of = deadline_multiple or {}
     rows, memo = [], {}
-    for _, sh in shapes.iterrows():
+    for sh in shapes.to_dict("records"):  # each shape as a dict (a row read by name, as a Series is)
         acc = catalog.accelerator_record(sh["accelerator"])
         cpi = int(sh["chips_per_instance"])
         net = float(sh["inter_node_bytes_per_s"]) if pd.notna(sh.get("inter_node_bytes_per_s")) else math.nan
