@@ -3,13 +3,10 @@ server on 127.0.0.1 that links its pages by NextPageLink. The pages are hand-wri
 (values chosen for the assertions, not copies of Azure's prices); no test reaches the network.
 """
 import datetime as dt
-import functools
-import http.server
 import json
 import os
 import subprocess
 import sys
-import threading
 
 import pandas as pd
 import pytest
@@ -72,25 +69,6 @@ def _cli(*args):
 
 def _rows(f):
     return pd.read_csv(f, dtype=str, keep_default_na=False).set_index("offering")
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *a):
-        pass
-
-
-@pytest.fixture
-def server():
-    started = []
-
-    def serve(folder):
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(folder)))
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
-        started.append(httpd)
-        return f"http://127.0.0.1:{httpd.server_address[1]}"
-    yield serve
-    for h in started:
-        h.shutdown()
 
 
 def test_a_folder_of_recorded_pages_gives_linux_spot_and_term_prices_dated_by_effective_start(tmp_path):

@@ -51,22 +51,6 @@ def _rows(f):
     return pd.read_csv(f, dtype=str, keep_default_na=False).set_index("offering")
 
 
-@pytest.fixture
-def server():
-    """A quiet HTTP server on 127.0.0.1 serving a folder (404 for what it lacks, as the upstream does)."""
-    started = []
-
-    def serve(folder):
-        handler = functools.partial(_Quiet, directory=str(folder))
-        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
-        started.append(httpd)
-        return f"http://127.0.0.1:{httpd.server_address[1]}"
-    yield serve
-    for h in started:
-        h.shutdown()
-
-
 class _Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *a):
         pass
