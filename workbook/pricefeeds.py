@@ -185,25 +185,33 @@ def _clouds(base: str, only: list[str] | None) -> list[str]:
     return sorted(p.parent.name for p in folder.glob("*/vms.csv"))
 
 
+def _import_source(res: Result, fmt: str, key: str, today: _dt.date, load) -> None:
+    """One catalog file: ``load()`` gives (bytes, file name, Dated, label for the log, source stem). A file
+    the source does not publish is passed over, a bad one is recorded in ``res.failed`` in one line, a
+    good one is imported into ``res`` and logged with its row count and date."""
+    try:
+        data, name, dated, label, stem = load()
+        before = len(res.rows)
+        _import_bytes(data, key, name, fmt, dated, today, res)
+    except NotPublished:
+        return
+    except InputError as e:
+        res.failed.append(f"{fmt} {key}: {e.problems[0] if e.problems else e}")
+        return
+    n = len(res.rows[before]) if len(res.rows) > before else 0
+    res.read.append(f"{label}: {n} rows, price_as_of {dated.price_as_of or 'blank'} ({dated.how})")
+    res.stems.append(stem)
+
+
 def skypilot(base: str | None, only: list[str] | None, today: _dt.date, res: Result) -> None:
     default = base is None
     base = base or SKYPILOT_BASE
     manifest = _manifest(base)
     for cloud in _clouds(base, only):
         rel = f"catalogs/{SKYPILOT_VERSION}/{cloud}/vms.csv"
-        try:
-            data = get_bytes(base, rel)
-            dated = date_of(base, rel, manifest, today, default)
-            before = len(res.rows)
-            _import_bytes(data, cloud, "vms.csv", "skypilot", dated, today, res)
-        except NotPublished:
-            continue
-        except InputError as e:
-            res.failed.append(f"skypilot {cloud}: {e.problems[0] if e.problems else e}")
-            continue
-        n = len(res.rows[before]) if len(res.rows) > before else 0
-        res.read.append(f"skypilot {rel}: {n} rows, price_as_of {dated.price_as_of or 'blank'} ({dated.how})")
-        res.stems.append(f"skypilot-catalog {rel}")
+        _import_source(res, "skypilot", cloud, today, lambda: (
+            get_bytes(base, rel), "vms.csv", date_of(base, rel, manifest, today, default),
+            f"skypilot {rel}", f"skypilot-catalog {rel}"))
 
 
 def _gpuhunt_csv(data: bytes, provider: str) -> bytes:
@@ -244,6 +252,20 @@ def _gpuhunt_version(base: str, provider: str) -> tuple[str, str]:
         return get_bytes(base, "version").decode("utf-8").strip(), ""
 
 
+def _gpuhunt_load(base: str, provider: str, today: _dt.date) -> tuple:
+    """A provider's gpuhunt catalog as ``_import_source`` takes it, dated by its version (or the fetch day)."""
+    version, prefix = _gpuhunt_version(base, provider)
+    if not version.replace("-", "").replace(".", "").isalnum() or len(version) > 40:
+        raise InputError(f"gpuhunt {provider}/version: expected a version name, got {version[:40]!r}")
+    data = _gpuhunt_csv(get_bytes(base, f"{prefix}{version}/catalog.zip"), provider)
+    d = prices._catalog_version(Path(version[:8]))
+    where = base.rstrip("/") if _is_url(base) else paths.rel(Path(base))
+    dated = Dated(d or (today.isoformat() if _is_url(base) else ""),
+                  f"gpuhunt catalog {provider}.csv version {version} from {where} {REFRESH_MARK}",
+                  "catalog version date" if d else ("fetch day" if _is_url(base) else "blank"))
+    return data, f"{provider}.csv", dated, f"gpuhunt {provider} {version}", f"gpuhunt catalog {provider}.csv "
+
+
 def gpuhunt(base: str | None, only: list[str] | None, today: _dt.date, res: Result, skip: set[str]) -> None:
     """gpuhunt's offline providers; a provider already read from SkyPilot in this run is left out."""
     base = base or GPUHUNT_BASE
@@ -256,23 +278,4 @@ def gpuhunt(base: str | None, only: list[str] | None, today: _dt.date, res: Resu
         name = prices.PROVIDERS.get(provider, (provider.title(), ""))[0]
         if name in skip:
             continue
-        try:
-            version, prefix = _gpuhunt_version(base, provider)
-            if not version.replace("-", "").replace(".", "").isalnum() or len(version) > 40:
-                raise InputError(f"gpuhunt {provider}/version: expected a version name, got {version[:40]!r}")
-            data = _gpuhunt_csv(get_bytes(base, f"{prefix}{version}/catalog.zip"), provider)
-            d = prices._catalog_version(Path(version[:8]))
-            where = base.rstrip("/") if _is_url(base) else paths.rel(Path(base))
-            dated = Dated(d or (today.isoformat() if _is_url(base) else ""),
-                          f"gpuhunt catalog {provider}.csv version {version} from {where} {REFRESH_MARK}",
-                          "catalog version date" if d else ("fetch day" if _is_url(base) else "blank"))
-            before = len(res.rows)
-            _import_bytes(data, provider, f"{provider}.csv", "gpuhunt", dated, today, res)
-        except NotPublished:
-            continue
-        except InputError as e:
-            res.failed.append(f"gpuhunt {provider}: {e.problems[0] if e.problems else e}")
-            continue
-        n = len(res.rows[before]) if len(res.rows) > before else 0
-        res.read.append(f"gpuhunt {provider} {version}: {n} rows, price_as_of {dated.price_as_of or 'blank'} ({dated.how})")
-        res.stems.append(f"gpuhunt catalog {provider}.csv ")
+        _import_source(res, "gpuhunt", provider, today, lambda: _gpuhunt_load(base, provider, today))
