@@ -36,26 +36,6 @@ _scenario = _Lazy("workbook.scenario")
 buyer, _yamlsafe = _Lazy("workbook.views.buyer"), _Lazy("workbook.yamlsafe")
 
 
-def load_scenario(*args, **kwargs):
-    return _scenario.load_scenario(*args, **kwargs)
-
-
-def resolve_path(*args, **kwargs):
-    return _scenario.resolve_path(*args, **kwargs)
-
-
-def scenario_names():
-    return _scenario.scenario_names()
-
-
-def scenario_schema():
-    return _scenario.scenario_schema()
-
-
-def with_overrides(*args, **kwargs):
-    return _scenario.with_overrides(*args, **kwargs)
-
-
 # Sub-commands that live in their own modules: name -> (module, help). Each module defines
 # ``add_arguments(parser)`` and ``run(args) -> int``; it is imported only when its verb runs.
 _COMMANDS = {
@@ -69,7 +49,7 @@ _COMMANDS = {
 
 def _validate(args) -> int:
     """The catalogs (every ``data/*.csv`` through ``catalog.load``), then each scenario file."""
-    files = args.files or [str(resolve_path(n)) for n in scenario_names()]
+    files = args.files or [str(_scenario.resolve_path(n)) for n in _scenario.scenario_names()]
     bad = 0
     for name in catalog.SCHEMAS:
         try:
@@ -82,7 +62,7 @@ def _validate(args) -> int:
         return 2
     for f in files:
         try:
-            s = load_scenario(f)
+            s = _scenario.load_scenario(f)
             print(f"{f}: ok ({s.name}: {s.workload.task})")
         except InputError as e:
             bad += 1
@@ -118,7 +98,7 @@ def _catalog(args) -> int:
 
 
 def _schema(args) -> int:
-    print(json.dumps(scenario_schema(), indent=2))
+    print(json.dumps(_scenario.scenario_schema(), indent=2))
     return 0
 
 
@@ -183,11 +163,11 @@ def _parse_sets(items: list[str]) -> dict:
 
 def _scenario_with_sets(name: str, items: list[str]):
     """The scenario ``name`` with the ``--set`` overrides applied and re-validated; its title says what changed."""
-    s = load_scenario(name)
+    s = _scenario.load_scenario(name)
     changes = _parse_sets(items)
     if not changes:
         return s
-    changed = with_overrides(s, **changes)
+    changed = _scenario.with_overrides(s, **changes)
     note = ", ".join(f"{k}={v}" for k, v in changes.items())
     return changed.model_copy(update={"title": f"{changed.title or changed.name} (with {note})"})
 
@@ -203,7 +183,7 @@ def _report_with_sets(args) -> int:
         str(Path(args.out).resolve()).encode()).hexdigest()[:12]
     folder.mkdir(parents=True, exist_ok=True)
     files = []
-    for name in args.scenarios or scenario_names():
+    for name in args.scenarios or _scenario.scenario_names():
         s = _scenario_with_sets(name, args.sets)
         path = folder / f"{s.name}.yaml"
         path.write_text(importlib.import_module("yaml").safe_dump(s.model_dump(mode="json", exclude_none=True),

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from . import catalog, hf, paths, terms
 from . import inputs
-from .validation import MAX_PROBLEMS, _errors_to_lines
+from .validation import MAX_PROBLEMS, errors_to_lines
 from .yamlsafe import excerpt, read_yaml_file
 from .errors import InputError
 
@@ -452,7 +452,7 @@ def parse_scenario(data, file: str = "<scenario>") -> Scenario:
     try:
         s = Scenario.model_validate(data)
     except ValidationError as exc:
-        raise InputError("", _errors_to_lines(file, exc)[:MAX_PROBLEMS]) from None
+        raise InputError("", errors_to_lines(file, exc)[:MAX_PROBLEMS]) from None
     except RecursionError:
         raise InputError(f"{file}: nested too deeply (refused)") from None
     problems = _check_ids(s, file)
@@ -516,7 +516,7 @@ def hf_architecture(path: str | Path, where: str = "workload.hf_config") -> Arch
     try:
         return Architecture(**fields)
     except ValidationError as exc:
-        raise InputError("", _errors_to_lines(f"{where}: {paths.rel(hf.config_file(path))}", exc)[:MAX_PROBLEMS]) from None
+        raise InputError("", errors_to_lines(f"{where}: {paths.rel(hf.config_file(path))}", exc)[:MAX_PROBLEMS]) from None
 
 
 def _context_problems(w: Workload, file: str) -> list[str]:

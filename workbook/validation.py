@@ -35,12 +35,11 @@ def _describe(err: dict) -> str:
 MAX_PROBLEMS = 30
 
 
-def _errors_to_lines(file: str, exc: ValidationError) -> list[str]:
+def errors_to_lines(file: str, exc: ValidationError) -> list[str]:
+    """One line per problem of a pydantic validation, each naming the file and the field."""
     lines = []
     for e in exc.errors():
         loc = excerpt_text(_fmt_loc(e["loc"]), EXCERPT_CHARS)
         lines.append(f"{file}: {loc + ': ' if loc else ''}{_describe(e)}")
     return lines
 
-
-errors_to_lines = _errors_to_lines  # one line per problem, for other input files (plan.portfolio)

@@ -16,7 +16,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 from .. import paths
 from ..errors import InputError
 from ..scenario import Scenario, Strict, load_scenario, title_defaults_to_name
-from ..validation import errors_to_lines
+from ..validation import MAX_PROBLEMS, errors_to_lines
 from ..yamlsafe import excerpt, read_yaml_file
 
 PORTFOLIO_DIR = paths.DATA_DIR / "portfolios"
@@ -134,7 +134,7 @@ def load_portfolio(name_or_path: str | Path) -> tuple[Portfolio, list[Scenario]]
     try:
         pf = Portfolio.model_validate(data)
     except ValidationError as exc:
-        raise InputError("", errors_to_lines(rel, exc)[:30]) from None
+        raise InputError("", errors_to_lines(rel, exc)[:MAX_PROBLEMS]) from None
     problems, scenarios = [], []
     for i, w in enumerate(pf.workloads):
         where = f"{rel}: workloads.{i}"
