@@ -11,6 +11,7 @@ from workbook import catalog, cost
 from workbook.cost import doubt
 from workbook.cost.rates import Z90
 from pricing_helpers import SERVE, decide, offering, offers, price, scenario, serve_perf
+from workbook.decision.recommend import price_words
 from workbook.scenario import parse_scenario
 
 TODAY = dt.date(2026, 12, 1)
@@ -53,6 +54,61 @@ def test_a_superseded_row_is_evidence_but_does_not_widen_the_spread():
     res = doubt.resolve(offers(same_offer("p5", 55.04, "2026-11-09"), old)).set_index("row")
     assert res.loc[1, "duplicate_of"] == "p5" and res.loc[0, "duplicate_spread"] == 0.0
     assert res.loc[0, "duplicates"] == 1
+
+
+def regional(name, region, od, basis="catalog", price_as_of="2026-05-20"):
+    """A row of instance p5 (provider TestCloud) in ``region`` under its own offering id."""
+    r = same_offer(name, od, price_as_of, basis=basis)
+    r["region"] = region
+    return r
+
+
+def test_prices_in_different_regions_are_different_offers_not_doubt():
+    """One instance in two named regions at 1x and 2x (Azure's Brazil South against East US, issue 29):
+    two offers, each its own price; neither is a duplicate of the other and the 2x does not widen
+    either doubt (a regional difference is a different offer)."""
+    s = parse_scenario(SERVE)
+    off = offers(regional("east", "eastus", 10.0), regional("brazil", "brazilsouth", 20.0))
+    res = doubt.resolve(off)
+    assert res["duplicate_of"].isna().all() and (res["duplicates"] == 1).all()
+    assert (res["duplicate_spread"] == 0.0).all()
+    od = price(s, serve_perf(), offerings=off)
+    od = od[od["pricing_model"] == "on_demand"].set_index("offering")
+    assert od.loc["east", "price_doubt_high"] == pytest.approx(od.loc["brazil", "price_doubt_high"])
+    alone = price(s, serve_perf(), offerings=offers(regional("east", "eastus", 10.0)))
+    assert od.loc["east", "price_doubt_high"] == pytest.approx(
+        alone[alone["pricing_model"] == "on_demand"]["price_doubt_high"].iloc[0])
+
+
+def test_a_row_that_does_not_name_its_region_is_doubted_by_the_instances_regional_spread():
+    """A copy without a region (Azure ND96isr H100 v5 at 98.32, 'region not stated') carries the price
+    of a region nobody can name: when the catalog prices the same instance at 10 and 20 in named
+    regions, its doubt covers ln(20/10) in quadrature; the named rows, a price stated for 'all'
+    regions and a superseded row in a third region are untouched or left out."""
+    old = regional("old", "westus", 40.0)
+    old["notes"] = "SUPERSEDED by a later price"
+    off = offers(regional("east", "eastus", 10.0), regional("brazil", "brazilsouth", 20.0),
+                 regional("copy", "unspecified", 10.0, basis="transcription"),
+                 regional("blank", None, 12.0, basis="transcription"),
+                 regional("everywhere", "all", 10.0), old)
+    res = doubt.resolve(off).set_index("row")
+    assert res.loc[2, "region_spread"] == pytest.approx(math.log(2))
+    assert res.loc[3, "region_spread"] == pytest.approx(math.log(2))
+    assert (res.loc[[0, 1, 4, 5], "region_spread"] == 0.0).all()
+    alone = offers(regional("copy", "unspecified", 10.0, basis="transcription"))
+    assert doubt.resolve(alone)["region_spread"].iloc[0] == 0.0  # no regional evidence: no term
+    # outside the named range the spread reaches the copy's own price
+    wide = offers(regional("east", "eastus", 10.0), regional("copy", "unspecified", 25.0, basis="transcription"))
+    assert doubt.resolve(wide).set_index("row").loc[1, "region_spread"] == pytest.approx(math.log(2.5))
+    s = parse_scenario(SERVE)
+    priced = price(s, serve_perf(), offerings=off)
+    od = priced[priced["pricing_model"] == "on_demand"].set_index("offering")
+    age = od.loc["copy", "price_age_days"]
+    h = math.sqrt(0.10 ** 2 + (0.08 * math.sqrt(age / 30.4375)) ** 2 + math.log(2) ** 2)
+    assert math.log(od.loc["copy", "price_doubt_high"]) == pytest.approx(h)
+    assert od.loc["copy", "region_spread"] == pytest.approx(math.log(2)) and od.loc["east", "region_spread"] == 0.0
+    assert "region not stated, and the catalog prices this instance up to 100% apart" in price_words(od.loc["copy"])
+    assert "region not stated" not in price_words(od.loc["east"])
 
 
 def test_the_priced_frame_rules_the_evidence_rows_out_as_duplicates():
@@ -141,18 +197,36 @@ def test_the_age_width_lies_within_the_catalogs_dated_moves_per_root_month():
     assert per.quantile(0.25) <= doubt.AGE_HALF_WIDTH_PER_SQRT_MONTH <= per.median()
 
 
-def test_the_basis_widths_cover_the_catalogs_disagreements():
-    """Same vintage, same offer, on-demand: the catalogs agree within the catalog width; the on-demand
-    spread across regions of one instance (what a transcription without a region risks) has its upper
-    quartile within the transcription width and its maximum within the secondary width."""
+def test_the_catalog_width_covers_the_catalogs_same_vintage_agreement():
+    """Same vintage, same offer, on-demand: two machine catalogs agree within the catalog width."""
     m = doubt.price_moves()
-    od = m[m["pricing_model"] == "on_demand"]
-    same = od[od["kind"] == "same_vintage"]["log_ratio"]
+    same = m[(m["pricing_model"] == "on_demand") & (m["kind"] == "same_vintage")]["log_ratio"]
     assert len(same) and same.max() <= doubt.BASIS_HALF_WIDTH["catalog"]
-    region = od[od["kind"] == "region"]["log_ratio"]
-    assert len(region) >= 10
-    assert region.quantile(0.75) <= doubt.BASIS_HALF_WIDTH["transcription"] < region.max()
-    assert region.max() <= doubt.BASIS_HALF_WIDTH["secondary"]
+
+
+def test_every_copy_the_catalog_can_check_lies_within_its_band():
+    """A transcription or secondary price that the catalog also has from a firm source (same instance
+    and region, any region for a copy that names none) agrees with the nearest firm price within its
+    basis width widened by the age between the two dates."""
+    c = doubt.copy_checks()
+    assert len(c) >= 3 and set(c["basis"]) == {"transcription", "secondary"}
+    off = c[c["log_ratio"] > c["half_width"]]
+    assert off.empty, off.to_string()
+
+
+def test_the_regional_spread_is_wider_than_a_copys_width_so_it_is_its_own_term():
+    """The on-demand spread of one instance across the catalog's regions (Azure: up to 2x, Brazil South
+    against West US 2/3, anycloud-sh/catalog @62ff0a9) exceeds the transcription and secondary widths:
+    it cannot hide in a basis width, so a row that does not name its region carries it as
+    ``region_spread``, and a row in a named region (its own offer) never does."""
+    m = doubt.price_moves()
+    region = m[(m["pricing_model"] == "on_demand") & (m["kind"] == "region")]["log_ratio"]
+    assert len(region) >= 10 and region.max() > doubt.BASIS_HALF_WIDTH["secondary"]
+    off = catalog.offerings()
+    res = doubt.resolution(off).merge(off[["region"]], left_on="row", right_index=True)
+    named = ~res["region"].fillna("").str.strip().str.lower().isin(doubt.UNSTATED_REGIONS)
+    assert (res.loc[named, "region_spread"] == 0.0).all()
+    assert res.loc[~named, "region_spread"].max() > doubt.BASIS_HALF_WIDTH["transcription"]
 
 
 def test_the_shipped_catalog_resolves_once_per_load_and_keeps_one_price_per_offer():

@@ -17,7 +17,14 @@ quadrature sum of three independent parts:
 - age (``AGE_HALF_WIDTH_PER_SQRT_MONTH`` x sqrt(months since ``price_as_of``)): prices move like a
   random walk, so the spread of a move grows with the square root of the time; an undated price
   is as old as ``UNDATED_AGE_DAYS`` or the oldest dated price of the catalog, whichever is older;
-- duplicate spread: ln(max / min) of the prices the live duplicates give for the same offer.
+- duplicate spread: ln(max / min) of the prices the live duplicates give for the same offer;
+- region spread, only for a row whose region is not stated (``unspecified`` or blank; ``all``, a price
+  that holds in every region, is stated): ln(max / min) of its own price and the live prices the catalog
+  gives for the same (provider, instance, way to pay) in named regions. Such a copy carries the price
+  of some region the reader cannot name (issue 29's Azure rows: the same size costs up to 2x more in
+  Brazil South than in East US, anycloud-sh/catalog azure/vms.csv @62ff0a9). A row in a named region
+  is its own offer: other regions' prices never enter its doubt (a regional difference is a
+  different offer, not doubt about one).
 
 The widths are constants with their evidence below; ``price_moves`` measures that evidence from the
 catalog itself (the tests check the constants against it). The Monte Carlo (``uncertainty.mc_draws``)
@@ -40,21 +47,25 @@ BASIS_LABEL = {"catalog": "a maintained catalog", "provider_page": "the provider
                "transcription": "a third party's transcription", "secondary": "a secondary note"}
 
 # Half-width h of the P10-P90 band on ln(price), by basis. Evidence (data/offerings.csv at the commit
-# that set these, measured by ``price_moves``; the tests check the widths against the same measure):
+# that set these, measured by ``price_moves`` and ``copy_checks``; the tests check the widths against them):
 # - catalog, provider_page 0.03: the same offer read from two machine catalogs of one vintage agrees
 #   to the cent on on-demand (TPU v5e/v4 1.20 / 12.88 per chip-hour in SkyPilot and gpuhunt: the 3
 #   same-vintage on-demand pairs differ by 0%; AWS p5/p4d 55.04 / 21.96 in SkyPilot v8 and in the
 #   data-receipts copy); 3% covers rounding and currency conversion (Tencent, Alibaba CNY -> USD).
-# - transcription 0.10: a copy often omits the region (Azure "region not stated", CoreWeave "North
-#   America"); the on-demand price of one instance across the regions our catalog lists (30 pairs)
-#   differs by a median 0%, an upper quartile of 5.7% (ln 0.055) and at most 30% (ln 0.262: TPU v5e
-#   europe-west4 vs us-central1; GCP a3-highgpu-8g europe-west4 +27%); 10% sits above that upper
-#   quartile, below the maximum.
+# - transcription 0.10: a third party's copy of a price. The 5 copies the catalog can check against a
+#   firm price of the same instance (``copy_checks``: same region, any region for a copy naming none)
+#   agree to the cent (Azure ND96isr H100 v5 98.32 = anycloud East US; 4 GCP TPU v6e notes = us-central1;
+#   the tests check each copy against its band). 0.10 was first set above the upper quartile of the regional spread (5.7% on the catalog of
+#   session 5), as the risk of a copy that omits its region; with every Azure region in the catalog
+#   (anycloud-sh/catalog @62ff0a9) that spread has upper quartile ln 0.16 and maximum ln 0.69 (Brazil
+#   South 2x West US 2/3), far wider than any copying error, so the region risk is now its own term
+#   (``region_spread``, rows that do not name their region) and 0.10 is a copy's margin only: kept,
+#   not narrowed, as no checkable copy has yet disagreed.
 # - secondary 0.40: the one secondary price we could check against its provider was wrong by x2.16
 #   (Vultr MI300X 1.85/GPU-h in a research note = the plan's preemptible rate; its standard rate is
 #   31.92/8 = 3.99), and public MI300X quotes run 14-96% above the note's TensorWave 1.50 (issue 29);
-#   exp(0.40) = 1.49 puts the band's P90 at +49%, the middle of that range, and covers the largest
-#   regional spread.
+#   exp(0.40) = 1.49 puts the band's P90 at +49%, the middle of that range. (It no longer covers the
+#   largest regional spread; a secondary row that names no region carries that as ``region_spread``.)
 BASIS_HALF_WIDTH = {"catalog": 0.03, "provider_page": 0.03, "transcription": 0.10, "secondary": 0.40}
 
 # Age: h_age = k sqrt(months). Evidence: the 7 dated moves of one offer at least a month apart that
@@ -100,8 +111,9 @@ def resolve(off: pd.DataFrame) -> pd.DataFrame:
     """The duplicate resolution of every row x rented way to pay that has a price: a long frame
     indexed like ``off`` rows (column ``row``) with ``pricing_model``, ``duplicate_of`` (the offering
     whose price the group keeps; None where this row's price is kept), ``duplicates`` (live rows
-    in the group, this one included) and ``duplicate_spread`` (ln of max / min live price of the
-    group; 0 alone). Vectorised: one sort and one groupby per way to pay."""
+    in the group, this one included), ``duplicate_spread`` (ln of max / min live price of the
+    group; 0 alone) and ``region_spread`` (``_region_spread``: rows that do not name their region).
+    Vectorised: one sort and one groupby per way to pay."""
     key = pd.DataFrame({k: _norm(off[k]) for k in KEY}, index=off.index)
     when = _price_dates(off)
     read = pd.to_datetime(off["as_of"].astype(str), errors="coerce") if "as_of" in off else when
@@ -132,11 +144,33 @@ def resolve(off: pd.DataFrame) -> pd.DataFrame:
         parts.append(pd.DataFrame({"row": g["row"].to_numpy(), "pricing_model": model,
                                    "duplicate_of": np.where(kept, None, first),
                                    "duplicates": n.to_numpy(int),
-                                   "duplicate_spread": spread.fillna(0.0).to_numpy(float)}))
+                                   "duplicate_spread": spread.fillna(0.0).to_numpy(float),
+                                   "region_spread": _region_spread(g).to_numpy(float)}))
     if not parts:
-        return pd.DataFrame(columns=["row", "pricing_model", "duplicate_of", "duplicates", "duplicate_spread"])
+        return pd.DataFrame(columns=RESOLVED)
     out = pd.concat(parts, ignore_index=True)
     out["duplicate_of"] = out["duplicate_of"].astype(object).where(out["duplicate_of"].notna(), None)
+    return out
+
+
+RESOLVED = ["row", "pricing_model", "duplicate_of", "duplicates", "duplicate_spread", "region_spread"]
+# a region the row does not name (``_norm``: NaN -> ""); "all" names every region (one price everywhere)
+UNSTATED_REGIONS = ("", "unspecified")
+
+
+def _region_spread(g: pd.DataFrame) -> pd.Series:
+    """ln(max / min) of a region-unstated row's live price and the live prices of the same (provider,
+    instance) in named regions (``g``: one way to pay, ``lp`` = ln live price); 0 for a row in a named
+    region, for one whose instance is priced in no named region, and for evidence rows."""
+    unstated = g["region"].isin(UNSTATED_REGIONS)
+    out = pd.Series(0.0, index=g.index)
+    if not unstated.any():
+        return out
+    named = g[~unstated & g["lp"].notna()].groupby(["provider", "instance"])["lp"].agg(["min", "max"])
+    u = g.loc[unstated & g["lp"].notna(), ["provider", "instance", "lp"]]
+    m = u.join(named, on=["provider", "instance"], how="inner")
+    if len(m):
+        out.loc[m.index] = np.maximum(m["max"], m["lp"]) - np.minimum(m["min"], m["lp"])
     return out
 
 
@@ -173,27 +207,30 @@ def undated_age_days(off: pd.DataFrame, today: _dt.date | None = None) -> float:
     return max(float(UNDATED_AGE_DAYS), oldest + 1.0)
 
 
-def half_width(basis, age, spread, undated_age: float = UNDATED_AGE_DAYS) -> np.ndarray:
-    """h = sqrt(h_basis^2 + (k sqrt(age / 30.44 d))^2 + spread^2), the P90 half-width on ln price
-    (module docstring); ``age`` in days, NaN = undated (``undated_age``)."""
+def half_width(basis, age, spread, undated_age: float = UNDATED_AGE_DAYS, region_spread=0.0) -> np.ndarray:
+    """h = sqrt(h_basis^2 + (k sqrt(age / 30.44 d))^2 + spread^2 + region_spread^2), the P90 half-width
+    on ln price (module docstring); ``age`` in days, NaN = undated (``undated_age``)."""
     b = pd.Series(basis).map(BASIS_HALF_WIDTH).fillna(BASIS_HALF_WIDTH["secondary"]).to_numpy(float)
     a = np.asarray(age, dtype=float)
     a = np.where(np.isnan(a), undated_age, a)
     h_age = AGE_HALF_WIDTH_PER_SQRT_MONTH * np.sqrt(np.maximum(a, 0.0) / DAYS_PER_MONTH)
     s = np.nan_to_num(np.asarray(spread, dtype=float))
-    return np.sqrt(b ** 2 + h_age ** 2 + s ** 2)
+    r = np.nan_to_num(np.asarray(region_spread, dtype=float))
+    return np.sqrt(b ** 2 + h_age ** 2 + s ** 2 + r ** 2)
 
 
 def doubt_columns(prices: pd.DataFrame, undated_age: float, today: _dt.date | None = None,
                   scale: float = 1.0) -> pd.DataFrame:
     """``price_age_days`` (NaN undated), ``price_doubt_low``/``price_doubt_high`` (P10/P90 multipliers on
     the price) and ``price_sigma`` (sigma of ln price, for the Monte Carlo) of priced rows carrying
-    ``price_basis``, ``price_as_of`` and ``duplicate_spread``; ``scale`` multiplies every half-width
+    ``price_basis``, ``price_as_of``, ``duplicate_spread`` and ``region_spread``; ``scale`` multiplies every half-width
     (``pricing.price_doubt_scale``)."""
     age = age_days(prices["price_as_of"], today) if "price_as_of" in prices else pd.Series(np.nan, index=prices.index)
     spread = prices["duplicate_spread"] if "duplicate_spread" in prices else 0.0
+    region = prices["region_spread"] if "region_spread" in prices else 0.0
     h = half_width(prices["price_basis"].to_numpy(object), age.to_numpy(float),
-                   np.broadcast_to(np.asarray(spread, dtype=float), len(prices)), undated_age) * scale
+                   np.broadcast_to(np.asarray(spread, dtype=float), len(prices)), undated_age,
+                   np.broadcast_to(np.asarray(region, dtype=float), len(prices))) * scale
     return pd.DataFrame({"price_age_days": age.to_numpy(float), "price_doubt_low": np.exp(-h),
                          "price_doubt_high": np.exp(h), "price_sigma": h / Z90}, index=prices.index)
 
@@ -227,3 +264,40 @@ def price_moves(off: pd.DataFrame | None = None) -> pd.DataFrame:
     out = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
         columns=["kind", "pricing_model", "a", "b", "log_ratio", "months"])
     return out[out["kind"] != ""].reset_index(drop=True)
+
+
+def copy_checks(off: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The evidence for the copy widths (transcription, secondary), measured on the catalog: every dated
+    live copy whose price the catalog also has from a firm basis (catalog, provider page; dated, live)
+    for the same (provider, instance, way to pay) in the same region, or, for a copy that does not name
+    its region, in any region. One row per copy and way to pay: ``nearest`` (the firm row closest in
+    price), ``log_ratio`` = |ln copy / nearest|, ``gap_days`` between their ``price_as_of`` and
+    ``half_width``, the copy's band for its basis at that gap (no spread terms)."""
+    off = catalog.offerings() if off is None else off
+    live = ~catalog.is_superseded(off) if "notes" in off else ~off["offering"].str.endswith("-superseded")
+    when = _price_dates(off)
+    base = pd.DataFrame({"provider": _norm(off["provider"]), "instance": _norm(off["instance"]),
+                         "region": _norm(off["region"]), "offering": off["offering"], "basis": basis_of(off),
+                         "when": when})[live & when.notna()]
+    firm = base["basis"].isin(["catalog", "provider_page"])
+    copies = base["basis"].isin(["transcription", "secondary"])
+    rows = []
+    for model, col in PRICE_COLUMN.items():
+        if col not in off:
+            continue
+        p = pd.to_numeric(off[col], errors="coerce").reindex(base.index)
+        a = base[copies & p.notna()].assign(price=p)
+        b = base[firm & p.notna()].assign(price=p)
+        m = a.merge(b, on=["provider", "instance"], suffixes=("", "_f"))
+        m = m[(m["region"] == m["region_f"]) | m["region"].isin(UNSTATED_REGIONS)]
+        if not len(m):
+            continue
+        m = m.assign(log_ratio=np.abs(np.log(m["price"] / m["price_f"])))
+        m = m.sort_values("log_ratio", kind="stable").drop_duplicates("offering")
+        gap = (m["when"] - m["when_f"]).dt.days.abs().to_numpy(float)
+        rows.append(pd.DataFrame({"copy": m["offering"].to_numpy(), "pricing_model": model,
+                                  "basis": m["basis"].to_numpy(), "nearest": m["offering_f"].to_numpy(),
+                                  "log_ratio": m["log_ratio"].to_numpy(float), "gap_days": gap,
+                                  "half_width": half_width(m["basis"].to_numpy(object), gap, np.zeros(len(m)))}))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
+        columns=["copy", "pricing_model", "basis", "nearest", "log_ratio", "gap_days", "half_width"])

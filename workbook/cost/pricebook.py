@@ -167,7 +167,7 @@ def _offer_prices(s: Scenario, offerings: pd.DataFrame | None = None, systems: p
     plus hosting, ``capital_usd_per_instance_hour`` + ``hosting_usd_per_instance_hour``),
     ``energy_usd_per_instance_hour`` (purchases), ``term_months`` (the billing term), ``min_term_months``
     (the least that is paid), ``price_derivation`` (how the number was made), ``price_basis`` (where
-    it came from), ``duplicate_of``/``duplicates``/``duplicate_spread`` (``doubt.resolve``, once per
+    it came from), ``duplicate_of``/``duplicates``/``duplicate_spread``/``region_spread`` (``doubt.resolve``, once per
     catalog load) and the price doubt (``doubt.doubt_columns``: ``price_age_days``,
     ``price_doubt_low``/``_high``, ``price_sigma``)."""
     full = catalog.offerings() if offerings is None else offerings
@@ -210,18 +210,20 @@ def _offer_prices(s: Scenario, offerings: pd.DataFrame | None = None, systems: p
 
 
 def _duplicates(base: pd.DataFrame, res: pd.DataFrame, model: str | None) -> None:
-    """``duplicate_of``, ``duplicates`` and ``duplicate_spread`` of one way to pay, in place (``base``
+    """``duplicate_of``, ``duplicates``, ``duplicate_spread`` and ``region_spread`` of one way to pay, in place (``base``
     is indexed like the catalog rows). A derived commitment (on-demand x (1 - discount)) follows its
     on-demand price: ``model`` is then ``on_demand``'s resolution where the row publishes none."""
     r = res[res["pricing_model"] == model].set_index("row") if model else res.iloc[:0].set_index("row")
     base["duplicate_of"] = base.index.map(r["duplicate_of"]).astype(object)
     base["duplicates"] = base.index.map(r["duplicates"]).astype(float)
     base["duplicate_spread"] = base.index.map(r["duplicate_spread"]).astype(float)
+    base["region_spread"] = base.index.map(r["region_spread"]).astype(float)
     if model in ("commit_1y", "commit_3y"):
         od = res[res["pricing_model"] == "on_demand"].set_index("row")
         own = base.index.isin(r.index)
-        for c in ("duplicate_of", "duplicates", "duplicate_spread"):
+        for c in ("duplicate_of", "duplicates", "duplicate_spread", "region_spread"):
             base.loc[~own, c] = base.index[~own].map(od[c])
     base["duplicates"] = base["duplicates"].fillna(1.0)
     base["duplicate_spread"] = base["duplicate_spread"].fillna(0.0)
+    base["region_spread"] = base["region_spread"].fillna(0.0)
     base["duplicate_of"] = base["duplicate_of"].where(base["duplicate_of"].notna(), None)

@@ -202,7 +202,10 @@ def price_words(win, today: _dt.date | None = None) -> str:
     n = win.get("duplicates")
     dup = (f"; {n:.0f} catalog rows price this offer, {math.exp(win['duplicate_spread']) - 1:.0%} apart"
            if pd.notna(n) and n > 1 else "")
-    return f"{where}, {age}{band}{dup}"
+    rs = win.get("region_spread")
+    reg = (f"; region not stated, and the catalog prices this instance up to {math.exp(rs) - 1:.0%} apart "
+           "across its regions" if pd.notna(rs) and rs > 0 else "")
+    return f"{where}, {age}{band}{dup}{reg}"
 
 
 def _reason_price(win) -> list[str]:
