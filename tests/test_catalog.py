@@ -354,3 +354,17 @@ def test_tpu_v6e_hosts_carry_googles_vm_shapes():
     assert set(by["vcpus"].unique().explode()) == {44, 180}
     assert v6e.loc[v6e["instance"] == "tpu-v6e-4", "host_memory_bytes"].eq(720 * 2 ** 30).all()
     assert v6e.loc[v6e["instance"] == "tpu-v6e-1", "host_memory_bytes"].eq(448 * 2 ** 30).all()
+
+
+def test_no_region_prices_azure_spot_at_a_flat_ten_percent_floor():
+    """anycloud-sh/catalog @62ff0a9 gives australiacentral2 (an access-restricted region) a spot price of exactly
+    10% of on-demand for nearly every size, and no other region any: a flat floor, not a market price, so
+    /work/mirror/tools/azure_anycloud_rows.py leaves it blank (data/README.md). A re-run without that rule
+    would let it win every T4 scenario."""
+    off = catalog.offerings()
+    az = off[(off["provider"] == "Azure") & off["spot_usd_per_hour"].notna()]
+    ratio = (az["spot_usd_per_hour"] / az["on_demand_usd_per_hour"]).round(4)
+    assert len(az) > 100 and not (ratio == 0.1).any()
+    blank = off[(off["provider"] == "Azure") & (off["region"] == "australiacentral2")]
+    assert len(blank) and blank["spot_usd_per_hour"].isna().all()
+    assert blank["notes"].str.contains("exactly 10% of its Price").all()
