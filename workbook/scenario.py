@@ -129,6 +129,7 @@ class Workload(_Strict):
         "weights stored in fp4 (memory and HBM traffic at fp4_format's bytes) and dequantised for "
         "matmuls at fp8 where the chip has an FP8 peak, else bf16"))
     framework: Literal["pytorch", "jax", "tensorflow"] = "pytorch"
+    training_framework: Literal[terms.TRAINING_FRAMEWORKS] | None = Field(None, description=terms.FIELD_HELP["training_framework"])
     custom_cuda_kernels: bool = False
     # training / fine-tuning
     tokens: Pos | None = None
