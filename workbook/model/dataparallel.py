@@ -128,13 +128,7 @@ def data_parallel_comm(g: dict, st: dict, c: dict, topo: comm.Topology, overlap,
     G_n, G_e = st["gb"] * frac * P_n, st["gb"] * frac * P_e
     W_n, W_e = st["wb"] * P_n, st["wb"] * P_e
     has_e = np.asarray(P_e) > 0  # dense models make no expert-group calls (no latency either)
-    # ZeRO 0-2 reduce and re-gather only what the optimizer updates, the trainable share (``frac``): a LoRA
-    # run's frozen base weights are in no gradient buffer or optimizer shard, so its distributed optimizer
-    # all-gathers the adapters alone (Megatron-Core builds its DDP buffers from the parameters with
-    # requires_grad, megatron/core/distributed/distributed_data_parallel.py); ZeRO-3 gathers every weight
-    # for the matmuls. Full training has frac = 1 and is unchanged.
-    U_n, U_e = st["wb"] * frac * P_n, st["wb"] * frac * P_e
-    nb_n, nb_e = buckets(frac * P_n, D_n, z), np.where(has_e, buckets(frac * P_e, D_e, z), 0.0)
+    nb_n, nb_e = buckets(P_n, D_n, z), np.where(has_e, buckets(P_e, D_e, z), 0.0)
     L = st["L_stage"]  # FSDP: one unit per layer
     L_e = np.where(has_e, L, 0.0)
 
@@ -152,7 +146,7 @@ def data_parallel_comm(g: dict, st: dict, c: dict, topo: comm.Topology, overlap,
         return dense + comm.collective_s(kind, e_bytes, D_e, tp * ep, topo, calls_e)
 
     ar, rs, ag = (both(k, a, b, nb_n, nb_e) for k, a, b in (("all_reduce", G_n, G_e), ("reduce_scatter", G_n, G_e),
-                                                            ("all_gather", U_n, U_e)))
+                                                            ("all_gather", W_n, W_e)))
     rs3, ag3 = both("reduce_scatter", G_n, G_e, L, L_e), both("all_gather", W_n, W_e, L, L_e)
     fwd, bwd = c["t_fwd"], c["t_bwd"] + c["t_rc"]
     o, s, nb = overlap, slowdown, np.maximum(nb_n, nb_e)
