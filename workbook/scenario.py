@@ -232,6 +232,7 @@ class Parallelism(_Strict):
     recompute: Literal["none", "selective", "full"] | None = None
     tp_comm_overlap: bool | None = Field(None, description=terms.FIELD_HELP["tp_comm_overlap"])
     grad_reduce_in_fp32: bool | None = Field(None, description=terms.FIELD_HELP["grad_reduce_in_fp32"])
+    fp8_param_gather: bool | None = Field(None, description=terms.FIELD_HELP["fp8_param_gather"])
 
 
 class Cluster(_Strict):

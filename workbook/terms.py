@@ -323,6 +323,10 @@ FIELD_HELP.update({
     "grad_reduce_in_fp32": (
         "Training layout pin: gradients are accumulated and reduced in fp32 (4 bytes; Megatron-LM's default "
         "for bf16), so the distributed optimizer (zero: 1) holds 6 + 12/d bytes per parameter; default: 16-bit"),
+    "fp8_param_gather": (
+        "Training layout pin (precision fp8): the weights are kept in FP8, 1 byte, and the distributed "
+        "optimizer all-gathers them in FP8 (Megatron-LM --fp8-param-gather, NeMo fp8_params); the fp32 main "
+        "weights stay in the optimizer states; default: 16-bit weights"),
     "training_framework": (
         "Training: the framework that will run the job; the layout search then offers only the data-parallel "
         "sharding modes (ZeRO stages) and layouts it runs (model.search.FRAMEWORK_MODES: megatron = Megatron-LM, "

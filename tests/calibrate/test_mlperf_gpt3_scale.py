@@ -33,10 +33,10 @@ def test_the_mfu_of_the_11616_gpu_run_by_hand():
 
 def test_the_model_keeps_the_drop_of_mfu_from_512_to_10752_gpus():
     # published: MFU 0.457 on 512 GPUs (4.5 sequences per GPU per step) against 0.302 on 10,752 (0.25): x0.66.
-    # The pinned model gives x0.60 (more communication exposed than the runs show: the at-scale runs are -9%,
-    # recorded 2026-12-02), within 10% of the published drop, so no fixed per-step cost is missing here.
+    # Pinned with the runs' FP8 weight gather (fp8_param_gather) the model gives x0.65 and -2% at 10,752 (it
+    # gave x0.60 and -9% with 16-bit weights gathered; recorded 2026-12-02): no per-step cost is missing here.
     small, large = (calruns.training_prediction(_row(r))["mfu"] for r in RUNS[:2])
     published = float(_row(RUNS[1])["value"]) / float(_row(RUNS[0])["value"])
     assert published == pytest.approx(0.662, abs=0.005)
-    assert large / small == pytest.approx(published, rel=0.10)
-    assert large / float(_row(RUNS[1])["value"]) == pytest.approx(1.0, abs=0.15)
+    assert large / small == pytest.approx(published, rel=0.05)
+    assert large / float(_row(RUNS[1])["value"]) == pytest.approx(1.0, abs=0.05)
