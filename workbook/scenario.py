@@ -129,6 +129,7 @@ class Workload(_Strict):
         "weights stored in fp4 (memory and HBM traffic at fp4_format's bytes) and dequantised for "
         "matmuls at fp8 where the chip has an FP8 peak, else bf16"))
     framework: Literal["pytorch", "jax", "tensorflow"] = "pytorch"
+    training_framework: Literal[terms.TRAINING_FRAMEWORKS] | None = Field(None, description=terms.FIELD_HELP["training_framework"])
     custom_cuda_kernels: bool = False
     # training / fine-tuning
     tokens: Pos | None = None
@@ -231,6 +232,7 @@ class Parallelism(_Strict):
     recompute: Literal["none", "selective", "full"] | None = None
     tp_comm_overlap: bool | None = Field(None, description=terms.FIELD_HELP["tp_comm_overlap"])
     grad_reduce_in_fp32: bool | None = Field(None, description=terms.FIELD_HELP["grad_reduce_in_fp32"])
+    fp8_param_gather: bool | None = Field(None, description=terms.FIELD_HELP["fp8_param_gather"])
 
 
 class Cluster(_Strict):

@@ -76,6 +76,9 @@ WEIGHT_ONLY_PRECISIONS = ("int8", "int4", "nf4")
 # (``peak_fp4_flops_per_s``); elsewhere refused or dequantised for the matmuls (``fp4_fallback``).
 FP4_FORMATS = ("nvfp4", "mxfp4")
 FP4_FALLBACKS = ("refuse", "weight_only")
+# Training frameworks whose sharding modes and layouts the layout search knows (model.search.FRAMEWORK_MODES;
+# workload.training_framework)
+TRAINING_FRAMEWORKS = ("megatron", "deepspeed", "torchtitan", "maxtext", "llm-foundry", "fms-fsdp", "neuronx")
 FRAMEWORKS = ("pytorch", "jax", "tensorflow")
 RECOMPUTE = ("none", "selective", "full")
 OPTIMIZERS = ("adam", "sgd", "adafactor")
@@ -320,6 +323,15 @@ FIELD_HELP.update({
     "grad_reduce_in_fp32": (
         "Training layout pin: gradients are accumulated and reduced in fp32 (4 bytes; Megatron-LM's default "
         "for bf16), so the distributed optimizer (zero: 1) holds 6 + 12/d bytes per parameter; default: 16-bit"),
+    "fp8_param_gather": (
+        "Training layout pin (precision fp8): the weights are kept in FP8, 1 byte, and the distributed "
+        "optimizer all-gathers them in FP8 (Megatron-LM --fp8-param-gather, NeMo fp8_params); the fp32 main "
+        "weights stay in the optimizer states; default: 16-bit weights"),
+    "training_framework": (
+        "Training: the framework that will run the job; the layout search then offers only the data-parallel "
+        "sharding modes (ZeRO stages) and layouts it runs (model.search.FRAMEWORK_MODES: megatron = Megatron-LM, "
+        "NeMo, Megatron-Bridge: stages 0, 1, 3; deepspeed: 0-3; torchtitan and maxtext: 0, 3; llm-foundry: FSDP "
+        "without TP/PP, 0, 3; fms-fsdp: FSDP only; neuronx: 0, 1). Absent: every stage is searched"),
 })
 # The label of a generic estimate whose workload is an MLPerf benchmark the generic efficiency is
 # fitted on (``model.generic.estimate_label``; same places as ``GENERIC_ESTIMATE_LABEL``).

@@ -1,6 +1,8 @@
 """The chosen layout against the nearest published one (calibrate.layouts), in the CLI and the JSON."""
 import pytest
 
+from workbook.model import search
+
 import workbook as wb
 from workbook import analysis, catalog, cli
 from workbook.calibrate import cases, layouts
@@ -60,9 +62,10 @@ def test_a_free_search_keeps_the_fsdp_only_layouts_of_the_runs_framework():
     # mosaicml/llm-foundry @061f2c7 scripts/train/benchmarking/README.md: MPT-70B on 32 H100, FSDP FULL_SHARD,
     # MFU 0.3615 (held out). Searched with Megatron-style TP and PP the free search took TP2 PP8 DP2 ZeRO-1 at
     # +38%; kept to the layouts llm-foundry runs it is ZeRO-3 data parallelism, as published (+13%, the pinned error).
-    assert layouts.framework_limits("MosaicML Composer/llm-foundry (FSDP FULL_SHARD)") == {"max_tp": 1, "max_pp": 1}
-    assert layouts.framework_limits("PyTorch FSDP (IBM fms-fsdp)") == {"max_tp": 1, "max_pp": 1}
-    assert layouts.framework_limits("Megatron-Core r0.8.0") == {} and layouts.framework_limits(None) == {}
+    foundry = search.framework_id("MosaicML Composer/llm-foundry (FSDP FULL_SHARD)")
+    assert foundry == "llm-foundry" and search.framework_limits(foundry)["max_tp"] == 1
+    assert search.framework_limits(search.framework_id("PyTorch FSDP (IBM fms-fsdp)"))["max_pp"] == 1
+    assert search.framework_id("Pathways (JAX; T5X/PaLM)") is None and search.framework_limits(None) == {}
     row = layouts.free_vs_published().set_index("run").loc["h100-foundry-mpt-70b-32"]
     assert row["free_layout"].startswith("DP32 ZeRO-3")
     assert row["free_error"] == pytest.approx(row["pinned_error"], abs=0.02)
@@ -71,7 +74,7 @@ def test_a_free_search_keeps_the_fsdp_only_layouts_of_the_runs_framework():
 def test_the_held_out_free_search_error_is_back_below_its_session_start_figure():
     # calibrate.cases per-case table, "free layout search (searched freely)", held-out median absolute error:
     # 18% at the start of the session, 20% after the fixed MoE host time, 14% with the GPU MoE prior
-    # (search.PUBLISHED_MOE_GPU) and the FSDP-only frameworks' layouts (FRAMEWORK_LAYOUTS), recorded 2026-12-01.
+    # (search.PUBLISHED_MOE_GPU) and the FSDP-only frameworks' layouts (now search.FRAMEWORK_MODES), recorded 2026-12-01.
     s = cases.case_summary().set_index("case")
     assert s.loc[cases.FREE_ROW, "median_abs_error_holdout"] < 0.16
     assert s.loc["free layout search", "median_abs_error_holdout"] <= 0.10  # the pinned figures stay (9%)

@@ -102,9 +102,11 @@ def test_parallelism_grammar_takes_the_software_switches():
     assert par.zero == 1 and par.tp_comm_overlap is True and par.grad_reduce_in_fp32 is True and limits == {}
     with pytest.raises(InputError, match="tp_comm_overlap: expected 0 or 1"):
         parse_parallelism("tp=8;tp_comm_overlap=yes", "reference_runs.csv: run x: parallelism")
-    overlap, fp32 = training.software_options(par, training.Overlap())
-    assert overlap.tp == 1.0 and fp32
-    assert training.software_options(None, training.Overlap()) == (training.Overlap(), False)
+    overlap, fp32, fp8_params = training.software_options(par, training.Overlap())
+    assert overlap.tp == 1.0 and fp32 and not fp8_params
+    assert training.software_options(None, training.Overlap()) == (training.Overlap(), False, False)
+    par8, _ = parse_parallelism("tp=4;pp=6;zero=1;fp8_param_gather=1")
+    assert training.software_options(par8, training.Overlap())[2] is True
 
 
 def _one_layout(model: str, seqs: int, **layout):

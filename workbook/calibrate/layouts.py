@@ -31,30 +31,6 @@ from .runs import (CALIBRATION_HEADROOM, parse_parallelism, reference_runs, run_
 # chip-count ratio and of the sequence-length ratio (model size first: it decides what must be split)
 DISTANCE_WEIGHTS = (1.0, 0.5, 0.25)
 
-# Layouts a run's framework publishes, kept by the free search like the software it had (a layout is
-# free, the code is not): (text in the run's ``framework``, grid limits, source). The FSDP-only
-# frameworks publish every run with the model whole on each GPU (tensor and pipeline parallelism 1),
-# so a free search of their runs does not try Megatron-style TP x PP layouts their code was not run with.
-FRAMEWORK_LAYOUTS = (
-    ("llm-foundry", {"max_tp": 1, "max_pp": 1},
-     "mosaicml/llm-foundry @061f2c7 scripts/train/benchmarking/README.md (read 2026-12-01): every row of its "
-     "MPT tables is FSDP FULL_SHARD data parallelism, no tensor or pipeline parallelism"),
-    ("fms-fsdp", {"max_tp": 1, "max_pp": 1},
-     "foundation-model-stack/fms-fsdp @0d31998 README.md (read 2026-12-01): the throughput table's "
-     "'Sharding Strategy' column is FSDP (hsdp/fsdp) for every model"),
-)
-
-
-def framework_limits(framework) -> dict:
-    """Grid limits of ``FRAMEWORK_LAYOUTS`` for a run's ``framework`` text ({} when none applies)."""
-    text = str(framework or "").lower()
-    out: dict = {}
-    for key, limits, _ in FRAMEWORK_LAYOUTS:
-        if key in text:
-            out |= limits
-    return out
-
-
 def _layout_text(layout: dict) -> str:
     """``"TP8 PP16 CP2 VP4 ZeRO-1 mb1 recompute none"`` from a layout dict (keys of LAYOUT_KEYS, vpp)."""
     parts = [f"{k.upper()}{int(layout[k])}" for k in ("tp", "pp", "dp", "cp", "ep") if layout.get(k) not in (None, 1)]
@@ -150,8 +126,8 @@ def free_vs_published(runs: pd.DataFrame | None = None) -> pd.DataFrame:
     realism prior, as ``estimate`` does), against the published MFU (errors predicted/published − 1),
     with the free search's layout. The free search keeps what the run's code had
     (``search.SOFTWARE_KEYS``: no sequence parallelism or FlashAttention in 2021 Megatron-LM; the
-    ``training.SWITCH_KEYS`` pins such as tensor-parallel overlap; the layouts its framework publishes,
-    ``FRAMEWORK_LAYOUTS``): a layout is free, the software it ran is not."""
+    ``training.SWITCH_KEYS`` pins such as tensor-parallel overlap; the sharding modes and layouts its framework
+    runs, ``search.FRAMEWORK_MODES`` through ``runs.run_workload``): a layout is free, the software it ran is not."""
     pub = _published()
     runs = reference_runs() if runs is None else runs
     rows = []
@@ -162,7 +138,7 @@ def free_vs_published(runs: pd.DataFrame | None = None) -> pd.DataFrame:
         software = {k: v for k, v in published["layout"].items() if k in SOFTWARE_KEYS}
         switches = Parallelism(**published["switches"]) if published["switches"] else None
         free = training_config(run_profile(r), acc, run_chips(r), run_workload(r), switches, CALIBRATION_HEADROOM,
-                               **software, **framework_limits(r.get("framework")))
+                               **software)
         if free is None:
             continue
         value = float(r["value"])

@@ -44,6 +44,7 @@ from ..errors import InputError
 from ..model import moe, serving
 from ..model.efficiency import Efficiency, band, default
 from ..model.estimate import training_config
+from ..model import search
 from ..model.search import SOFTWARE_KEYS
 from ..model.training import SWITCH_KEYS
 from ..model.profile import (Profile, fine_tune_flops_per_token, model_profile, profile_from_architecture,
@@ -238,7 +239,9 @@ def run_chips(row) -> int:
 def run_workload(row) -> Workload:
     """The training workload of a reference run: its model or inline shape, precision, sequence
     length and global batch (``global_batch_seqs``; unpublished: one sequence per chip). A team's
-    LoRA run (``lora_rank``) is a fine-tuning workload with its base stored at ``weight_precision``."""
+    LoRA run (``lora_rank``) is a fine-tuning workload with its base stored at ``weight_precision``. Its
+    ``framework`` text names the ``training_framework`` (``search.framework_id``; none when unrecognised),
+    so the layout search offers only the sharding modes that framework runs."""
     seqs = int(_n(row.get("global_batch_seqs"), run_chips(row)))
     seq = int(row["seq_len"])
     shape = {"model": row["model"]} if isinstance(row.get("model"), str) and row["model"] else {
@@ -247,7 +250,8 @@ def run_workload(row) -> Workload:
     if lora is not None:
         shape.update(task="fine-tuning", lora_rank=int(lora), precision=_n(row.get("weight_precision"), row["precision"]))
     return Workload(**{"task": "training", "precision": row["precision"], **shape}, seq_len=seq,
-                    global_batch_tokens=float(seqs * seq), tokens=1e12)
+                    global_batch_tokens=float(seqs * seq), tokens=1e12,
+                    training_framework=search.framework_id(row.get("framework")))
 
 
 def training_prediction(row, eff: Efficiency | None = None) -> dict:

@@ -250,7 +250,8 @@ def training_config(p: Profile, acc, chips: int, w: Workload, parallelism: Paral
         a = pd.Series(dict(acc))
         try:
             return search.best_config(p, a, int(chips), w, parallelism, eff, memory_headroom=headroom,
-                                        sync_loss=network_loss(eff, a), **(search.practical_limits(a, seq_len=w.seq_len, experts=p.experts) | limits))
+                                        sync_loss=network_loss(eff, a), **(search.practical_limits(a, seq_len=w.seq_len, experts=p.experts,
+                                                                           framework=w.training_framework) | limits))
         except InputError as e:  # cached too: a count that cannot be priced stays so
             return e
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .. import terms
 from ..errors import InputError
 from ..scenario import Parallelism, Workload
 from . import comm
@@ -225,6 +226,82 @@ def published_moe_limits(acc, experts: int) -> dict:
             "zero_stages": prior["zero_stages"]}
 
 
+# The realism prior of a training framework: the data-parallel sharding modes (ZeRO stages of
+# ``dataparallel``) and layout limits its code and its published recipes run, so that the free search
+# does not choose a layout the framework cannot run (issue 26: the free search chose DeepSpeed-style
+# ZeRO-2 for Megatron and torchtitan runs). Each entry: (id, texts that identify it in a run's
+# ``framework``, ``configurations`` limits, source). Matched in this order (first hit wins: a
+# "NeMo-Megatron (neuronx-nemo-megatron)" run is NeuronX, "Megatron-DeepSpeed" is DeepSpeed). A scenario
+# names its framework with ``workload.training_framework``; without one the search keeps every stage.
+FRAMEWORK_MODES = (
+    ("neuronx", ("neuron",), {"zero_stages": (0, 1)},
+     "aws-neuron/neuronx-distributed docs (parallelism overview): tensor, pipeline and data parallelism with the "
+     "ZeRO-1 optimizer (NeuronZero1Optimizer; neuronx-nemo-megatron wraps the same); no ZeRO-2/3 mode"),
+    ("deepspeed", ("deepspeed",), {"zero_stages": (0, 1, 2, 3)},
+     "DeepSpeed configuration JSON docs, zero_optimization.stage 0-3 (Rajbhandari et al. 2020); Megatron-DeepSpeed "
+     "adds Megatron's TP/PP: every stage is the framework's own"),
+    ("llm-foundry", ("llm-foundry", "composer"), {"max_tp": 1, "max_pp": 1, "zero_stages": (0, 3)},
+     "mosaicml/llm-foundry @061f2c7 scripts/train/benchmarking/README.md (read 2026-12-01): every row of its MPT "
+     "tables is FSDP FULL_SHARD data parallelism, no tensor or pipeline parallelism; Composer's FSDP also runs "
+     "NO_SHARD (stage 0). Its SHARD_GRAD_OP re-gathers weights every micro-batch, not the once-per-step "
+     "DeepSpeed schedule the model's ZeRO-2 prices, so stage 2 is not offered"),
+    ("fms-fsdp", ("fms-fsdp",), {"max_tp": 1, "max_pp": 1, "zero_stages": (3,)},
+     "foundation-model-stack/fms-fsdp @0d31998 README.md (read 2026-12-01): the throughput table's 'Sharding "
+     "Strategy' column is FSDP (hsdp/fsdp) for every model"),
+    ("torchtitan", ("torchtitan",), {"zero_stages": (0, 3)},
+     "pytorch/torchtitan docs/fsdp.md and torchtitan/config job_config parallelism (read 2026-12-02): FSDP2 "
+     "fully_shard over data_parallel_shard_degree (stage 3), replicate/DDP over data_parallel_replicate_degree "
+     "(stage 0; HSDP combines both), with TP, PP and CP; no optimizer-only (ZeRO-1) or DeepSpeed ZeRO-2 mode"),
+    ("maxtext", ("maxtext",), {"zero_stages": (0, 3)},
+     "AI-Hypercomputer/maxtext docs sharding page (read 2026-12-02): 'Distributed Data Parallelism, Tensor "
+     "Parallelism, Fully Sharded Data Parallel, Sequence Parallel' (ici_/dcn_data_parallelism = stage 0, "
+     "ici_/dcn_fsdp_parallelism = stage 3)"),
+    ("megatron", ("megatron", "nemo"), {"zero_stages": (0, 1, 3)},
+     "Megatron Core user guide 'Distributed Optimizer' (stage 1, --use-distributed-optimizer) and "
+     "NVIDIA/Megatron-LM docs/discussions/megatron-fsdp-user-guide (stage 3: --use-megatron-fsdp "
+     "--data-parallel-sharding-strategy optim_grads_params); DDP is stage 0. Megatron-FSDP also has "
+     "'optim_grads' (ZeRO-2), but no published Megatron-Bridge/NeMo recipe runs it (the recipes read for "
+     "PUBLISHED_MOE_GPU and the Megatron-Bridge performance summary use the distributed optimizer or FSDP), so "
+     "the prior leaves it out"),
+)
+FRAMEWORK_IDS = tuple(k for k, _, _, _ in FRAMEWORK_MODES)
+assert sorted(FRAMEWORK_IDS) == sorted(terms.TRAINING_FRAMEWORKS)  # the scenario key's choices
+
+
+def framework_id(text) -> str | None:
+    """The ``FRAMEWORK_MODES`` id a run's ``framework`` text names (first match in table order), or None."""
+    low = str(text or "").lower()
+    for key, marks, _, _ in FRAMEWORK_MODES:
+        if any(m in low for m in marks):
+            return key
+    return None
+
+
+def framework_limits(framework: str | None) -> dict:
+    """``configurations`` limits of a framework id (``FRAMEWORK_MODES``); {} for None (every stage, today's search)."""
+    if framework is None:
+        return {}
+    for key, _, limits, _ in FRAMEWORK_MODES:
+        if key == framework:
+            return dict(limits)
+    raise InputError(f"workload.training_framework: unknown {framework!r}; expected one of {', '.join(FRAMEWORK_IDS)}")
+
+
+def merge_limits(base: dict, extra: dict) -> dict:
+    """Two sets of grid limits combined so that both hold: the tighter ``max_tp``/``max_pp``, the common
+    ``zero_stages`` and ``micro_batches`` (``extra``'s when they share none); any other key from ``extra``."""
+    out = dict(base)
+    for k, v in extra.items():
+        if k in ("max_tp", "max_pp") and out.get(k) is not None:
+            out[k] = min(out[k], v)
+        elif k in ("zero_stages", "micro_batches") and out.get(k) is not None:
+            common = tuple(x for x in out[k] if x in v)
+            out[k] = common or tuple(v)
+        else:
+            out[k] = v
+    return out
+
+
 def published_max_cp(seq_len: int) -> int:
     """The largest context-parallel degree published tuned runs use at ``seq_len`` tokens or
     shorter (``PUBLISHED_CP``): 1 below 8,192 tokens, 2 from 8,192 (Llama 3.1 405B on H100/B200),
@@ -237,7 +314,7 @@ def published_max_cp(seq_len: int) -> int:
 
 
 def practical_limits(acc: pd.Series, topology: comm.Topology | None = None, seq_len: int | None = None,
-                     experts: int = 1) -> dict:
+                     experts: int = 1, framework: str | None = None) -> dict:
     """Keyword limits for ``configurations`` that keep the search to layouts people run (and fast
     enough for ``estimate.compare`` over the whole catalog): tensor parallelism inside one NVLink (or
     mesh) domain (``comm.tp_domain_chips``: the node, ``chips_per_node``, or a switched multi-node
@@ -251,14 +328,15 @@ def practical_limits(acc: pd.Series, topology: comm.Topology | None = None, seq_
     scores are never stored, so selective recomputation, which recomputes exactly them, saves no
     memory in ``profile.activation_bytes_per_token_per_layer`` and only adds time; a workload or pin
     that asks for it still gets it); for a mixture of ``experts`` routed experts on GPUs, the MoE prior
-    (``published_moe_limits``)."""
+    (``published_moe_limits``); for a ``framework`` id, the sharding modes and layouts it runs
+    (``framework_limits``, combined with the rest by ``merge_limits``)."""
     node = comm.tp_domain_chips(acc)  # chips_per_node, or a switched domain of several nodes (NVL72)
     torus = (topology.fabric == "torus") if topology is not None else int(_num(acc.get("torus_dims"), 0)) >= 1
     out = {"max_tp": max(node, TORUS_MAX_TP) if torus else node, "micro_batches": PRACTICAL_MICRO_BATCHES,
            "min_cp_tokens": PRACTICAL_MIN_CP_TOKENS, "recompute_choices": ("none", "full")}
     if seq_len is not None:
         out["max_cp"] = published_max_cp(int(seq_len))
-    return out | published_moe_limits(acc, experts)
+    return merge_limits(out | published_moe_limits(acc, experts), framework_limits(framework))
 
 
 def search(profile: Profile, acc: pd.Series, chips: int, workload: Workload, parallelism: Parallelism | None = None,

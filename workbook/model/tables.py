@@ -314,7 +314,8 @@ def scenario_curves(s, chip_counts=None, efficiency: Efficiency | None = None, a
                 counts = chip_counts or default_chip_counts(acc, top, profile=p, workload=s.workload)
                 frames.append(scaling_curve(p, acc, counts, s.workload, efficiency, parallelism=par,
                                             memory_headroom=s.constraints.min_memory_headroom,
-                                            **search.practical_limits(acc, seq_len=s.workload.seq_len, experts=p.experts)))
+                                            **search.practical_limits(acc, seq_len=s.workload.seq_len, experts=p.experts,
+                                                                      framework=s.workload.training_framework)))
         except InputError as e:
             skipped.append(f"{a}: {e}")
     df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
@@ -354,7 +355,7 @@ def scenario_best(s, efficiency: Efficiency | None = None, chips: int | None = N
                 n = chips or (s.cluster.chips if s.cluster and s.cluster.chips else None) or s.constraints.max_chips or 1024
                 par = s.cluster.parallelism if s.cluster is not None else None
                 cfg = search.best_config(p, acc, n, w, par, efficiency, memory_headroom=headroom,
-                                           **search.practical_limits(acc, seq_len=w.seq_len, experts=p.experts))
+                                           **search.practical_limits(acc, seq_len=w.seq_len, experts=p.experts, framework=w.training_framework))
                 if cfg is None:
                     continue
                 cfg["task"] = w.task

@@ -195,7 +195,7 @@ def evaluate(profile: Profile, acc: pd.Series, chips: int, workload: Workload, g
     ``grid`` (from ``configurations``), feasible or not. See the module docstring for the terms.
     ``sync_loss`` is γ of ``sync_s`` (default: the efficiency's ``network_loss`` for the family; 0
     for ``Efficiency.fixed``). ``parallelism`` (the pins) carries the software switches of a
-    published layout: ``tp_comm_overlap`` and ``grad_reduce_in_fp32`` (``software_options``)."""
+    published layout: ``tp_comm_overlap``, ``grad_reduce_in_fp32`` and ``fp8_param_gather`` (``software_options``)."""
     return pd.DataFrame(_price(profile, acc, chips, workload, grid, efficiency, topology=topology, overlap=overlap,
                                memory_headroom=memory_headroom, sync_loss=sync_loss, parallelism=parallelism))
 
@@ -209,11 +209,16 @@ def _grid_arrays(grid: dict) -> dict:
     return g
 
 
-def _stage_shape(p: Profile, w: Workload, g: dict, grad_reduce_in_fp32: bool = False) -> dict:
+def _stage_shape(p: Profile, w: Workload, g: dict, grad_reduce_in_fp32: bool = False, fp8_param_gather: bool = False) -> dict:
     """Weights of the busiest pipeline stage: layers per stage (``L_stage``), dense and expert
     weights per layer, the embedding and head on the first and last stage, the non-expert
     (``P_n``) and expert (``P_e``) weights on one chip, the ZeRO shard counts (``D_n``, ``D_e``) and
-    the bytes per parameter of weights, gradients (4 with ``grad_reduce_in_fp32``) and optimizer states."""
+    the bytes per parameter of weights, gradients (4 with ``grad_reduce_in_fp32``) and optimizer states.
+    ``fp8_param_gather`` (FP8 training only, full training): the model's weights are kept in FP8, 1 byte,
+    so the distributed optimizer all-gathers them in FP8 and no 16-bit copy is held; the fp32 main
+    weights stay in the optimizer states (Megatron-LM ``--fp8-param-gather``: "Keep the compute param in
+    fp8 (do not use any other intermediate dtype) and perform the param all-gather in fp8",
+    megatron/training/arguments.py; NeMo ``fp8_params``, Transformer Engine ``fp8_model_init``)."""
     L, h = float(p.layers), float(p.hidden)
     tied = math.isclose(p.params_matmul_active, p.params_active)
     head_params = 0.0 if tied else float(p.vocab) * h
@@ -231,6 +236,8 @@ def _stage_shape(p: Profile, w: Workload, g: dict, grad_reduce_in_fp32: bool = F
     # fine-tuning: frozen weights at their stored precision, states for the trainable share only
     st["wb"], st["frac"] = prof.training_weight_bytes_per_param(p, w), prof.trainable_params(p, w) / p.params_total
     st["ob"] = prof.optimizer_bytes_per_trainable_param(w)
+    if fp8_param_gather and w.precision == "fp8" and prof.frozen_share(w) <= 0.0:
+        st["wb"] = 1.0
     return st
 
 
@@ -299,20 +306,21 @@ def _model_parallel_comm(p: Profile, w: Workload, g: dict, st: dict, c: dict, to
     return out
 
 
-SWITCH_KEYS = ("tp_comm_overlap", "grad_reduce_in_fp32")  # the software switches of cluster.parallelism
+SWITCH_KEYS = ("tp_comm_overlap", "grad_reduce_in_fp32", "fp8_param_gather")  # the software switches of cluster.parallelism
 
 
-def software_options(par: Parallelism | None, overlap: Overlap) -> tuple[Overlap, bool]:
+def software_options(par: Parallelism | None, overlap: Overlap) -> tuple[Overlap, bool, bool]:
     """The overlap and gradient precision a layout's pins switch on: ``tp_comm_overlap`` hides the
     tensor-parallel collectives behind the layer's GEMMs (Megatron-LM ``--tp-comm-overlap``,
     Transformer Engine userbuffers; NeMo ``ub_tp_comm_overlap``), charged the overlap slowdown like
     every hidden collective; ``grad_reduce_in_fp32`` keeps and reduces fp32 gradients (Megatron-LM's
-    default for bf16: ``accumulate_allreduce_grads_in_fp32``, megatron/training/arguments.py)."""
+    default for bf16: ``accumulate_allreduce_grads_in_fp32``, megatron/training/arguments.py);
+    ``fp8_param_gather`` keeps FP8 training's weights in FP8 (``_stage_shape``)."""
     if par is None:
-        return overlap, False
+        return overlap, False, False
     if getattr(par, "tp_comm_overlap", None):
         overlap = replace(overlap, tp=1.0)
-    return overlap, bool(getattr(par, "grad_reduce_in_fp32", None))
+    return overlap, bool(getattr(par, "grad_reduce_in_fp32", None)), bool(getattr(par, "fp8_param_gather", None))
 
 
 def gpu_overlap_slowdown(o: Overlap, acc) -> float:
@@ -357,13 +365,13 @@ def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, gri
     from its parts (module docstring), memory per chip and throughput."""
     p, w = profile, workload
     _check_transformer(p)
-    overlap, fp32_grads = software_options(parallelism, overlap)
+    overlap, fp32_grads, fp8_params = software_options(parallelism, overlap)
     eff = default(efficiency)
     sync_loss = network_loss(eff, acc) if sync_loss is None else sync_loss
     topo = topology or comm.topology(acc, chips)
     peak = _peak(acc, w.precision)
     g = _grid_arrays(grid)
-    st = _stage_shape(p, w, g, fp32_grads)
+    st = _stage_shape(p, w, g, fp32_grads, fp8_params)
     c = _compute_parts(p, w, g, st, eff, acc, peak, grid)
     mp = _model_parallel_comm(p, w, g, st, c, topo)
     s = gpu_overlap_slowdown(overlap, acc)
