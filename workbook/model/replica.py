@@ -343,26 +343,64 @@ def _chunked_step(eff, p, acc, micro, I, O, tp, precision, weight_precision, kv_
             "micro": micro, "t_chunk": t_chunk, "t_plain": t_plain, "f": f}
 
 
+def prompt_wait_s(f, t_chunk, t_plain, chunks_per_prompt=1.0, others=np.inf):
+    """Mean wait of a prompt for the steps' prompt budget: an M/G/1 queue with vacations (Bertsekas &
+    Gallager, "Data Networks", 2nd ed. 1992, §3.5.1: W = λ·E[S²] / (2(1 − ρ)) + E[V²] / (2·E[V])).
+    A fraction ``f`` of the steps carry c prompt tokens and last ``t_chunk``, the others ``t_plain``
+    (mean step T̄ = f·t_chunk + (1 − f)·t_plain). Prompts of I tokens arrive at λ = f·(c / I) / T̄
+    and each holds the budget for S = (I / c)·t_chunk (``chunks_per_prompt`` = I / c: below 1 when a
+    step carries several prompts, above 1 when a prompt spans several steps), so ρ = λ·S =
+    f·t_chunk / T̄, the share of time spent in prompt-carrying steps, and λ·S² / 2 =
+    f·t_chunk²·(I / c) / (2·T̄); decode-only steps are the vacations (an arriving prompt also waits
+    for the rest of one: t_plain / 2). The population is closed (``others`` sequences, each with at
+    most one prompt waiting: the finite-source queue of Kleinrock 1975, "Queueing Systems" vol. 1
+    §3.10), so the wait is at most every other prompt ahead plus the step in progress,
+    others·S + t_chunk, which bounds it as ρ → 1 (steps full of prompts)."""
+    f = np.asarray(f, dtype=float)
+    tc, tpl = np.asarray(t_chunk, dtype=float), np.asarray(t_plain, dtype=float)
+    k = np.asarray(chunks_per_prompt, dtype=float)
+    carry = f > 0
+    tc_used = np.where(carry, tc, 0.0)   # a term of weight 0 left out (an unusable link makes it inf)
+    tpl_used = np.where(f < 1, tpl, 0.0)
+    mean = f * tc_used + (1.0 - f) * tpl_used
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = np.where(carry, f * tc_used / mean, 0.0)
+        residual = np.where(carry, f * tc_used * tc_used * k / (2.0 * mean), 0.0)
+        open_wait = residual / np.maximum(1.0 - rho, 1e-12) + tpl_used / 2.0
+        n = np.asarray(others, dtype=float)
+        bound = np.where(np.isfinite(n), n * k * tc_used + np.maximum(tc_used, tpl_used), np.inf)
+    return np.minimum(open_wait, bound)
+
+
 def _loaded_ttft(eff, p, acc, micro, I, O, tp, precision, weight_precision, kv_precision, ce_d, ce_p, step_tokens, kw):
     """Time to first token of a prompt that joins ``micro`` − 1 sequences in decode (continuous
-    batching; Orca, Yu et al. OSDI'22: a request enters at the next iteration): the rest of the step
-    in progress, whose mean is the residual life E[T²] / (2·E[T]) of the others' steps (renewal
-    theory, Kleinrock 1975 "Queueing Systems" vol. 1 §5.2: an arrival more likely falls in a long,
-    prompt-carrying step), then its own prompt in ceil(I / c) steps of c = min(I, step_tokens −
-    others) prompt tokens beside the others' decode tokens (``_chunked_step``'s steps). 0 wait
-    with no other sequence."""
+    batching; Orca, Yu et al. OSDI'22: a request enters at the next iteration): the wait for the
+    step's prompt budget, then its own prompt in ceil(I / c) steps of c = min(I, step_tokens −
+    others) prompt tokens beside the others' decode tokens (``_chunked_step``'s steps). 0 wait with
+    no other sequence.
+
+    The wait is that of an M/G/1 queue with vacations (``prompt_wait_s``; Bertsekas & Gallager,
+    "Data Networks" §3.5.1: W = λ·E[S²] / (2(1 − ρ)) + E[V²] / (2·E[V])): the prompt budget of
+    the steps is the server, the other sequences' prompts arrive as fast as their answers finish
+    (λ = demand / (I·T̄) prompts per second, ``_chunked_step``'s demand of prompt tokens per step of
+    mean length T̄), each holding the budget for S = (I / c)·T_chunk (c prompt tokens per
+    prompt-carrying step of length T_chunk), so ρ = λ·S = f·T_chunk / T̄, the share of time spent in
+    prompt-carrying steps; when no prompt is waiting the engine runs decode-only steps (the
+    vacations, V = T_plain), whose rest an arriving prompt also waits for. A closed-loop benchmark
+    at concurrency N (NVIDIA NIM's, vLLM's ``--max-concurrency``) keeps N requests in flight, so
+    the TTFT it reports holds this wait behind the other requests' prompts (Sarathi-Serve, Agrawal
+    et al. OSDI'24 §2-3, and DistServe, Zhong et al. OSDI'24 §2.2, name this prefill queueing and
+    interference as the bulk of TTFT under load)."""
     others = np.maximum(np.asarray(micro, dtype=float) - 1.0, 0.0)
     o = _chunked_step(eff, p, acc, others, I, O, tp, precision, weight_precision, kv_precision, ce_d, ce_p,
                       step_tokens, kw)
-    f, tc, tpl = o["f"], o["t_chunk"], o["t_plain"]
-    second = f * np.where(f > 0, tc * tc, 0.0) + (1.0 - f) * np.where(f < 1, tpl * tpl, 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        residual = np.where(o["micro"] > 0, second / (2.0 * o["mean"]), 0.0)
+    chunk = np.maximum(np.minimum(np.maximum(o["micro"] * I / O, I), step_tokens - o["micro"]), 1.0)
+    wait = np.where(o["micro"] > 0, prompt_wait_s(o["f"], o["t_chunk"], o["t_plain"], I / chunk, o["micro"]), 0.0)
     c = np.maximum(np.minimum(I, step_tokens - o["micro"]), 1.0)
     own = step_s(decode_step_parts(eff, p, acc, o["micro"], I + O / 2.0, tp, precision, weight_precision, kv_precision,
                                    compute_eff=ce_d, prefill_tokens=c, prefill_context=I, prefill_compute_eff=ce_p,
                                    **kw))
-    return residual + np.ceil(I / c) * own
+    return wait + np.ceil(I / c) * own
 
 
 def serving_point(eff: Efficiency, p: Profile, acc, batch, input_tokens, output_tokens, tp, precision,
