@@ -387,8 +387,8 @@ def _loaded_ttft(eff, p, acc, micro, I, O, tp, precision, weight_precision, kv_p
     The other sequences' prompts arrive as fast as their answers finish, λ = others / (O·T̄) (T̄ the
     mean step), and a prompt-carrying step of length T_chunk takes k = ``prompts_per_step`` of them,
     so the budget is busy ρ = λ·T_chunk / k of the time: with 5,000-token prompts and an 8,192-token
-    budget one prompt per step (NVIDIA NIM's Llama 3.3 70B at concurrency 50: ρ ≈ 0.6, a wait of
-    about 0.35 s), with 1,024-token prompts seven. A closed-loop benchmark at concurrency N (NIM's,
+    budget one prompt per step (NVIDIA NIM's Llama 3.3 70B on 2 H100 at concurrency 50: ρ ≈ 0.67, a
+    wait of 0.43 s beside its own 0.42-s step), with 1,024-token prompts seven. A closed-loop benchmark at concurrency N (NIM's,
     vLLM's ``--max-concurrency``) keeps N requests in flight, so the TTFT it reports holds this wait
     behind the other requests' prompts (Sarathi-Serve, Agrawal et al. OSDI'24 §2-3, and DistServe,
     Zhong et al. OSDI'24 §2.2, name prefill queueing and interference as the bulk of TTFT under
