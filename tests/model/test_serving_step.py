@@ -73,3 +73,49 @@ def test_ttft_alone_is_the_prompts_own_step_and_grows_with_the_batch_it_joins(se
     many = replica.serving_point(eff, p, acc, 64, 2048, 256, 1, "bf16", "bf16", "bf16")
     assert float(many["ttft_s"]) > float(one["ttft_s"]) * 1.05
     assert math.isfinite(float(many["ttft_s"]))
+
+
+def test_prompt_wait_is_the_mg1_wait_with_decode_steps_as_vacations():
+    """Worked example of Bertsekas & Gallager, "Data Networks" §3.5 (W = R / (1 - rho)): one step in
+    ten carries a prompt (f = 0.1) and lasts 0.4 s, a decode-only step 0.025 s. Mean step
+    T = 0.04 + 0.0225 = 0.0625 s; the rest of the step in progress R = (0.1 * 0.16 + 0.9 * 0.000625)
+    / (2 * 0.0625) = 0.1325 s; with one prompt per step the budget is busy rho = 0.04 / 0.0625 =
+    0.64, so W = 0.1325 / 0.36 = 0.36806 s. With no prompt traffic the wait is the rest of one
+    decode step, 0.0125 s."""
+    assert float(replica.prompt_wait_s(0.1, 0.4, 0.025, 0.64)) == pytest.approx(0.1325 / 0.36, rel=1e-12)
+    assert float(replica.prompt_wait_s(0.0, 0.4, 0.025, 0.0)) == pytest.approx(0.0125, rel=1e-12)
+
+
+def test_a_step_takes_whole_prompts_up_to_its_free_budget():
+    """8,192 tokens less 50 in decode leave 8,142: one 5,000-token prompt, seven of 1,024 tokens, and
+    a 20,000-token prompt spans 20,000 / 8,142 = 2.456 steps (0.407 prompts per step)."""
+    assert float(replica.prompts_per_step(5000, 8142)) == 1.0
+    assert float(replica.prompts_per_step(1024, 8142)) == 7.0
+    assert float(replica.prompts_per_step(20000, 8142)) == pytest.approx(8142 / 20000, rel=1e-12)
+
+
+def test_ttft_at_a_concurrency_holds_the_wait_behind_other_prompts(setup):
+    """TTFT = prompt_wait_s of the others' steps + the prompt's own step, the budget's utilisation
+    rho = lambda * T_chunk / k with lambda = others / (O * T); the wait grows faster than the
+    concurrency as prompts fill the steps (NVIDIA NIM's Llama 3.3 70B on 2 H100 at 5,000/500 tokens:
+    TTFT 547, 689, 835 ms at concurrency 5, 25, 50)."""
+    eff, p, acc = setup
+    I, O, b = 6000, 256, 64
+    ce_d = replica.compute_efficiency(eff, acc, "bf16", "decode", p, tp=1)
+    ce_p = replica.compute_efficiency(eff, acc, "bf16", "prefill", p, tp=1)
+    kw = dict(mem_eff=None, latency_s=None, layout=None)
+    o = replica._chunked_step(eff, p, acc, b - 1, I, O, 1, "bf16", "bf16", "bf16", ce_d, ce_p, replica.STEP_TOKENS, kw)
+    rho = (b - 1) / (O * float(o["mean"])) * float(o["t_chunk"]) / 1.0   # one 6,000-token prompt per step
+    own = replica.step_s(_step(eff, p, acc, b - 1, I + O / 2, prefill_tokens=I, prefill_context=I))
+    want = float(replica.prompt_wait_s(o["f"], o["t_chunk"], o["t_plain"], rho, b - 1, 1.0)) + float(own)
+    pt = replica.serving_point(eff, p, acc, b, I, O, 1, "bf16", "bf16", "bf16")
+    assert 0.1 < rho < 1.0
+    assert float(pt["ttft_s"]) == pytest.approx(want, rel=1e-9)
+    t = [float(replica.serving_point(eff, p, acc, n, I, O, 1, "bf16", "bf16", "bf16")["ttft_s"]) for n in (8, 64, 128)]
+    assert t[0] < t[1] < t[2] and (t[2] - t[1]) / 64 > (t[1] - t[0]) / 56
+
+
+def test_prompt_wait_is_bounded_by_the_other_prompts_of_a_closed_population():
+    """Steps full of prompts (rho = 1): an open queue would wait forever, but with 3 other sequences
+    at most 3 prompts (0.4 s each, one per step) and the step in progress are ahead: 1.6 s."""
+    assert float(replica.prompt_wait_s(1.0, 0.4, 0.025, 1.0, 3, 1.0)) == pytest.approx(1.6, rel=1e-12)
