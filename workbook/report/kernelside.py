@@ -1,0 +1,49 @@
+"""What the report runner runs inside its batch kernel, before and between notebooks.
+
+- ``prepare()``: once, when the kernel starts: a larger first-generation threshold for the garbage
+  collector. A notebook of the report allocates millions of short-lived containers (DataFrames,
+  chart specs); with CPython's default threshold (700) the collector ran about 360 times per
+  report, 0.4-0.6 s of CPU, measured; at 20,000 about 10 times, 0.1 s. Objects are freed as
+  before (reference counting); only cycles wait a little longer.
+- ``reset_namespace()``: what ``%reset -f`` does (``InteractiveShell.reset(new_session=False)``:
+  the user namespace, the output cache, the aliases) without its two full ``gc.collect()`` calls,
+  which cost 0.3-0.4 s of CPU per notebook in a kernel holding pandas and Altair (measured: 1.4 s
+  of a five-notebook report). Garbage is still collected by the collector's normal passes.
+- Charts (``prepare``): an Altair chart shown by a cell is drawn by ``views.charts.base.static_bundle``
+  (the same SVG, without validating the spec a second time, memoised across the scenarios of a
+  worker). Every report notebook draws, so importing Altair here costs nothing extra.
+"""
+from __future__ import annotations
+
+import gc
+
+import altair as alt
+
+from ..views.charts.base import static_bundle
+
+GC_THRESHOLD_0 = 20_000
+
+
+def prepare() -> None:
+    """Tune this batch kernel: the garbage collector and how charts are drawn (module docstring)."""
+    from IPython import get_ipython
+
+    _, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(GC_THRESHOLD_0, gen1, gen2)
+    ip = get_ipython()
+    if ip is not None:
+        ip.display_formatter.mimebundle_formatter.for_type(alt.TopLevelMixin, static_bundle)
+
+
+def reset_namespace() -> None:
+    """``%reset -f`` without its full collections; the next cell is numbered 1 again."""
+    from IPython import get_ipython
+
+    ip = get_ipython()
+    collect = gc.collect
+    gc.collect = lambda generation=2: 0
+    try:
+        ip.reset(new_session=False)
+    finally:
+        gc.collect = collect
+    ip.execution_count = 1
