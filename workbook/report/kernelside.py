@@ -24,22 +24,27 @@ from ..views.charts.base import static_bundle
 GC_THRESHOLD_0 = 20_000
 
 
-def prepare() -> None:
-    """Tune this batch kernel: the garbage collector and how charts are drawn (module docstring)."""
-    from IPython import get_ipython
+def _shell(ip):
+    if ip is None:
+        from IPython import get_ipython
 
+        ip = get_ipython()
+    return ip
+
+
+def prepare(ip=None) -> None:
+    """Tune this batch kernel (``ip``: its shell, by default the running one): the garbage collector
+    and how charts are drawn (see the module docstring)."""
     _, gen1, gen2 = gc.get_threshold()
     gc.set_threshold(GC_THRESHOLD_0, gen1, gen2)
-    ip = get_ipython()
+    ip = _shell(ip)
     if ip is not None:
         ip.display_formatter.mimebundle_formatter.for_type(alt.TopLevelMixin, static_bundle)
 
 
-def reset_namespace() -> None:
+def reset_namespace(ip=None) -> None:
     """``%reset -f`` without its full collections; the next cell is numbered 1 again."""
-    from IPython import get_ipython
-
-    ip = get_ipython()
+    ip = _shell(ip)
     collect = gc.collect
     gc.collect = lambda generation=2: 0
     try:
