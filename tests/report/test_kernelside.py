@@ -48,7 +48,8 @@ def _chart(extra_columns: bool = True) -> alt.Chart:
                                            ).transform_calculate(double="datum.value * 2")
 
 
-def test_prepare_draws_charts_as_altairs_svg_renderer_does(shell):
+def test_prepare_draws_charts_as_altairs_svg_renderer_does(shell, monkeypatch):
+    monkeypatch.setenv("FONTCONFIG_FILE", str(base.FONTS_CONF))   # restored after the test
     kernelside.prepare(shell)
     assert gc.get_threshold()[0] == kernelside.GC_THRESHOLD_0
     chart = _chart()
@@ -93,3 +94,16 @@ def test_longest_first_orders_jobs_by_their_last_report(tmp_path):
             {"report": {"notebooks": [{"duration_s": s} for s in secs]}}))
     jobs = [SimpleNamespace(scenario=n) for n in ("short", "new", "long")]
     assert [j.scenario for j in longest_first(jobs, tmp_path)] == ["new", "long", "short"]
+
+
+def test_vendored_fonts_only_points_vl_convert_at_no_system_font(monkeypatch):
+    monkeypatch.delenv("FONTCONFIG_FILE", raising=False)
+    assert base.vendored_fonts_only()
+    import os
+
+    conf = base.FONTS_CONF.read_text()
+    assert os.environ["FONTCONFIG_FILE"] == str(base.FONTS_CONF)
+    assert "<dir>/dev/null/" in conf          # a folder that cannot exist: fontdb loads no system font
+    monkeypatch.setenv("FONTCONFIG_FILE", "/etc/fonts/fonts.conf")
+    assert not base.vendored_fonts_only()    # the user's own setting wins
+    assert os.environ["FONTCONFIG_FILE"] == "/etc/fonts/fonts.conf"
