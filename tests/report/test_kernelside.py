@@ -40,6 +40,17 @@ def test_reset_namespace_is_reset_f_without_a_full_collection(shell, monkeypatch
     assert gc.collect(0) == 0 and calls == [0]  # and gc.collect is given back
 
 
+def test_reset_namespace_numbers_cells_from_one_in_a_new_history_session(capsys):
+    sh = InteractiveShell(config=Config({"HistoryManager": {"hist_file": ":memory:"}}))
+    for _ in range(2):
+        for code in ("a = 1", "b = 2"):
+            sh.run_cell(code, store_history=True)
+        sh.history_manager.writeout_cache()
+        kernelside.reset_namespace(sh)
+        assert sh.execution_count == 1
+    assert "not unique" not in capsys.readouterr().out   # IPython's complaint, which reached a report
+
+
 def _chart(extra_columns: bool = True) -> alt.Chart:
     df = pd.DataFrame({"name": ["a", "b", "c"], "value": [3.0, 1.0, 2.0], "order": [2, 0, 1]})
     if extra_columns:

@@ -5,14 +5,15 @@
   chart specs); with CPython's default threshold (700) the collector ran about 360 times per
   report, 0.4-0.6 s of CPU, measured; at 20,000 about 10 times, 0.1 s. Objects are freed as
   before (reference counting); only cycles wait a little longer.
-- ``reset_namespace()``: what ``%reset -f`` does (``InteractiveShell.reset(new_session=False)``:
-  the user namespace, the output cache, the aliases) without its two full ``gc.collect()`` calls,
+- ``reset_namespace()``: what ``%reset -f`` does (``InteractiveShell.reset``: the user namespace,
+  the output cache, the aliases; here in a new history session) without its two full ``gc.collect()`` calls,
   which cost 0.3-0.4 s of CPU per notebook in a kernel holding pandas and Altair (measured: 1.4 s
   of a five-notebook report). Garbage is still collected by the collector's normal passes.
 - Charts (``prepare``): an Altair chart shown by a cell is drawn by ``views.charts.base.static_bundle``
   (the same SVG, without validating the spec a second time, memoised across the scenarios of a
   worker), and vl-convert measures text with its own font rather than re-reading the system's font
-  files (``vendored_fonts_only``: 3-4x less CPU for a chart with many labels, the same SVG). Every
+  files (``vendored_fonts_only``: 3-4x less CPU for a chart with many labels; 115 of the 120 charts
+  of the shipped reports byte-identical, see there for the other five). Every
   report notebook draws, so importing Altair here costs nothing extra.
 """
 from __future__ import annotations
@@ -46,12 +47,15 @@ def prepare(ip=None) -> None:
 
 
 def reset_namespace(ip=None) -> None:
-    """``%reset -f`` without its full collections; the next cell is numbered 1 again."""
+    """``%reset -f`` without its full collections, in a new history session: the next cell is
+    numbered 1 again, and IPython's history database, which refuses a (session, line) pair twice,
+    no longer prints "ERROR! Session/line number was not unique in database" into a cell's output
+    (it did, now and then, into a report: the runner used to set the count back to 1 within the
+    same session)."""
     ip = _shell(ip)
     collect = gc.collect
     gc.collect = lambda generation=2: 0
     try:
-        ip.reset(new_session=False)
+        ip.reset(new_session=True)
     finally:
         gc.collect = collect
-    ip.execution_count = 1
