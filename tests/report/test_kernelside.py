@@ -81,6 +81,8 @@ def test_slim_spec_keeps_only_the_columns_the_chart_reads():
     {"mark": "bar", "encoding": {"x": {"field": "a.b"}}, "datasets": {"d": [{"a": 1, "c": 3}]}},
     {"mark": "bar", "params": [{"name": "p", "select": "point"}], "datasets": {"d": [{"a": 1, "c": 3}]}},
     {"mark": "bar", "transform": [{"filter": "datum[name] > 1"}], "datasets": {"d": [{"a": 1, "c": 3}]}},
+    {"mark": "bar", "encoding": {"x": {"aggregate": {"argmax": "c"}, "field": "a"}}, "datasets": {"d": [{"a": 1, "c": 3}]}},
+    {"mark": "bar", "encoding": {"tooltip": {"content": "data"}}, "datasets": {"d": [{"a": 1, "c": 3}]}},
 ])
 def test_slim_spec_leaves_what_it_cannot_follow_alone(spec):
     assert base.slim_spec(spec) is spec

@@ -61,8 +61,8 @@ _SIMPLE_TRANSFORMS = {"calculate", "filter", "as"}
 def used_fields(node, out: set[str]) -> bool:
     """Add to ``out`` every data column a Vega-Lite spec reads (``field``, ``fields``, ``datum.x`` in
     expressions); False when the spec holds something this does not follow (a transform other than
-    calculate/filter, a repeat, selection parameters, a nested or escaped field name), in which case
-    every column must be kept. The inline ``datasets`` themselves are not searched."""
+    calculate/filter, a repeat, selection parameters, a nested or escaped field name, an argmin/argmax
+    aggregate, a tooltip of every field), in which case every column must be kept. The inline ``datasets`` themselves are not searched."""
     if isinstance(node, dict):
         for k, v in node.items():
             if k == "datasets":
@@ -73,8 +73,9 @@ def used_fields(node, out: set[str]) -> bool:
                 out.add(v)
             elif k == "fields" and isinstance(v, list) and all(isinstance(x, str) for x in v):
                 out.update(v)
-            elif k == "params" or (k == "transform" and any(set(t) - _SIMPLE_TRANSFORMS for t in v)):
-                return False
+            elif (k == "params" or (k == "transform" and any(set(t) - _SIMPLE_TRANSFORMS for t in v))
+                  or (k == "aggregate" and isinstance(v, dict)) or (k == "content" and v == "data")):
+                return False   # a field named elsewhere (argmin/argmax), or every field (tooltip content)
             elif not used_fields(v, out):
                 return False
     elif isinstance(node, list):
