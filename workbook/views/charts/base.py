@@ -35,9 +35,37 @@ def enable(renderer: str = "svg") -> None:
     alt.renderers.enable(renderer)
 
 
+# The channel class Altair would pick for a field given as a string (``x="month:Q"``).
+_FIELD_CHANNELS = {"x": alt.X, "y": alt.Y, "x2": alt.X2, "y2": alt.Y2, "color": alt.Color, "shape": alt.Shape,
+                   "opacity": alt.Opacity, "size": alt.Size, "text": alt.Text, "tooltip": alt.Tooltip,
+                   "detail": alt.Detail, "order": alt.Order, "strokeDash": alt.StrokeDash, "xOffset": alt.XOffset,
+                   "yOffset": alt.YOffset, "row": alt.Row, "column": alt.Column, "facet": alt.Facet}
+
+
+def _channel(name: str, value):
+    cls = _FIELD_CHANNELS.get(name)
+    if cls is None:
+        return value
+    if isinstance(value, str):
+        return cls(value)
+    if isinstance(value, list):
+        return [cls(v) if isinstance(v, str) else v for v in value]
+    return value
+
+
+class Chart(alt.Chart):
+    """``alt.Chart`` whose ``encode`` wraps a field given as a string in its channel class itself
+    (``x="month:Q"`` -> ``alt.X("month:Q")``), the same spec. Altair wraps such a string through
+    ``from_dict``, which builds a table of every schema class each time (about 2 ms; 67 times for one
+    report's charts)."""
+
+    def encode(self, *args, **channels):
+        return super().encode(*args, **{k: _channel(k, v) for k, v in channels.items()})
+
+
 def empty(message: str) -> alt.Chart:
     """A chart that says, in words, why there is nothing to draw."""
-    return alt.Chart(pd.DataFrame({"text": [message]})).mark_text(size=13).encode(text="text:N").properties(
+    return Chart(pd.DataFrame({"text": [message]})).mark_text(size=13).encode(text="text:N").properties(
         width=520, height=60)
 
 
