@@ -100,9 +100,10 @@ def _tree_cpu_s(root: int, seen: dict[int, float]) -> None:
         todo.extend(kids.get(pid, []))
 
 
-def run(label: str, scenarios: list[str], jobs: int, n_cpus: int) -> tuple[bool, float, float]:
+def run(label: str, scenarios: list[str], jobs: int, n_cpus: int, keep: str | None = None) -> tuple[bool, float, float]:
     pin = cpus(n_cpus)
-    with tempfile.TemporaryDirectory(prefix="bench-report-") as out:
+    with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:
+        out = str(Path(keep) / f"jobs{jobs}") if keep else tmp
         cmd = [sys.executable, "-m", "workbook", "report", *scenarios, "--out", out, "--jobs", str(jobs)]
         t0, c0 = time.perf_counter(), _children_cpu_s()
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -149,15 +150,17 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scenarios", nargs="*", default=None, help="default: every shipped scenario")
     ap.add_argument("--only", choices=("one", "batch"), help="run only the one-report or only the batch figure")
+    ap.add_argument("--keep", metavar="DIR", help="write the reports into DIR/jobs1 and DIR/jobs2 (must not exist "
+                    "yet) and keep them, e.g. to compare their content with another commit's")
     args = ap.parse_args()
     names = args.scenarios or scenario_names()
     ok1 = ok2 = True
     if args.only != "batch":
-        ok1, one, one_cpu = run("one report, one core", names[:1], jobs=1, n_cpus=1)
+        ok1, one, one_cpu = run("one report, one core", names[:1], jobs=1, n_cpus=1, keep=args.keep)
         figure(f"one report ({names[0]}), one core, wall", one, "s", ONE_TARGET_S)
         figure(f"one report ({names[0]}), CPU of the process tree", one_cpu, "s", ONE_TARGET_S)
     if args.only != "one":
-        ok2, batch, batch_cpu = run("shipped scenarios, two cores", names, jobs=2, n_cpus=2)
+        ok2, batch, batch_cpu = run("shipped scenarios, two cores", names, jobs=2, n_cpus=2, keep=args.keep)
         figure(f"{len(names)} reports on 2 jobs, wall", batch, "s", BATCH_TARGET_S,
                note="target set for 7 reports" if len(names) != 7 else "")
         figure(f"{len(names)} reports on 2 jobs, CPU of the process tree", batch_cpu, "s")
