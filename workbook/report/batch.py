@@ -43,8 +43,9 @@ from ..paths import NOTEBOOK_DIR, PACKAGE_DIR, SCENARIO_DIR
 from ..scenario import load_scenario, resolve_path, scenario_names
 from . import outfolder
 from .assemble import headline, jinja_env, report_css, sha256_file, utc_now
-from .execute import render_scenario, shutdown_kernels, stop_workers, unwind_on_signals, worker_init
+from .execute import render_scenario, shutdown_kernels, stop_workers, unwind_on_signals
 from .jobs import CELL_TIMEOUT_S, Job, Result
+from .pool import default_jobs, longest_first, pool_context, process_pool
 from .sections import SECTION_METADATA, Section, available_sections, check_parameters
 
 __all__ = ["Section", "Job", "Result", "available_sections", "check_parameters", "inputs_sha256", "plan",
@@ -357,26 +358,6 @@ def write_index(out: str | Path) -> Path:
 
 # --- the batch ---------------------------------------------------------------------------------------
 
-def _default_jobs() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
-def _process_pool(workers: int) -> cf.Executor:
-    import multiprocessing as mp
-
-    # forkserver: workers fork from a clean single-threaded server that imported the heavy modules
-    # once (papermill and nbconvert take seconds to import), rather than importing them each.
-    method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-    ctx = mp.get_context(method)
-    if method == "forkserver":
-        ctx.set_forkserver_preload(["workbook.report.batch", "papermill", "nbconvert", "jupyter_client",
-                                    "workbook.analysis"])
-    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=worker_init, initargs=(os.getpid(),))
-
-
 def _worker_failed(job: Job, e: Exception, prefix: str = "") -> Result:
     return Result(scenario=job.scenario, ok=False, title=job.title, error=f"{prefix}{e.__class__.__name__}: {e}",
                   error_detail={"ename": e.__class__.__name__, "evalue": str(e)})
@@ -399,7 +380,7 @@ def _results(jobs: list[Job], workers: int, executor: cf.Executor | None):
             shutdown_kernels()
         return
     own = executor is None
-    ex = executor or _process_pool(min(workers, len(jobs)))
+    ex = executor or process_pool(min(workers, len(jobs)))
     try:
         futures = {ex.submit(render_scenario, job): job for job in jobs}
         for fut in cf.as_completed(futures):
@@ -560,7 +541,12 @@ def run(args) -> int:
 
 def _run_locked(args, out: Path, names: list[str], t0: float) -> int:
     plan_failed: list[str] = []
+    workers = max(1, args.jobs or default_jobs())
+    if workers > 1 and len(names) > 1 and not (args.scheduler or args.skip_unchanged):
+        pool_context(start=True)   # the workers' server imports while the batch is planned
     jobs, problems, skipped = plan(names, out, args.notebooks, args.skip_unchanged, args.timeout, plan_failed)
+    if workers > 1:
+        jobs = longest_first(jobs, out)
     present = _announce(args, problems, skipped)
     for line in plan_failed:
         _say(f"FAILED  {line}")
@@ -568,7 +554,6 @@ def _run_locked(args, out: Path, names: list[str], t0: float) -> int:
         problem = netcheck.loopback_problem()
         if problem:  # else each report would wait 60 s for "Kernel didn't respond"
             raise InputError(problem)
-    workers = max(1, args.jobs or _default_jobs())
     executor, client = None, None
     if args.scheduler and jobs:
         client = _dask_client(args.scheduler)

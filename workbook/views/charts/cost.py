@@ -7,7 +7,7 @@ import altair as alt
 import pandas as pd
 
 from ...terms import PRICING_MODEL_IDS, pricing_short
-from .base import empty
+from .base import Chart, empty
 
 
 def _metric(df: pd.DataFrame) -> tuple[str, str]:
@@ -26,7 +26,7 @@ def pricing_models(priced: pd.DataFrame) -> alt.Chart:
     best = ok.sort_values(metric).drop_duplicates(["accelerator", "pricing_model"]).copy()
     best["way to pay"] = best["pricing_model"].map(pricing_short)
     order = [pricing_short(m) for m in PRICING_MODEL_IDS if m in set(best["pricing_model"])]
-    base = alt.Chart(best).encode(
+    base = Chart(best).encode(
         y=alt.Y("accelerator:N", title=None, sort=alt.EncodingSortField(metric, op="min")),
         yOffset=alt.YOffset("way to pay:N", sort=order),
         color=alt.Color("way to pay:N", sort=order, title="Way to pay"),
@@ -55,7 +55,7 @@ def offers(offers_frame: pd.DataFrame, top: int = 25) -> alt.Chart:
     extra = [alt.Tooltip(f"{c}:Q", format=",.3~g") for c in ("training_days", "p_meets_deadline", "goodput",
                                                              "start_days", "contract_usd", "porting_usd", "hosting_usd",
                                                              "user_rtt_ms") if c in d and d[c].notna().any()]
-    base = alt.Chart(d).encode(
+    base = Chart(d).encode(
         y=alt.Y("offer:N", title=None, sort=alt.EncodingSortField("rank", op="min")),
         tooltip=["offering", "provider", "way to pay", "chips", "instances", "tied",
                  alt.Tooltip(f"{metric}:Q", format=",.3~s", title=title), *extra])
@@ -75,7 +75,7 @@ def breakeven_chart(curves: pd.DataFrame) -> alt.Chart:
     d = curves.copy()
     d["way to pay"] = d["pricing_model"].map(pricing_short)
     acc = d["accelerator"].iloc[0]
-    return alt.Chart(d).mark_line().encode(
+    return Chart(d).mark_line().encode(
         x=alt.X("month:Q", title="Months of use"),
         y=alt.Y("cumulative_usd_per_chip:Q", title="Cumulative USD per chip"),
         color=alt.Color("way to pay:N", title="Way to pay"),
@@ -87,7 +87,7 @@ def mc_distribution(hist: pd.DataFrame) -> alt.Chart:
     """Monte Carlo distribution (share of draws per bin) of the ranking figure, one colour per option."""
     if hist is None or hist.empty:
         return empty("No option passes the hard constraints.")
-    return alt.Chart(hist).mark_area(opacity=0.45, interpolate="step").encode(
+    return Chart(hist).mark_area(opacity=0.45, interpolate="step").encode(
         x=alt.X("bin_start:Q", title="Cost figure (USD per run, or per million output tokens)"),
         y=alt.Y("share:Q", title="Share of draws", stack=None, axis=alt.Axis(format="%")),
         color=alt.Color("option:N", title="Option", legend=alt.Legend(orient="bottom", columns=1, labelLimit=480)),
@@ -105,13 +105,13 @@ def tornado_chart(t: pd.DataFrame) -> alt.Chart:
     ])
     order = list(t["input"])
     base_value = float(t["base"].iloc[0])
-    bars = alt.Chart(long).mark_bar().encode(
+    bars = Chart(long).mark_bar().encode(
         y=alt.Y("input:N", sort=order, title=None),
         x=alt.X("value:Q", title="Cost figure", scale=alt.Scale(zero=False)),
         x2=alt.X2("base:Q"),
         color=alt.Color("end:N", title="Input at", scale=alt.Scale(domain=["low", "high"])),
         tooltip=["input", "end", alt.Tooltip("setting:Q", format=".3g"), alt.Tooltip("value:Q", format=",.3~s")])
-    rule = alt.Chart(pd.DataFrame({"base": [base_value]})).mark_rule(color="#333").encode(x="base:Q")
+    rule = Chart(pd.DataFrame({"base": [base_value]})).mark_rule(color="#333").encode(x="base:Q")
     return (bars + rule).properties(title=f"Tornado: {t['option'].iloc[0]}", width=520, height=alt.Step(26))
 
 
@@ -126,7 +126,7 @@ def pareto_chart(ranking: pd.DataFrame) -> alt.Chart:
                             else ("tpot_ms", "Time per output token (ms)"))
     d["way to pay"] = d["pricing_model"].map(pricing_short)
     d["front"] = d["pareto"].map({True: "Pareto front", False: "dominated"})
-    return alt.Chart(d).mark_point(size=110, filled=True).encode(
+    return Chart(d).mark_point(size=110, filled=True).encode(
         x=alt.X(f"{metric}:Q", title=title, scale=alt.Scale(zero=False)),
         y=alt.Y(f"{time_col}:Q", title=time_title, scale=alt.Scale(zero=False)),
         color=alt.Color("accelerator:N", title="Accelerator"),

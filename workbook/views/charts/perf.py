@@ -8,7 +8,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .base import empty
+from .base import Chart, empty
 
 COMPONENT_ORDER = ["weights", "gradients", "optimizer states", "activations", "KV cache"]
 
@@ -21,14 +21,14 @@ def roofline(lines: pd.DataFrame, points: pd.DataFrame | None = None) -> alt.Cha
         return empty("No accelerator has a peak for this precision.")
     d = lines.assign(tflops=lines["attainable_flops_per_s"] / 1e12)
     x = alt.X("intensity_flops_per_byte:Q", scale=alt.Scale(type="log"), title="Arithmetic intensity (FLOPs per byte)")
-    chart = alt.Chart(d).mark_line().encode(
+    chart = Chart(d).mark_line().encode(
         x=x, y=alt.Y("tflops:Q", scale=alt.Scale(type="log"), title="Attainable TFLOP/s per chip"),
         color=alt.Color("accelerator:N", title="Accelerator"),
         tooltip=["accelerator", alt.Tooltip("ridge_flops_per_byte:Q", format=".0f", title="ridge (FLOPs/byte)"),
                  alt.Tooltip("peak_flops_per_s:Q", format=".3s", title="peak FLOP/s")])
     if points is not None and not points.empty:
         pts = points.assign(tflops=points["attained_flops_per_s"] / 1e12)
-        chart = chart + alt.Chart(pts).mark_point(size=70, filled=True).encode(
+        chart = chart + Chart(pts).mark_point(size=70, filled=True).encode(
             x=x, y="tflops:Q", color="accelerator:N", shape=alt.Shape("point:N", title="Workload"),
             tooltip=["accelerator", "point", alt.Tooltip("intensity_flops_per_byte:Q", format=".3g"),
                      alt.Tooltip("tflops:Q", format=".3g", title="attainable TFLOP/s")])
@@ -58,13 +58,13 @@ def comparison(df: pd.DataFrame, metric: str | None = None) -> alt.Chart:
               "output_tokens_per_s": "Output tokens/s (deployment)"}
     title = titles.get(metric, metric)
     y = alt.Y("accelerator:N", sort=alt.EncodingSortField(field=metric, order="ascending"), title=None)
-    bars = alt.Chart(d).mark_bar(opacity=0.8).encode(
+    bars = Chart(d).mark_bar(opacity=0.8).encode(
         y=y, x=alt.X(f"{metric}:Q", title=title), color=alt.Color("family:N", title="Family"),
         tooltip=["accelerator", "chips", alt.Tooltip(f"{metric}:Q", format=",.3g"),
                  alt.Tooltip(f"{metric}_low:Q", format=",.3g", title="P10"),
                  alt.Tooltip(f"{metric}_high:Q", format=",.3g", title="P90"), "calibrated"])
     if f"{metric}_low" in d:
-        bars = bars + alt.Chart(d).mark_errorbar(ticks=True).encode(
+        bars = bars + Chart(d).mark_errorbar(ticks=True).encode(
             y=y, x=alt.X(f"{metric}_low:Q", title=title), x2=f"{metric}_high:Q")
     return bars.properties(title=f"{title} with P10-P90 band from the calibration runs", width=480,
                            height=max(120, 26 * len(d)))
@@ -77,7 +77,7 @@ def memory_breakdown(df: pd.DataFrame, memory_bytes: float | None = None) -> alt
         return empty("No memory model for this workload.")
     d = df.assign(gb=df["bytes"] / 1e9)
     order = [c for c in COMPONENT_ORDER if c in set(d["component"])]
-    chart = alt.Chart(d).mark_bar().encode(
+    chart = Chart(d).mark_bar().encode(
         y=alt.Y("setting:N", title=None, sort=list(dict.fromkeys(d["setting"]))),
         x=alt.X("sum(gb):Q", title="GB (one model copy, before sharding)"),
         color=alt.Color("component:N", sort=order, title="Component"),
@@ -85,7 +85,7 @@ def memory_breakdown(df: pd.DataFrame, memory_bytes: float | None = None) -> alt
         tooltip=["setting", "component", alt.Tooltip("gb:Q", format=",.1f", title="GB")],
     ).transform_calculate(component_order=f"indexof({order!r}, datum.component)")
     if memory_bytes:
-        rule = alt.Chart(pd.DataFrame({"gb": [memory_bytes / 1e9]})).mark_rule(color="black", strokeDash=[4, 3]).encode(x="gb:Q")
+        rule = Chart(pd.DataFrame({"gb": [memory_bytes / 1e9]})).mark_rule(color="black", strokeDash=[4, 3]).encode(x="gb:Q")
         chart = chart + rule
     return chart.properties(title="Memory by component", width=480, height=max(90, 34 * d["setting"].nunique()))
 
@@ -96,7 +96,7 @@ def calibration(table: pd.DataFrame) -> alt.Chart:
     if table is None or table.empty:
         return empty("No calibration runs.")
     d = table.assign(held_out=table["split"].eq("holdout"))
-    base = alt.Chart(d).encode(
+    base = Chart(d).encode(
         x=alt.X("value:Q", scale=alt.Scale(type="log"), title="published (one definition)"),
         y=alt.Y("predicted:Q", scale=alt.Scale(type="log"), title="model"),
         color=alt.Color("family:N", title="Family"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .base import empty
+from .base import Chart, empty
 
 
 def monthly_cost(monthly: pd.DataFrame, all_on_demand_usd: float | None = None) -> alt.Chart:
@@ -16,7 +16,7 @@ def monthly_cost(monthly: pd.DataFrame, all_on_demand_usd: float | None = None) 
     d = monthly.copy()
     d["offer"] = d["offering"] + " · " + d["way to pay"]
     d["order"] = (~d["pricing_model"].str.startswith("commit")).astype(int)
-    bars = alt.Chart(d).mark_bar().encode(
+    bars = Chart(d).mark_bar().encode(
         x=alt.X("month:O", title="Month"),
         y=alt.Y("sum(cost_usd):Q", title="Cost (USD)", stack="zero"),
         color=alt.Color("offer:N", title="Offering · way to pay", legend=alt.Legend(orient="bottom", columns=1, labelLimit=400)),
@@ -27,7 +27,7 @@ def monthly_cost(monthly: pd.DataFrame, all_on_demand_usd: float | None = None) 
     chart = bars
     if all_on_demand_usd is not None and all_on_demand_usd == all_on_demand_usd:
         mean = all_on_demand_usd / d["month"].nunique()
-        rule = alt.Chart(pd.DataFrame({"usd": [mean], "label": ["all on-demand, monthly mean"]})).mark_rule(
+        rule = Chart(pd.DataFrame({"usd": [mean], "label": ["all on-demand, monthly mean"]})).mark_rule(
             strokeDash=[6, 4], color="#333").encode(y="usd:Q", tooltip=["label", alt.Tooltip("usd:Q", format="$,.0f")])
         chart = bars + rule
     return chart.properties(title="Cost per month by offering and way to pay (dashed: all on-demand)",

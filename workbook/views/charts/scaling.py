@@ -7,7 +7,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .base import empty
+from .base import Chart, empty
 
 COMPONENT_ORDER = ["compute", "recomputation", "pipeline bubble", "exposed communication", "optimizer update",
                    "synchronisation across domains", "decode (roofline)", "tensor-parallel communication"]
@@ -25,7 +25,7 @@ def scaling_curves(curves: pd.DataFrame) -> alt.Chart:
     if d.empty:
         return empty("No configuration fits in memory at these chip counts.")
     d["network"] = d["network_bound"].map({True: "network-bound", False: "compute-bound"})
-    base = alt.Chart(d).encode(
+    base = Chart(d).encode(
         x=alt.X("chips:Q", scale=alt.Scale(type="log", base=2), title="Chips"),
         color=alt.Color("accelerator:N", title="Accelerator"),
         tooltip=["accelerator", "chips", "tp", "pp", "dp", "cp", "ep", "zero", "recompute", "micro_batch",
@@ -55,7 +55,7 @@ def mfu_curves(curves: pd.DataFrame) -> alt.Chart:
     long = d.melt(id_vars=["accelerator", "chips"], value_vars=["mfu", "scaling_efficiency"],
                   var_name="measure", value_name="value")
     long["measure"] = long["measure"].map({"mfu": "MFU", "scaling_efficiency": "scaling efficiency"})
-    return alt.Chart(long).mark_line(point=True).encode(
+    return Chart(long).mark_line(point=True).encode(
         x=alt.X("chips:Q", scale=alt.Scale(type="log", base=2), title="Chips"),
         y=alt.Y("value:Q", axis=alt.Axis(format="%"), title=None),
         color=alt.Color("accelerator:N", title="Accelerator"),
@@ -78,7 +78,7 @@ def step_breakdown(parts: pd.DataFrame, accelerator: str | None = None) -> alt.C
     order = [c for c in COMPONENT_ORDER if c in set(tidy["component"])]
     title = "Where the step goes" if x_name == "chips" else "Where an output token's time goes"
     per_facet = int(tidy.groupby("accelerator")["x"].nunique().max())
-    bars = alt.Chart().mark_bar().encode(
+    bars = Chart().mark_bar().encode(
         x=alt.X("x:O", title="Chips" if x_name == "chips" else "Tensor-parallel size"),
         y=alt.Y("share:Q", stack="normalize", axis=alt.Axis(format="%"), title="Share of time"),
         color=alt.Color("component:N", sort=order, scale=alt.Scale(domain=order), title=None),
@@ -106,7 +106,7 @@ def configurations_breakdown(table: pd.DataFrame, top: int = 8) -> alt.Chart:
     long = d.rename(columns=names).melt(id_vars=["configuration"], value_vars=list(names.values()),
                                         var_name="component", value_name="seconds")
     order = list(names.values())
-    return alt.Chart(long).mark_bar().encode(
+    return Chart(long).mark_bar().encode(
         y=alt.Y("configuration:N", sort=list(d["configuration"]), title=None, axis=alt.Axis(labelLimit=400)),
         x=alt.X("seconds:Q", title="Seconds per step"),
         color=alt.Color("component:N", sort=order, scale=alt.Scale(domain=order), title=None),
@@ -129,11 +129,11 @@ def tp_curves(df: pd.DataFrame) -> alt.Chart:
             alt.Tooltip("tpot_ms:Q", format=".1f")]
     x = alt.X("tp:O", title="Tensor-parallel size")
     color = alt.Color("accelerator:N", title="Accelerator")
-    base = alt.Chart(d).encode(x=x, color=color, tooltip=tips)
+    base = Chart(d).encode(x=x, color=color, tooltip=tips)
     thr = (base.mark_line() + base.mark_point(filled=True)).encode(
         y=alt.Y("output_tokens_per_s_per_chip:Q", title="Output tokens/s per chip")).properties(
         title="Throughput per chip at the chosen batch", width=300, height=240)
-    lat_base = alt.Chart(pd.concat([d, one], ignore_index=True)).encode(
+    lat_base = Chart(pd.concat([d, one], ignore_index=True)).encode(
         x=x, color=color, tooltip=tips,
         strokeDash=alt.StrokeDash("batch_kind:N", title="Batch", sort=["chosen batch", "batch 1"]))
     lat = (lat_base.mark_line() + lat_base.mark_point(filled=True)).encode(
@@ -154,7 +154,7 @@ def interactivity(df: pd.DataFrame) -> alt.Chart:
     tips = ["offer", "tp", "batch", alt.Tooltip("tokens_per_s_per_user:Q", format=",.0f"),
             alt.Tooltip("output_tokens_per_s_per_chip:Q", format=",.0f"),
             alt.Tooltip("usd_per_million_tokens_full_load:Q", format="$,.3f", title="$ per M tokens (full load)")]
-    base = alt.Chart(d).encode(
+    base = Chart(d).encode(
         x=alt.X("tokens_per_s_per_user:Q", title="Interactivity: output tokens/s per user (1000 / ms per token)",
                 scale=alt.Scale(zero=False)),
         y=alt.Y("output_tokens_per_s_per_chip:Q", title="Output tokens/s per chip", scale=alt.Scale(type="log")),

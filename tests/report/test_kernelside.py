@@ -1,0 +1,122 @@
+"""What the report runner does inside its kernel (``report.kernelside``) and how a batch kernel draws
+charts (``views.charts.base.static_bundle``, ``slim_spec``): the same namespace reset as ``%reset -f``
+and the same SVG as Altair's own renderer, only cheaper. Shells here are private ``InteractiveShell``
+objects, not the process-wide singleton, so other tests see no IPython shell."""
+import gc
+
+import altair as alt
+import pandas as pd
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from traitlets.config import Config
+
+from workbook.report import kernelside
+from workbook.report.pool import longest_first
+from workbook.views.charts import base
+
+
+@pytest.fixture
+def shell():
+    threshold = gc.get_threshold()
+    sh = InteractiveShell(config=Config({"HistoryManager": {"enabled": False}}))
+    yield sh
+    gc.set_threshold(*threshold)
+
+
+def test_reset_namespace_is_reset_f_without_a_full_collection(shell, monkeypatch):
+    magic = InteractiveShell(config=Config({"HistoryManager": {"enabled": False}}))
+    for sh in (magic, shell):
+        sh.run_cell("x = 41\nx + 1", silent=True)
+        sh.run_cell("y = x + 1")
+        assert sh.user_ns["y"] == 42
+    magic.run_line_magic("reset", "-f")
+    calls = []
+    monkeypatch.setattr(gc, "collect", lambda generation=2: calls.append(generation) or 0)
+    kernelside.reset_namespace(shell)
+    assert "x" not in shell.user_ns and "y" not in shell.user_ns
+    assert set(shell.user_ns) == set(magic.user_ns)
+    assert shell.execution_count == 1
+    assert calls == []                       # %reset -f would have run two full collections
+    assert gc.collect(0) == 0 and calls == [0]  # and gc.collect is given back
+
+
+def test_reset_namespace_numbers_cells_from_one_in_a_new_history_session(capsys):
+    sh = InteractiveShell(config=Config({"HistoryManager": {"hist_file": ":memory:"}}))
+    for _ in range(2):
+        for code in ("a = 1", "b = 2"):
+            sh.run_cell(code, store_history=True)
+        sh.history_manager.writeout_cache()
+        kernelside.reset_namespace(sh)
+        assert sh.execution_count == 1
+    assert "not unique" not in capsys.readouterr().out   # IPython's complaint, which reached a report
+
+
+def _chart(extra_columns: bool = True) -> alt.Chart:
+    df = pd.DataFrame({"name": ["a", "b", "c"], "value": [3.0, 1.0, 2.0], "order": [2, 0, 1]})
+    if extra_columns:
+        df["unused"] = ["x" * 50] * 3
+    return alt.Chart(df).mark_bar().encode(x="value:Q", y=alt.Y("name:N", sort=alt.EncodingSortField("order"))
+                                           ).transform_calculate(double="datum.value * 2")
+
+
+def test_prepare_draws_charts_as_altairs_svg_renderer_does(shell, monkeypatch):
+    monkeypatch.setenv("FONTCONFIG_FILE", str(base.FONTS_CONF))   # restored after the test
+    kernelside.prepare(shell)
+    assert gc.get_threshold()[0] == kernelside.GC_THRESHOLD_0
+    chart = _chart()
+    data, _ = shell.display_formatter.format(chart)
+    assert data["image/svg+xml"] == chart._repr_mimebundle_()["image/svg+xml"]
+    assert data["text/plain"] == repr(chart)
+
+
+def test_slim_spec_keeps_only_the_columns_the_chart_reads():
+    spec = _chart().to_dict()
+    rows = next(iter(base.slim_spec(spec)["datasets"].values()))
+    assert set(rows[0]) == {"name", "value", "order"}
+    assert base.slim_spec(_chart(extra_columns=False).to_dict()) == _chart(extra_columns=False).to_dict()
+
+
+@pytest.mark.parametrize("spec", [
+    {"transform": [{"fold": ["a", "b"]}], "mark": "bar", "datasets": {"d": [{"a": 1, "b": 2, "c": 3}]}},
+    {"mark": "bar", "encoding": {"x": {"field": "a.b"}}, "datasets": {"d": [{"a": 1, "c": 3}]}},
+    {"mark": "bar", "params": [{"name": "p", "select": "point"}], "datasets": {"d": [{"a": 1, "c": 3}]}},
+    {"mark": "bar", "transform": [{"filter": "datum[name] > 1"}], "datasets": {"d": [{"a": 1, "c": 3}]}},
+    {"mark": "bar", "encoding": {"x": {"aggregate": {"argmax": "c"}, "field": "a"}}, "datasets": {"d": [{"a": 1, "c": 3}]}},
+    {"mark": "bar", "encoding": {"tooltip": {"content": "data"}}, "datasets": {"d": [{"a": 1, "c": 3}]}},
+])
+def test_slim_spec_leaves_what_it_cannot_follow_alone(spec):
+    assert base.slim_spec(spec) is spec
+
+
+def test_static_bundle_draws_the_same_svg_from_the_slimmed_data_and_memoises_it():
+    base._SVG_MEMO.clear()
+    chart = _chart()
+    first = base.static_bundle(chart)
+    assert first == chart._repr_mimebundle_()
+    assert len(base._SVG_MEMO) == 1
+    assert base.static_bundle(_chart()) == first and len(base._SVG_MEMO) == 1
+
+
+def test_longest_first_orders_jobs_by_their_last_report(tmp_path):
+    import json
+    from types import SimpleNamespace
+
+    for name, secs in (("short", [1.0, 2.0]), ("long", [5.0, 4.0])):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "summary.json").write_text(json.dumps(
+            {"report": {"notebooks": [{"duration_s": s} for s in secs]}}))
+    jobs = [SimpleNamespace(scenario=n) for n in ("short", "new", "long")]
+    assert [j.scenario for j in longest_first(jobs, tmp_path)] == ["new", "long", "short"]
+
+
+def test_vendored_fonts_only_points_vl_convert_at_no_system_font(monkeypatch):
+    monkeypatch.delenv("FONTCONFIG_FILE", raising=False)
+    assert base.vendored_fonts_only()
+    import os
+
+    conf = base.FONTS_CONF.read_text()
+    assert os.environ["FONTCONFIG_FILE"] == str(base.FONTS_CONF)
+    assert "<dir>/dev/null/" in conf          # a folder that cannot exist: fontdb loads no system font
+    monkeypatch.setenv("FONTCONFIG_FILE", "/etc/fonts/fonts.conf")
+    assert not base.vendored_fonts_only()    # the user's own setting wins
+    assert os.environ["FONTCONFIG_FILE"] == "/etc/fonts/fonts.conf"
