@@ -139,15 +139,39 @@ def _evaluate(g: dict, a: int, b: int) -> dict:
 BLOCK_ROWS = 48
 
 
+_PERCENTS = np.true_divide([10, 50, 90], 100)
+
+
+def sorted_percentiles(y: np.ndarray, percents: np.ndarray = _PERCENTS) -> np.ndarray:
+    """``np.percentile(y, percents * 100, axis=1)`` (the default "linear" method, Hyndman and Fan
+    1996 type 7) of rows already sorted in ascending order, read at their ranks without another
+    partition: the same virtual index (n - 1)·q, neighbours, bounds and interpolation (the
+    two-sided ``_lerp`` of numpy 2.x), so the same floats. Shape (len(percents), rows)."""
+    n = y.shape[1]
+    virtual = (n - 1) * percents
+    prev = np.floor(virtual)
+    nxt = prev + 1
+    above, below = virtual >= n - 1, virtual < 0
+    prev[above], nxt[above] = -1, -1
+    prev[below], nxt[below] = 0, 0
+    prev, nxt = prev.astype(np.intp), nxt.astype(np.intp)
+    t = (virtual - prev)[:, None]
+    a, b = y[:, prev].T, y[:, nxt].T
+    diff = b - a
+    out = a + diff * t
+    np.subtract(b, diff * (1 - t), out=out, where=np.broadcast_to(t >= 0.5, out.shape))
+    return out
+
+
 def _percentiles(x: np.ndarray) -> np.ndarray:
     """P10/P50/P90 per row; a draw that never finishes (NaN) counts as infinitely expensive, so a
     percentile that reaches such draws is NaN ("unbounded")."""
     y = np.where(np.isnan(x), np.inf, x)  # a temporary
-    # sorted first: numpy's vectorised sort, then a partition of sorted rows, costs a third of the partition at
-    # six ranks np.percentile makes on unsorted rows; the values at those ranks are the same, so are the percentiles
+    # sorted once (numpy's vectorised sort), then read at the ranks (``sorted_percentiles``): a third of
+    # the cost of np.percentile's partition at six ranks of unsorted rows, and the same values
     y.sort(axis=1)
     with np.errstate(invalid="ignore"):
-        q = np.percentile(y, [10, 50, 90], axis=1, overwrite_input=True)
+        q = sorted_percentiles(y)
     return np.where(np.isfinite(q), q, np.nan)
 
 

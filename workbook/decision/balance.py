@@ -129,6 +129,12 @@ def balance_table(s: Scenario, options: pd.DataFrame) -> pd.DataFrame:
     # the columns balance_flags reads (the option's own host specs when it carries them)
     cols = [c for c in ("offering", "instance", "chips", "checkpoint_bytes", "chips_per_instance", "vcpus",
                         "host_memory_bytes", "local_nvme_bytes") if c in options]
-    out = [balance_flags(s, r, wb, hosts) for r in options[cols].to_dict("records")]
+    memo: dict = {}   # the ways to pay of one offering share their host and plan: checked once
+    out = []
+    for r in options[cols].to_dict("records"):
+        key = tuple(None if isinstance(v, float) and v != v else v for v in r.values())
+        if key not in memo:
+            memo[key] = balance_flags(s, r, wb, hosts)
+        out.append(memo[key])
     return pd.DataFrame({"host_warnings": [" ".join(f) for f, _ in out],
                          "host_checks": [",".join(c) for _, c in out]}, index=options.index)

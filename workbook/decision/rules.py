@@ -229,15 +229,19 @@ def _fit_rules(s: Scenario, priced: pd.DataFrame, ex: _Ledger) -> None:
         ok = priced["meets_slo"].astype("boolean").fillna(False)
         fits = priced["fits"].astype("boolean").fillna(False) if "fits" in priced else True
         w = s.workload
-        parts = []
-        for _, r in priced.iterrows():
+        late = pd.Series(~ok & fits, index=priced.index).fillna(False).astype(bool)
+        parts = pd.Series("", index=priced.index, dtype=object)
+        cols = [c for c in ("user_rtt_ms", "user_rtt_basis", "ttft_ms_at_slo_percentile", "ttft_ms", "tpot_ms")
+                if c in priced]
+        # the sentence of each row ruled out (the rows that pass carry none), from the columns it reads
+        for lbl, r in zip(priced.index[late.to_numpy()], priced.loc[late, cols].to_dict("records")):
             bits = _user_rtt_bits(w, r)
             if w.ttft_slo_ms is not None and pd.notna(r.get("ttft_ms")) and r["ttft_ms"] > w.ttft_slo_ms:
                 bits.append(f"TTFT {r['ttft_ms']:.0f} ms > {w.ttft_slo_ms:g} ms")
             if w.tpot_slo_ms is not None and pd.notna(r.get("tpot_ms")) and r["tpot_ms"] > w.tpot_slo_ms:
                 bits.append(f"{r['tpot_ms']:.0f} ms per token > {w.tpot_slo_ms:g} ms")
-            parts.append("latency: " + (", ".join(bits) if bits else "misses the load or latency targets"))
-        ex.add("latency", ~ok & fits, pd.Series(parts, index=priced.index))
+            parts[lbl] = "latency: " + (", ".join(bits) if bits else "misses the load or latency targets")
+        ex.add("latency", late, parts)
 
 
 def _spot_rules(s: Scenario, priced: pd.DataFrame, ex: _Ledger) -> None:
