@@ -262,15 +262,15 @@ def records(df: pd.DataFrame) -> list[dict]:
     fast = [isinstance(dt, np.dtype) and dt.kind in "fiub" for dt in df.dtypes]
     slow = [c for c, f in zip(cols, fast) if not f]
     slow_rows = [jsonable(row) for row in df[slow].to_dict("records")] if slow else [{}] * len(df)
-    values = {}
+    columns = []
     for i, (c, f) in enumerate(zip(cols, fast)):
         if f:
             v = df.iloc[:, i].to_numpy().tolist()
-            values[c] = [x if math.isfinite(x) else None for x in v] if df.dtypes.iloc[i].kind == "f" else v
-    out = []
-    for j, srow in enumerate(slow_rows):
-        out.append({str(c): (values[c][j] if c in values else srow[str(c)]) for c in cols})
-    return out
+            columns.append([x if math.isfinite(x) else None for x in v] if df.dtypes.iloc[i].kind == "f" else v)
+        else:
+            columns.append([row[str(c)] for row in slow_rows])
+    keys = [str(c) for c in cols]
+    return [dict(zip(keys, row)) for row in zip(*columns)]
 
 
 def _option_costs(priced: pd.DataFrame, accelerator: str) -> dict:

@@ -50,13 +50,17 @@ _HOSTS: list = [None, None]
 
 
 def _host_index() -> dict[str, dict]:
-    """Every offering's catalog row (host specs) by offering id, from ``data/offerings.csv``; built
+    """Every offering's host specs (``_HOST_COLUMNS`` of its catalog row) by offering id, from ``data/offerings.csv``; built
     once per catalog load (callers only read it)."""
     full = catalog.offerings()
     if _HOSTS[0] is not full:
         off = full.drop_duplicates("offering")
+        off = off[[c for c in _HOST_COLUMNS if c in off]]   # what balance_flags reads, not every column
         _HOSTS[:] = [full, dict(zip(off["offering"], off.to_dict("records")))]
     return _HOSTS[1]
+
+
+_HOST_COLUMNS = ("offering", "instance", "chips_per_instance", "vcpus", "host_memory_bytes", "local_nvme_bytes")
 
 
 def _host(offering: str, hosts: dict[str, dict] | None = None) -> dict | None:
