@@ -11,8 +11,8 @@ from pydantic import BaseModel
 def hashable(x):
     """A hashable view of a value made of pydantic models, dicts, lists and scalars (NaN as None), to
     key caches on what a result depends on."""
-    if isinstance(x, BaseModel):
-        return (type(x).__name__, hashable(x.model_dump()))
+    if isinstance(x, BaseModel):  # its JSON (NaN as null, like None here): one fast call, not a walk of its dump
+        return (type(x).__name__, x.model_dump_json())
     if isinstance(x, dict):
         return tuple(sorted((str(k), hashable(v)) for k, v in x.items()))
     if isinstance(x, (list, tuple)):
