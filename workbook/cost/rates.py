@@ -71,7 +71,8 @@ def _first_candidate(n, rho, eps):
     terms of each failed test (a fleet of thousands of instances needs hundreds of spares)."""
     bound = (n * rho - 1.0 - math.log(2.0) - 1.0) / (1.0 - rho)   # k <= bound fails (one unit of margin)
     first = np.floor(np.maximum(bound, -1.0)) + 1.0
-    exact = np.floor(np.maximum(_EXACT_MEAN / rho - n, 0.0))      # counts below it have a mean < _EXACT_MEAN
+    with np.errstate(divide="ignore"):  # rho 0: every count's mean is 0 (inf here, the bound above decides)
+        exact = np.floor(np.maximum(_EXACT_MEAN / rho - n, 0.0))  # counts below it have a mean < _EXACT_MEAN
     first = np.where(eps < 0.49, np.minimum(np.minimum(first, exact), MAX_SPARES + 1.0), 0.0)
     return np.where((n * rho >= _ZERO_MEAN) & (eps < 1.0), MAX_SPARES + 1.0, first)
 
