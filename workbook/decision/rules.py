@@ -217,14 +217,14 @@ class _Ledger:
     def __init__(self, priced: pd.DataFrame):
         self.priced = priced
         self.found: list[list[Exclusion]] = [[] for _ in range(len(priced))]
-        self._pos = {lbl: i for i, lbl in enumerate(priced.index)}
 
     def add(self, code: str, mask, text) -> None:
         idx = self.priced.index
         mask = pd.Series(mask, index=idx).fillna(False).astype(bool)
         texts = text if isinstance(text, pd.Series) else pd.Series(text, index=idx)
-        for lbl in idx[mask.to_numpy()]:
-            self.found[self._pos[lbl]].append(Exclusion(code, str(texts[lbl])))
+        values = texts.reindex(idx).to_numpy() if not texts.index.equals(idx) else texts.to_numpy()
+        for i in np.flatnonzero(mask.to_numpy()):  # positions: the label's row, its text at the same place
+            self.found[i].append(Exclusion(code, str(values[i])))
 
 
 def _user_rtt_bits(w, r) -> list[str]:
