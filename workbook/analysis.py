@@ -58,7 +58,9 @@ def price(s: Scenario, perf_df: pd.DataFrame, fit: pd.DataFrame | None = None,
     cost of the fit) -> apply_constraints. ``offerings``/``systems`` replace the catalogs (tests)."""
     fit = decision.framework_fit(s, perf_df["accelerator"]) if fit is None else fit
     priced = cost.price_options(s, perf_df, fit, offerings=offerings, systems=systems)
-    return decision.apply_constraints(s, priced, fit)
+    # one block per dtype (pricing adds its columns one at a time): every later row filter takes each
+    # block once, not each column
+    return decision.apply_constraints(s, priced, fit).copy()
 
 
 def offer_performance(s: Scenario, perf_df: pd.DataFrame, eff: Efficiency | None = None) -> pd.DataFrame | None:
