@@ -3,8 +3,8 @@
 For every shipped scenario, with its candidate list and pinned cluster removed (so every catalog chip
 with a peak for the precision is estimated), prints the number of accelerators, the time of the first
 ``model.estimate.compare`` call for that scenario in this process (cold: every multi-chip layout search runs)
-and the median of repeated calls (warm: the searches come from ``estimate.training_config``'s cache, as
-when a widget redraws), plus how many layout searches the cold call ran. Training uses the same
+and the median of repeated calls (warm: the layout searches come from ``estimate.training_config``'s
+cache and the serving estimates from ``estimate._serving``'s, as when a widget redraws), plus how many layout searches the cold call ran. Training uses the same
 multi-chip search (``model.search`` over ``search.practical_limits``) as ``estimate``.
 Target (issue 3): well under 100 ms of model time per scenario, so a widget feels instant: met by
 the warm calls (the exit status is 1 when one misses it). A cold training call runs a few layout

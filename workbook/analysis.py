@@ -58,7 +58,9 @@ def price(s: Scenario, perf_df: pd.DataFrame, fit: pd.DataFrame | None = None,
     cost of the fit) -> apply_constraints. ``offerings``/``systems`` replace the catalogs (tests)."""
     fit = decision.framework_fit(s, perf_df["accelerator"]) if fit is None else fit
     priced = cost.price_options(s, perf_df, fit, offerings=offerings, systems=systems)
-    return decision.apply_constraints(s, priced, fit)
+    # one block per dtype (pricing adds its columns one at a time): every later row filter takes each
+    # block once, not each column
+    return decision.apply_constraints(s, priced, fit).copy()
 
 
 def offer_performance(s: Scenario, perf_df: pd.DataFrame, eff: Efficiency | None = None) -> pd.DataFrame | None:
@@ -262,15 +264,15 @@ def records(df: pd.DataFrame) -> list[dict]:
     fast = [isinstance(dt, np.dtype) and dt.kind in "fiub" for dt in df.dtypes]
     slow = [c for c, f in zip(cols, fast) if not f]
     slow_rows = [jsonable(row) for row in df[slow].to_dict("records")] if slow else [{}] * len(df)
-    values = {}
+    columns = []
     for i, (c, f) in enumerate(zip(cols, fast)):
         if f:
             v = df.iloc[:, i].to_numpy().tolist()
-            values[c] = [x if math.isfinite(x) else None for x in v] if df.dtypes.iloc[i].kind == "f" else v
-    out = []
-    for j, srow in enumerate(slow_rows):
-        out.append({str(c): (values[c][j] if c in values else srow[str(c)]) for c in cols})
-    return out
+            columns.append([x if math.isfinite(x) else None for x in v] if df.dtypes.iloc[i].kind == "f" else v)
+        else:
+            columns.append([row[str(c)] for row in slow_rows])
+    keys = [str(c) for c in cols]
+    return [dict(zip(keys, row)) for row in zip(*columns)]
 
 
 def _option_costs(priced: pd.DataFrame, accelerator: str) -> dict:

@@ -8,6 +8,7 @@ nothing outside this machine, so every non-loopback request is blocked and recor
 """
 from __future__ import annotations
 
+import http.client
 import os
 import signal
 import socket
@@ -61,6 +62,40 @@ def start_process(cmd: list[str], port: int, log: Path, cwd: Path = ROOT, env: d
         stop_process(proc)
         raise
     return proc
+
+
+def http_request(port: int, path: str, method: str = "GET", headers: dict | None = None, timeout: float = 30):
+    """(status, headers with lower-case names, body) of one plain-HTTP request to 127.0.0.1:port."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request(method, path, headers=headers or {})
+        r = conn.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read().decode("utf-8", "replace")
+    finally:
+        conn.close()
+
+
+def server_kernels(pid: int) -> int:
+    """Kernel processes started by the server ``pid`` (its children running ipykernel)."""
+    n = 0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmd = (proc / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        n += ppid == pid and b"ipykernel" in cmd
+    return n
+
+
+def wait_for_kernels(pid: int, at_most: int, timeout_s: float) -> int:
+    """Wait until the server ``pid`` has at most ``at_most`` kernels (or time runs out); the count."""
+    deadline = time.monotonic() + timeout_s
+    while (n := server_kernels(pid)) > at_most and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return n
 
 
 def start_app(port: int, log: Path, extra: list[str] | None = None) -> subprocess.Popen:

@@ -4,7 +4,9 @@ token (``/voila/query/<kernel-id>``), missing security headers, server paths in 
 reclaimed, no cap on kernels, and a 60 s hang when kernels cannot start (no loopback).
 
 The server tests start the launcher on a free loopback port with a token, a short culling time and a
-cap of two visitors, talk plain HTTP to it and stop it by its PID; every request has a timeout."""
+cap of two visitors, talk plain HTTP to it and stop it by its PID; every request has a timeout. The
+culling and the cap are observed on a server of their own (``test_app_kernel_cap.py``: no wait for
+these tests' kernels to go first, and it runs beside this module on another test worker)."""
 from __future__ import annotations
 
 import http.client
@@ -13,7 +15,6 @@ import socket
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -21,6 +22,8 @@ import browser_helpers as bh
 from workbook import netcheck
 from workbook.app import __main__ as launcher
 from workbook.app import server
+
+_request = bh.http_request
 
 TOKEN = "s3cr3t-token-for-tests"
 CULL_S = 25          # long enough that page loads in a row are all alive (a load takes 2-8 s alone, 10-12 s on a loaded 2-core machine, where 15 s let the first kernel be culled before the cap was reached)
@@ -84,39 +87,6 @@ def test_launcher_exits_2_at_once_when_kernels_cannot_start(monkeypatch, capsys)
 
 # --- against a running server ---------------------------------------------------------------------
 
-def _request(port, path, method="GET", headers=None, timeout=30):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        conn.request(method, path, headers=headers or {})
-        r = conn.getresponse()
-        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read().decode("utf-8", "replace")
-    finally:
-        conn.close()
-
-
-def _kernels(pid: int) -> int:
-    """Kernel processes started by the server ``pid`` (its children running ipykernel)."""
-    n = 0
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            ppid = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            cmd = (proc / "cmdline").read_bytes()
-        except (OSError, IndexError, ValueError):
-            continue
-        n += ppid == pid and b"ipykernel" in cmd
-    return n
-
-
-def _wait_for_kernels(pid: int, at_most: int, timeout_s: float = CULL_S + 30) -> int:
-    """Wait until the server has at most ``at_most`` kernels (or time runs out); return the count."""
-    deadline = time.monotonic() + timeout_s
-    while (n := _kernels(pid)) > at_most and time.monotonic() < deadline:
-        time.sleep(0.5)
-    return n
-
-
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     port = bh.free_port()
@@ -171,7 +141,10 @@ def test_theme_and_template_in_the_url_are_ignored(app):
 def test_cookies_are_samesite_and_httponly(app):
     port = app[0]
     statuses = []
-    for _ in range(4):    # the module's app holds MAX_KERNELS visitors: a page refused at the cap sets no cookie
+    deadline = time.monotonic() + 2 * CULL_S + 30
+    # the module's app holds MAX_KERNELS visitors: a page refused at the cap (503, no kernel started) sets no
+    # cookie, so ask again each second until the culling frees a place
+    while time.monotonic() < deadline:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=40)
         try:
             conn.request("GET", f"/?token={TOKEN}")
@@ -183,7 +156,7 @@ def test_cookies_are_samesite_and_httponly(app):
         statuses.append(r.status)
         if cookies:
             break
-        time.sleep(CULL_S / 2)
+        time.sleep(1.0)
     assert cookies, f"the page sets its login and _xsrf cookies (answers: {statuses})"
     for c in cookies:
         flags = {f.strip().split("=")[0].lower(): f.strip() for f in c.split(";")[1:]}
@@ -216,26 +189,6 @@ def test_errors_name_no_server_path(app):
         for leak in leaks:
             assert leak not in body, (path, status, leak)
         assert "<script>" not in body
-
-
-@pytest.mark.slow
-def test_kernels_are_culled_and_capped(app):
-    port, proc, _ = app
-    assert _wait_for_kernels(proc.pid, 1) <= 1        # the earlier tests' kernels are culled
-    t0 = time.monotonic()
-    answers = [_request(port, f"/?token={TOKEN}", timeout=40) for _ in range(MAX_KERNELS + 2)]
-    elapsed = time.monotonic() - t0
-    statuses = [a[0] for a in answers]
-    if 503 not in statuses and elapsed > CULL_S:
-        # the first pages' kernels (never connected) were culled before the last request: on a loaded
-        # machine the cap cannot be observed with serial page loads, which is not a failure of the cap
-        pytest.skip(f"{len(answers)} page loads took {elapsed:.0f} s, past the {CULL_S} s cull window")
-    assert statuses[:MAX_KERNELS] == [200] * MAX_KERNELS and 503 in statuses, statuses
-    status, headers, body = answers[statuses.index(503)]
-    assert status == 503 and "busy" in body and "try again" in body
-    assert "content-security-policy" in headers
-    assert _wait_for_kernels(proc.pid, 1) <= 1, "kernels of pages nobody opened are still alive"
-    assert _request(port, f"/?token={TOKEN}", timeout=40)[0] == 200
 
 
 def test_a_pool_kernel_still_starting_is_not_counted_as_a_visitor():

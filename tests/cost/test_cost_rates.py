@@ -104,3 +104,24 @@ def test_spot_breakeven_rate_with_spares():
     assert cost.spare_instances(1, r * 1.001, 10 / 60, 0.99) == 3
     assert cost.poisson_sf(2, 3 * r / 6) == pytest.approx(0.01, rel=1e-3)
     assert cost.breakeven_interruptions_spot_spares(80.0, 80.0, 10 / 60, 1, 0.99) == 0.0
+
+
+@pytest.mark.parametrize("n,rate,restart_h,target", [
+    (2000, 0.05, 10 / 60, 0.999), (20000, 0.05, 10 / 60, 0.99), (60000, 0.05, 10 / 60, 0.9999),
+    (400, 0.5, 0.5, 0.99), (100, 1.0, 0.5, 0.999), (50, 0.05, 10 / 60, 0.3)])
+def test_spares_of_large_fleets_are_the_fewest_that_meet_the_target(n, rate, restart_h, target):
+    """Counts that surely fail (below the Poisson median bound) are skipped, not changed: the answer
+    is still the fewest k whose tail meets the target, the one below it missing."""
+    k = cost.spare_instances(n, rate, restart_h, target)
+    rho = rate * restart_h
+    assert np.isfinite(k) and k == int(k)
+    k = int(k)
+    assert cost.poisson_sf(k, (n + k) * rho) <= 1 - target
+    if k > 0:
+        assert cost.poisson_sf(k - 1, (n + k - 1) * rho) > 1 - target
+
+
+def test_a_fleet_whose_mean_underflows_needs_more_spares_than_the_search_allows():
+    """n·r·R >= 746: e^-mean is 0.0 in float64, every tail sums to 1, no count passes (inf)."""
+    assert np.isinf(cost.spare_instances(100_000, 0.05, 10 / 60, 0.99))
+    assert cost.poisson_sf(cost.MAX_SPARES, (100_000 + cost.MAX_SPARES) * 0.05 / 6) == 1.0

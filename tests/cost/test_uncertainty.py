@@ -91,3 +91,20 @@ def test_monte_carlo_rederives_spares_for_each_interruption_rate():
                     interruptions_per_hour=np.array([[0.05, 0.1]]))
     np.testing.assert_allclose(out["factor"][0], [1.0, 2.0])
     np.testing.assert_allclose(out["cost"][0], [730 * 20.0, 2 * 730 * 20.0])
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 10, 11, 999, 10000])
+def test_percentiles_read_from_sorted_rows_are_numpys_to_the_bit(n):
+    """``sorted_percentiles`` reads P10/P50/P90 at their ranks of sorted rows instead of calling
+    np.percentile (another partition): the same floats, unbounded draws (inf) included."""
+    from workbook.cost.uncertainty import sorted_percentiles
+
+    rng = np.random.default_rng(n)
+    x = rng.lognormal(size=(7, n)) * 10.0 ** rng.uniform(-3, 9, size=(7, 1))
+    x[rng.random(x.shape) < 0.15] = np.inf
+    x[0] = np.inf
+    y = np.sort(x, axis=1)
+    with np.errstate(invalid="ignore"):
+        want = np.percentile(y, [10, 50, 90], axis=1)
+        got = sorted_percentiles(y)
+    assert np.array_equal(want, got, equal_nan=True)

@@ -170,15 +170,15 @@ def _join_prices(s: Scenario, perf: pd.DataFrame, offerings, systems) -> pd.Data
         have = set(df.loc[df["pricing_model"] == model, "accelerator"])
         for acc in perf["accelerator"]:
             if acc not in have:
-                if acc not in first:  # the accelerator's first performance row, looked up once
-                    first[acc] = perf.loc[perf["accelerator"] == acc].iloc[0]
+                if acc not in first:  # the accelerator's first performance row, its kept values read once
+                    prow = perf.loc[perf["accelerator"] == acc].iloc[0]
+                    first[acc] = {k: prow[k] for k in keep if k != "offering"}
                 row = {"accelerator": acc, "pricing_model": model, "offering": None, "provider": None,
                        "price_derivation": "not priced", "usd_per_instance_hour": np.nan,
                        "term_months": TERM_MONTHS.get(model, 0.0), "energy_usd_per_instance_hour": 0.0,
                        "min_term_months": TERM_MONTHS.get(model, 0.0), "hosting_usd_per_instance_hour": 0.0,
                        "chips_per_instance": np.nan}
-                prow = first[acc]
-                row.update({k: prow[k] for k in keep if k != "offering"})
+                row.update(first[acc])
                 missing.append(row)
     if missing:
         df = pd.concat([df, pd.DataFrame(missing)], ignore_index=True)

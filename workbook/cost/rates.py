@@ -58,6 +58,29 @@ def poisson_sf(k: int, mean):
 MAX_SPARES = 1000  # search limit of spare_instances: beyond it spot cannot meet the target (inf)
 
 
+def _first_candidate(n, rho, eps):
+    """The smallest spare count k worth testing: every k with k + 1 <= (n + k)·rho - ln 2 fails,
+    because a Poisson variable of mean m has a median of at least m - ln 2 (Choi 1994, "On the
+    medians of Gamma distributions and an equation of Ramanujan", Proc. AMS 121: m - ln 2 <= median
+    < m + 1/3), so P(N > k) = P(N >= k + 1) >= 1/2 > 1 - target there. Used where the target is
+    above 0.51 (else 0: every count is tested), with a unit of margin for rounding, and only while
+    the mean stays below ``_EXACT_MEAN`` (where e^-m nears the subnormal floats ``poisson_sf``'s sum
+    is not the Poisson tail, so those counts are tested as before). Where n·rho >= ``_ZERO_MEAN``,
+    e^-m is 0.0 for every k, ``poisson_sf`` is 1 and no count passes: MAX_SPARES + 1 (inf). Skipping
+    the counts that fail gives the same answer as testing k = 0, 1, ... in turn, without the O(k)
+    terms of each failed test (a fleet of thousands of instances needs hundreds of spares)."""
+    bound = (n * rho - 1.0 - math.log(2.0) - 1.0) / (1.0 - rho)   # k <= bound fails (one unit of margin)
+    first = np.floor(np.maximum(bound, -1.0)) + 1.0
+    with np.errstate(divide="ignore"):  # rho 0: every count's mean is 0 (inf here, the bound above decides)
+        exact = np.floor(np.maximum(_EXACT_MEAN / rho - n, 0.0))  # counts below it have a mean < _EXACT_MEAN
+    first = np.where(eps < 0.49, np.minimum(np.minimum(first, exact), MAX_SPARES + 1.0), 0.0)
+    return np.where((n * rho >= _ZERO_MEAN) & (eps < 1.0), MAX_SPARES + 1.0, first)
+
+
+_EXACT_MEAN = 700.0  # e^-700 = 1e-304: normal floats, the sum of poisson_sf is the tail to ~1e-13
+_ZERO_MEAN = 746.0   # e^-746 rounds to 0.0 in float64 (the least subnormal is e^-744.4)
+
+
 def spare_instances(instances, interruptions_per_hour, restart_h, availability_target, instances_per_replica=1.0):
     """Spare spot instances a latency-bound fleet of ``instances`` needs to keep its full capacity
     ``availability_target`` of the time.
@@ -91,13 +114,21 @@ def spare_instances(instances, interruptions_per_hour, restart_h, availability_t
     out[known & (rho >= 1.0)] = np.inf
     idx = np.flatnonzero(known & (rho < 1.0))
     nn, rr, ee = n.ravel()[idx], rho.ravel()[idx], eps.ravel()[idx]
+    first = _first_candidate(nn, rr, ee)
     flat = out.ravel()
-    for k in range(MAX_SPARES + 1):
-        if idx.size == 0:
-            break
-        ok = poisson_sf(k, (nn + k) * rr) <= ee
-        flat[idx[ok]] = k
-        idx, nn, rr, ee = idx[~ok], nn[~ok], rr[~ok], ee[~ok]
+    k = 0
+    while idx.size and k <= MAX_SPARES:
+        on = first <= k
+        if not on.any():  # every count below the smallest first candidate fails: go there
+            k = int(first.min())
+            continue
+        sub = np.flatnonzero(on)
+        ok = poisson_sf(k, (nn[sub] + k) * rr[sub]) <= ee[sub]
+        flat[idx[sub[ok]]] = k
+        keep = np.ones(idx.size, dtype=bool)
+        keep[sub[ok]] = False
+        idx, nn, rr, ee, first = idx[keep], nn[keep], rr[keep], ee[keep], first[keep]
+        k += 1
     flat[idx] = np.inf
     out = flat.reshape(n.shape) * np.broadcast_to(u, n.shape)
     return out if n.ndim else float(out)

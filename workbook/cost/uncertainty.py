@@ -131,24 +131,74 @@ def _evaluate(g: dict, a: int, b: int) -> dict:
     out = bill(rec, g["training"], hours_multiplier=g["eff"][g["eff_rows"][a:b]], price_mult=price_mult,
                utilization=g["u"], interruptions_per_hour=g["lam"], spot_price_mult=spot_mult, outputs=("cost", "days"))
     cost = out["cost"]
-    metric = cost if g["training"] else cost / np.asarray(rec["tokens_per_month"], dtype=float)[:, None] * 1e6
-    return {"cost": cost, "metric": metric, "days": out["days"]}
+    if g["training"]:
+        return {"cost": cost, "metric": cost, "days": out["days"]}
+    tokens = np.asarray(rec["tokens_per_month"], dtype=float)
+    return {"cost": cost, "metric": cost / tokens[:, None] * 1e6, "days": out["days"], "tokens": tokens}
 
 
 # rows of a Monte Carlo evaluated at once: (rows x draws) blocks of a few MB stay in the cache
 BLOCK_ROWS = 48
 
 
+_PERCENTS = np.true_divide([10, 50, 90], 100)
+
+
+def sorted_percentiles(y: np.ndarray, percents: np.ndarray = _PERCENTS) -> np.ndarray:
+    """``np.percentile(y, percents * 100, axis=1)`` (the default "linear" method, Hyndman and Fan
+    1996 type 7) of rows already sorted in ascending order, read at their ranks without another
+    partition: the same virtual index (n - 1)·q, neighbours, bounds and interpolation (the
+    two-sided ``_lerp`` of numpy 2.x), so the same floats. Shape (len(percents), rows)."""
+    n = y.shape[1]
+    virtual = (n - 1) * percents
+    prev = np.floor(virtual)
+    nxt = prev + 1
+    above, below = virtual >= n - 1, virtual < 0
+    prev[above], nxt[above] = -1, -1
+    prev[below], nxt[below] = 0, 0
+    prev, nxt = prev.astype(np.intp), nxt.astype(np.intp)
+    t = (virtual - prev)[:, None]
+    a, b = y[:, prev].T, y[:, nxt].T
+    diff = b - a
+    out = a + diff * t
+    np.subtract(b, diff * (1 - t), out=out, where=np.broadcast_to(t >= 0.5, out.shape))
+    return out
+
+
+def _sorted(x: np.ndarray) -> np.ndarray:
+    """Each row sorted, a draw that never finishes (NaN) as +inf (infinitely expensive)."""
+    y = np.where(np.isnan(x), np.inf, x)  # a temporary
+    y.sort(axis=1)  # numpy's vectorised sort: a third of the cost of np.percentile's partition at six ranks
+    return y
+
+
+def _percentiles_of_sorted(y: np.ndarray) -> np.ndarray:
+    """P10/P50/P90 of rows from ``_sorted``; a percentile that reaches unfinished draws is NaN
+    ("unbounded")."""
+    with np.errstate(invalid="ignore"):
+        q = sorted_percentiles(y)
+    return np.where(np.isfinite(q), q, np.nan)
+
+
 def _percentiles(x: np.ndarray) -> np.ndarray:
     """P10/P50/P90 per row; a draw that never finishes (NaN) counts as infinitely expensive, so a
     percentile that reaches such draws is NaN ("unbounded")."""
-    y = np.where(np.isnan(x), np.inf, x)  # a temporary
-    # sorted first: numpy's vectorised sort, then a partition of sorted rows, costs a third of the partition at
-    # six ranks np.percentile makes on unsorted rows; the values at those ranks are the same, so are the percentiles
-    y.sort(axis=1)
-    with np.errstate(invalid="ignore"):
-        q = np.percentile(y, [10, 50, 90], axis=1, overwrite_input=True)
-    return np.where(np.isfinite(q), q, np.nan)
+    return _percentiles_of_sorted(_sorted(x))
+
+
+def _serving_percentiles(d: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(P10/P50/P90 of USD per million tokens, of USD per month) of a serving block. The cost per
+    million tokens is the monthly cost / a positive per-row constant, a map that keeps the order, so
+    the sorted monthly costs give the sorted metric (the same floats as sorting the metric) with one
+    sort; rows with no positive token count are sorted on their own."""
+    yc = _sorted(d["cost"])
+    tokens = d["tokens"]
+    ok = np.isfinite(tokens) & (tokens > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ym = yc / tokens[:, None] * 1e6 if ok.all() else None
+    if ym is None:
+        ym = _sorted(d["metric"])
+    return _percentiles_of_sorted(ym), _percentiles_of_sorted(yc)
 
 
 def monte_carlo(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0) -> pd.DataFrame:
@@ -186,8 +236,10 @@ def monte_carlo(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0
             within[a:b] = np.mean(total <= c.budget_usd, axis=1)
         if deadline:
             meets[a:b] = np.mean(d["days"] <= c.deadline_days, axis=1)
-        q[:, a:b] = _percentiles(d["metric"])
-        q2[:, a:b] = _percentiles(d["days"] if training else d["cost"])
+        if training:
+            q[:, a:b], q2[:, a:b] = _percentiles(d["metric"]), _percentiles(d["days"])
+        else:
+            q[:, a:b], q2[:, a:b] = _serving_percentiles(d)
     p_cheapest = np.bincount(winner, minlength=len(ok)) / n
     accs, acc_idx = np.unique(ok["accelerator"].to_numpy(str), return_inverse=True)
     p_acc = np.bincount(acc_idx[winner], minlength=len(accs)) / n

@@ -50,13 +50,17 @@ _HOSTS: list = [None, None]
 
 
 def _host_index() -> dict[str, dict]:
-    """Every offering's catalog row (host specs) by offering id, from ``data/offerings.csv``; built
+    """Every offering's host specs (``_HOST_COLUMNS`` of its catalog row) by offering id, from ``data/offerings.csv``; built
     once per catalog load (callers only read it)."""
     full = catalog.offerings()
     if _HOSTS[0] is not full:
         off = full.drop_duplicates("offering")
+        off = off[[c for c in _HOST_COLUMNS if c in off]]   # what balance_flags reads, not every column
         _HOSTS[:] = [full, dict(zip(off["offering"], off.to_dict("records")))]
     return _HOSTS[1]
+
+
+_HOST_COLUMNS = ("offering", "instance", "chips_per_instance", "vcpus", "host_memory_bytes", "local_nvme_bytes")
 
 
 def _host(offering: str, hosts: dict[str, dict] | None = None) -> dict | None:
@@ -129,6 +133,12 @@ def balance_table(s: Scenario, options: pd.DataFrame) -> pd.DataFrame:
     # the columns balance_flags reads (the option's own host specs when it carries them)
     cols = [c for c in ("offering", "instance", "chips", "checkpoint_bytes", "chips_per_instance", "vcpus",
                         "host_memory_bytes", "local_nvme_bytes") if c in options]
-    out = [balance_flags(s, r, wb, hosts) for r in options[cols].to_dict("records")]
+    memo: dict = {}   # the ways to pay of one offering share their host and plan: checked once
+    out = []
+    for r in options[cols].to_dict("records"):
+        key = tuple(None if isinstance(v, float) and v != v else v for v in r.values())
+        if key not in memo:
+            memo[key] = balance_flags(s, r, wb, hosts)
+        out.append(memo[key])
     return pd.DataFrame({"host_warnings": [" ".join(f) for f, _ in out],
                          "host_checks": [",".join(c) for _, c in out]}, index=options.index)

@@ -333,12 +333,15 @@ def _constraint_flips(s: Scenario, priced: pd.DataFrame, ranked: pd.DataFrame, m
     training = s.is_training
     metric = "cost_usd" if training else "usd_per_million_tokens"
     ex = priced[priced["excluded_reason"].notna() & priced[metric].notna()]
-    out = []
+    codes = [tuple(c) for c in ex["excluded_codes"]]
+    out, ranked_rows = [], None
     for key in ("budget", "deadline", "chips"):
-        only = ex[ex["excluded_codes"].map(lambda codes: tuple(codes) == (key,))]
+        only = ex[np.array([c == (key,) for c in codes], dtype=bool)]
         if only.empty:
             continue
-        cand = pd.concat([priced.loc[ranked["option"].map(dict(zip(priced["option"], priced.index)))], only])
+        if ranked_rows is None:  # the ranked options' priced rows, looked up once
+            ranked_rows = priced.loc[ranked["option"].map(dict(zip(priced["option"], priced.index)))]
+        cand = pd.concat([ranked_rows, only])
         cand = cand.drop_duplicates("option")
         crit = _criteria(s, cand, None)
         sc = _score(crit, weights(s))

@@ -110,6 +110,47 @@ def _porting_cost(s: Scenario, platform: str) -> tuple[float, str]:
     return total, text
 
 
+# framework_fit's rows by (scenario, accelerator), for the catalog frames they were read from
+_FIT_ROWS: dict = {}
+
+
+def _fit_row(s: Scenario, a: str, support: dict, acc: pd.DataFrame) -> dict:
+    """``framework_fit``'s row of one accelerator (``support``: software.csv by (platform,
+    capability); ``acc``: the accelerator catalog indexed by id)."""
+    plat = acc.loc[a, "platform"]
+    w = s.workload
+    accepted = list(s.constraints.frameworks or [w.framework])
+    caps = needed_capabilities(s)
+    options = sorted(((SUPPORT_SCORE.get(support.get((plat, f), "none"), 0.0), f == w.framework, f) for f in accepted),
+                     reverse=True)
+    fw_score, _, fw = options[0]
+    fw_support = support.get((plat, fw), "none")
+    reason = None
+    port_why = []
+    if fw_score == 0:
+        reason = ("framework: none of " + ", ".join(FRAMEWORK_LABEL[f] for f in accepted)
+                  + f" runs on {PLATFORM_LABEL.get(plat, plat)} (software.csv)")
+    else:
+        if fw != w.framework:
+            port_why.append(f"moving from {FRAMEWORK_LABEL[w.framework]} to {FRAMEWORK_LABEL[fw]}")
+        elif fw_support == "partial":
+            port_why.append(f"{FRAMEWORK_LABEL[fw]} support on {PLATFORM_LABEL.get(plat, plat)} is partial")
+    kernels = support.get((plat, "custom_cuda_kernels"), "none") if w.custom_cuda_kernels else "native"
+    if kernels not in ("native", "supported"):
+        port_why.append(f"the custom CUDA kernels must be rewritten ({kernels} support)")
+    needs_port = bool(port_why) and reason is None
+    cost_usd, cost_text = _porting_cost(s, plat) if needs_port else (0.0, "")
+    cap_scores = [SUPPORT_SCORE.get(support.get((plat, c), "none"), 0.0) for c in caps]
+    eco = float(np.mean([fw_score, *cap_scores]))
+    port = float(np.mean([SUPPORT_SCORE.get(support.get((plat, c), "none"), 0.0) for c in ("multi_cloud", "on_prem")]))
+    return {"accelerator": a, "platform": plat, "framework": fw, "framework_support": fw_support,
+            "needs_porting": needs_port, "porting_why": "; ".join(port_why + ([cost_text] if needs_port else [])),
+            "porting_usd": 0.0 if not needs_port or math.isnan(cost_usd) else cost_usd,
+            "porting_priced": bool(needs_port and not math.isnan(cost_usd)),
+            "framework_reason": reason, "ecosystem_score": eco, "portability_score": port,
+            "capabilities": ", ".join([fw, *caps])}
+
+
 def framework_fit(s: Scenario, accelerators) -> pd.DataFrame:
     """Per accelerator: the platform, the best accepted framework and its support, whether moving
     there needs porting, its cost (``porting_usd``: ``_porting_cost``; 0 where nothing changes or
@@ -120,50 +161,35 @@ def framework_fit(s: Scenario, accelerators) -> pd.DataFrame:
     needed when the framework used is not the workload's, when its support is partial, or when the
     workload's custom CUDA kernels are not natively supported. Ruled out: no accepted framework runs
     (support none), or CUDA kernels that must be rewritten with no porting cost known."""
-    sw = catalog.software()
-    support = {(r.platform, r.capability): r.support for r in sw.itertuples()}
-    acc = catalog.accelerators().set_index("accelerator")
-    w = s.workload
-    accepted = list(s.constraints.frameworks or [w.framework])
-    caps = needed_capabilities(s)
+    sw, acc_table, eff = catalog.software(), catalog.accelerators(), catalog.effort()
+    frames = (sw, acc_table, eff)
+    if _FIT_ROWS.get("frames") is None or any(a is not b for a, b in zip(_FIT_ROWS["frames"], frames)) \
+            or len(_FIT_ROWS) > 4096:
+        _FIT_ROWS.clear()
+        _FIT_ROWS["frames"] = frames
+    scenario_key, tables = s.model_dump_json(), None
     rows = []
     for a in pd.unique(pd.Series(list(accelerators))):
-        plat = acc.loc[a, "platform"]
-        options = sorted(((SUPPORT_SCORE.get(support.get((plat, f), "none"), 0.0), f == w.framework, f) for f in accepted),
-                         reverse=True)
-        fw_score, _, fw = options[0]
-        fw_support = support.get((plat, fw), "none")
-        reason = None
-        port_why = []
-        if fw_score == 0:
-            reason = ("framework: none of " + ", ".join(FRAMEWORK_LABEL[f] for f in accepted)
-                      + f" runs on {PLATFORM_LABEL.get(plat, plat)} (software.csv)")
-        else:
-            if fw != w.framework:
-                port_why.append(f"moving from {FRAMEWORK_LABEL[w.framework]} to {FRAMEWORK_LABEL[fw]}")
-            elif fw_support == "partial":
-                port_why.append(f"{FRAMEWORK_LABEL[fw]} support on {PLATFORM_LABEL.get(plat, plat)} is partial")
-        kernels = support.get((plat, "custom_cuda_kernels"), "none") if w.custom_cuda_kernels else "native"
-        if kernels not in ("native", "supported"):
-            port_why.append(f"the custom CUDA kernels must be rewritten ({kernels} support)")
-        needs_port = bool(port_why) and reason is None
-        cost_usd, cost_text = _porting_cost(s, plat) if needs_port else (0.0, "")
-        cap_scores = [SUPPORT_SCORE.get(support.get((plat, c), "none"), 0.0) for c in caps]
-        eco = float(np.mean([fw_score, *cap_scores]))
-        port = float(np.mean([SUPPORT_SCORE.get(support.get((plat, c), "none"), 0.0) for c in ("multi_cloud", "on_prem")]))
-        rows.append({"accelerator": a, "platform": plat, "framework": fw, "framework_support": fw_support,
-                     "needs_porting": needs_port, "porting_why": "; ".join(port_why + ([cost_text] if needs_port else [])),
-                     "porting_usd": 0.0 if not needs_port or math.isnan(cost_usd) else cost_usd,
-                     "porting_priced": bool(needs_port and not math.isnan(cost_usd)),
-                     "framework_reason": reason, "ecosystem_score": eco, "portability_score": port,
-                     "capabilities": ", ".join([fw, *caps])})
+        key = (scenario_key, a)
+        if key not in _FIT_ROWS:
+            if tables is None:
+                tables = ({(r.platform, r.capability): r.support for r in sw.itertuples()},
+                          acc_table.set_index("accelerator"))
+            _FIT_ROWS[key] = _fit_row(s, a, *tables)
+        rows.append(dict(_FIT_ROWS[key]))
     return pd.DataFrame(rows)
 
 
+_REGIONS: list = [None, None]   # (the offerings frame, its provider-region counts)
+
+
 def _provider_regions() -> pd.Series:
+    """Provider-regions per accelerator, counted once per offerings frame read."""
     off = catalog.offerings()
-    off = off[~catalog.is_superseded(off)]
-    return off.drop_duplicates(["accelerator", "provider", "region"]).groupby("accelerator").size()
+    if _REGIONS[0] is not off:
+        live = off[~catalog.is_superseded(off)]
+        _REGIONS[:] = [off, live.drop_duplicates(["accelerator", "provider", "region"]).groupby("accelerator").size()]
+    return _REGIONS[1]
 
 
 def supply_scores(accelerators) -> pd.Series:
@@ -191,14 +217,14 @@ class _Ledger:
     def __init__(self, priced: pd.DataFrame):
         self.priced = priced
         self.found: list[list[Exclusion]] = [[] for _ in range(len(priced))]
-        self._pos = {lbl: i for i, lbl in enumerate(priced.index)}
 
     def add(self, code: str, mask, text) -> None:
         idx = self.priced.index
         mask = pd.Series(mask, index=idx).fillna(False).astype(bool)
         texts = text if isinstance(text, pd.Series) else pd.Series(text, index=idx)
-        for lbl in idx[mask.to_numpy()]:
-            self.found[self._pos[lbl]].append(Exclusion(code, str(texts[lbl])))
+        values = texts.reindex(idx).to_numpy() if not texts.index.equals(idx) else texts.to_numpy()
+        for i in np.flatnonzero(mask.to_numpy()):  # positions: the label's row, its text at the same place
+            self.found[i].append(Exclusion(code, str(values[i])))
 
 
 def _user_rtt_bits(w, r) -> list[str]:
@@ -229,15 +255,19 @@ def _fit_rules(s: Scenario, priced: pd.DataFrame, ex: _Ledger) -> None:
         ok = priced["meets_slo"].astype("boolean").fillna(False)
         fits = priced["fits"].astype("boolean").fillna(False) if "fits" in priced else True
         w = s.workload
-        parts = []
-        for _, r in priced.iterrows():
+        late = pd.Series(~ok & fits, index=priced.index).fillna(False).astype(bool)
+        parts = pd.Series("", index=priced.index, dtype=object)
+        cols = [c for c in ("user_rtt_ms", "user_rtt_basis", "ttft_ms_at_slo_percentile", "ttft_ms", "tpot_ms")
+                if c in priced]
+        # the sentence of each row ruled out (the rows that pass carry none), from the columns it reads
+        for lbl, r in zip(priced.index[late.to_numpy()], priced.loc[late, cols].to_dict("records")):
             bits = _user_rtt_bits(w, r)
             if w.ttft_slo_ms is not None and pd.notna(r.get("ttft_ms")) and r["ttft_ms"] > w.ttft_slo_ms:
                 bits.append(f"TTFT {r['ttft_ms']:.0f} ms > {w.ttft_slo_ms:g} ms")
             if w.tpot_slo_ms is not None and pd.notna(r.get("tpot_ms")) and r["tpot_ms"] > w.tpot_slo_ms:
                 bits.append(f"{r['tpot_ms']:.0f} ms per token > {w.tpot_slo_ms:g} ms")
-            parts.append("latency: " + (", ".join(bits) if bits else "misses the load or latency targets"))
-        ex.add("latency", ~ok & fits, pd.Series(parts, index=priced.index))
+            parts[lbl] = "latency: " + (", ".join(bits) if bits else "misses the load or latency targets")
+        ex.add("latency", late, parts)
 
 
 def _spot_rules(s: Scenario, priced: pd.DataFrame, ex: _Ledger) -> None:

@@ -13,12 +13,11 @@ record, workload, pins, efficiency), so a widget that changes one input re-plans
 """
 from __future__ import annotations
 
+import copy
 import math
-from collections import OrderedDict
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel
 
 from .. import catalog, terms
 from ..errors import InputError
@@ -26,47 +25,16 @@ from ..scenario import Parallelism, Scenario, Workload
 from . import generic, moe, search, serving
 from .efficiency import (FP4_REFUSAL, Efficiency, band, band_scope, candidate_precision, compute_efficiency, default,
                          matmul_precision, network_loss, peak, scope_of)
+from .memo import Memo, hashable
 from .profile import (Profile, activation_bytes, fine_tune_flops_per_token, optimizer_bytes_per_trainable_param, trainable_params,
                       training_state_bytes_per_param, training_weight_bytes_per_param, workload_profile)
 
 COLUMNS = list(terms.ESTIMATE_COLUMNS)
 
 
-# --- caching on values ---------------------------------------------------------------------------------
-
-def hashable(x):
-    """A hashable view of a value made of pydantic models, dicts, lists and scalars (NaN as None), to
-    key caches on what a result depends on."""
-    if isinstance(x, BaseModel):
-        return (type(x).__name__, hashable(x.model_dump()))
-    if isinstance(x, dict):
-        return tuple(sorted((str(k), hashable(v)) for k, v in x.items()))
-    if isinstance(x, (list, tuple)):
-        return tuple(hashable(v) for v in x)
-    if isinstance(x, float) and x != x:
-        return None
-    return x
-
-
-class _Memo:
-    """A bounded least-recently-used cache keyed on ``hashable`` views of the arguments."""
-
-    def __init__(self, size: int):
-        self.size, self.data, self.misses = size, OrderedDict(), 0
-
-    def get(self, key, compute):
-        if key in self.data:
-            self.data.move_to_end(key)
-            return self.data[key]
-        self.misses += 1
-        value = self.data[key] = compute()
-        if len(self.data) > self.size:
-            self.data.popitem(last=False)
-        return value
-
-
-_CONFIGS = _Memo(8192)
-_PLANS = _Memo(4096)
+_CONFIGS = Memo(8192)
+_PLANS = Memo(4096)
+_SERVING = Memo(2048)
 
 
 # --- training ------------------------------------------------------------------------------------------
@@ -232,6 +200,12 @@ def _acc_key(acc) -> tuple:
     return tuple((k, None if isinstance(v, float) and v != v else v) for k, v in dict(acc).items())
 
 
+class Record(dict):
+    """An accelerator record as the layout search reads it (``rec[k]``, ``rec.get(k)``, ``rec.name``
+    None as on a Series built from a dict): a dict, a tenth of the cost of building a pandas Series."""
+    name = None
+
+
 def training_config(p: Profile, acc, chips: int, w: Workload, parallelism: Parallelism | None = None,
                     headroom: float = 0.1, eff: Efficiency | None = None, **limits) -> dict | None:
     """The fastest parallel layout of ``chips`` chips (``search.best_config`` over
@@ -247,7 +221,7 @@ def training_config(p: Profile, acc, chips: int, w: Workload, parallelism: Paral
            tuple(sorted(limits.items())), eff)
 
     def compute():
-        a = pd.Series(dict(acc))
+        a = Record(acc)
         try:
             return search.best_config(p, a, int(chips), w, parallelism, eff, memory_headroom=headroom,
                                         sync_loss=network_loss(eff, a), **(search.practical_limits(a, seq_len=w.seq_len, experts=p.experts,
@@ -558,9 +532,17 @@ def estimate_inference(s: Scenario, accelerator: str, chips: int | None = None, 
         return out
     here = s.cluster is not None and catalog.resolve("accelerators", s.cluster.accelerator) == acc["accelerator"]
     pinned = chips or (s.cluster.chips if here else None)
-    out.update(serving.estimate_serving(workload_profile(w), acc, w, s.constraints.min_memory_headroom, pinned,
-                                        s.constraints.max_chips, eff, s.cluster.parallelism if here else None))
+    out.update(_serving(workload_profile(w), acc, w, s.constraints.min_memory_headroom, pinned, s.constraints.max_chips,
+                        default(eff), s.cluster.parallelism if here else None))
     return out
+
+
+def _serving(p: Profile, acc: dict, w: Workload, headroom: float, pinned, max_chips, eff: Efficiency, par):
+    """``serving.estimate_serving``, cached per process on the values it is given (a redraw that
+    changes no serving input, such as the app's pricing controls, reuses it); a copy per call."""
+    key = (p, _acc_key(acc), hashable(w), float(headroom), pinned, max_chips, eff, hashable(par))
+    return copy.deepcopy(_SERVING.get(key, lambda: serving.estimate_serving(p, acc, w, headroom, pinned, max_chips, eff,
+                                                                             par)))
 
 
 # --- the comparison ------------------------------------------------------------------------------------
