@@ -177,6 +177,8 @@ SCHEMAS: dict[str, dict[str, Col]] = {
         "conversion": Col(),
         **_SRC,
         "notes": Col(),
+        "dataset": Col("str", False, choices=("sharegpt-sglang-bench",)),  # model.lengths.DATASETS
+        "requests": Col("int", False, 1, 100000000),
     },
     # Efficiency parameters fitted on reference_runs by `python -m workbook calibrate --write`.
     "efficiency": {
