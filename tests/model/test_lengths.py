@@ -110,6 +110,36 @@ def test_varied_answers_serve_fewer_tokens_per_second_than_their_mean(setup):
 
 
 def test_an_unknown_dataset_is_one_clear_error():
-    with pytest.raises(ValueError, match="dataset: unknown 'sharegpt'; expected one of sharegpt-sglang-bench"):
+    with pytest.raises(ValueError, match="request_lengths: unknown 'sharegpt'; expected one of sharegpt-sglang-bench"):
         lengths.dataset("sharegpt")
     assert lengths.dataset(None) is None and lengths.dataset(float("nan")) is None
+
+
+def test_a_scenario_naming_sharegpt_lengths_fits_fewer_sequences_and_decodes_longer_contexts():
+    """Llama 3 8B on one H100, 1,000-token prompts and 500-token answers: with ``request_lengths:
+    sharegpt-sglang-bench`` a slot holds 1,000 + 500·(231/194.3) ≈ 1,594 tokens on average instead of
+    the 1,500 it is sized for without, so fewer sequences fit memory (floor(budget / (1,594·128 KiB))),
+    and the chosen point's TPOT is no faster."""
+    from workbook.model import serving
+    from workbook.scenario import Workload
+    p, acc = model_profile("llama-3-8b"), catalog.accelerator_record(H100)
+    base = dict(task="inference", model="llama-3-8b", precision="bf16", input_tokens=1000, output_tokens=500)
+    plain = serving.estimate_serving(p, acc, Workload(**base), 0.1)
+    varied = serving.estimate_serving(p, acc, Workload(**base, request_lengths="sharegpt-sglang-bench"), 0.1)
+    d = lengths.DATASETS["sharegpt-sglang-bench"]
+    seq = lengths.slot_tokens(1000, d, 500)
+    assert seq == pytest.approx(1000 + 500 * 231 / 194.3, rel=0.01)
+    budget = float(replica.kv_budget_bytes(p, acc, 1, "bf16", 0.1))
+    per_token = float(replica.kv_bytes_per_token_held(p, acc, 1, "bf16"))
+    assert per_token == 131072
+    assert plain["max_batch"] == math.floor(budget / (1500 * per_token))
+    assert varied["max_batch"] == math.floor(budget / (seq * per_token)) < plain["max_batch"]
+    assert varied["tpot_ms"] >= plain["tpot_ms"] * 0.999
+
+
+def test_request_lengths_is_a_serving_key():
+    from workbook.scenario import Workload
+    with pytest.raises(ValueError, match="request_lengths"):
+        Workload(task="training", model="llama-3-8b", precision="bf16", tokens=1e9, request_lengths="sharegpt-sglang-bench")
+    from workbook import terms
+    assert set(terms.REQUEST_LENGTHS) == set(lengths.DATASETS)

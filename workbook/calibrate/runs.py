@@ -269,10 +269,10 @@ def training_prediction(row, eff: Efficiency | None = None) -> dict:
 
 
 def run_lengths(row):
-    """The answer-length distribution of a run's ``dataset`` (``model.lengths.DATASETS``), None when
-    blank: such a run is served at its mean lengths."""
+    """The answer-length distribution of a run's ``request_lengths`` (``model.lengths.DATASETS``), None
+    when blank: such a run is served at its mean lengths."""
     try:
-        return lengths.dataset(_n(row.get("dataset")))
+        return lengths.dataset(_n(row.get("request_lengths")))
     except ValueError as e:
         raise InputError(f"reference_runs.csv: run {row.get('run')!r}: {e}") from None
 
@@ -286,7 +286,7 @@ def predict_run(row, acc: dict | None = None, mem_eff=None, latency_s=None, ceil
     compute at ``efficiency.compute_efficiency`` plus communication, bubbles, recomputation and optimizer
     time), the same code as ``estimate``. Inference: ``serving.serving_point`` at the run's batch per
     replica (or, for saturated runs, the largest batch that fits memory with vLLM's default 10%
-    headroom, capped by the engine's ``max_batch``), divided per chip. A run with a ``dataset`` of
+    headroom, capped by the engine's ``max_batch``), divided per chip. A run with ``request_lengths`` of
     varying answer lengths (``model.lengths``) holds the slots that fit at the mean tokens a slot
     holds (``lengths.slot_tokens``), decodes at that context, and, with its ``requests`` (an offline
     run, all queued at once), includes the batch's drain at the end

@@ -24,7 +24,9 @@ serving physics is nonlinear in length (``model.replica`` serves every request a
 
 Each distribution of ``DATASETS`` is a lognormal answer length fitted to a published mean and
 median, cut at the benchmark's own bound; its quantiles (``answer_quantiles``) stand in for the
-sample. Reference runs name theirs in ``reference_runs.csv`` column ``dataset``.
+sample. A scenario names its distribution in ``workload.request_lengths`` (its keys are
+``terms.REQUEST_LENGTHS``; the distribution's shape then spreads the scenario's own ``output_tokens``),
+a reference run in ``reference_runs.csv`` column ``request_lengths``.
 """
 from __future__ import annotations
 
@@ -113,7 +115,7 @@ def dataset(key) -> AnswerLengths | None:
     if key is None or (isinstance(key, float) and math.isnan(key)) or key == "":
         return None
     if key not in DATASETS:
-        raise ValueError(f"dataset: unknown {key!r}; expected one of {', '.join(sorted(DATASETS))}")
+        raise ValueError(f"request_lengths: unknown {key!r}; expected one of {', '.join(sorted(DATASETS))}")
     return DATASETS[key]
 
 
@@ -136,11 +138,13 @@ def _cached_quantiles(median, sigma, cap, n):
 def slot_tokens(input_tokens: float, d: AnswerLengths | None, output_tokens: float | None = None) -> float:
     """Mean cached tokens of a continuously refilled slot over its decode steps: I + E[O²]/(2·E[O])
     (renewal-reward: a request holds its slot for O steps, at I + t tokens on step t). Without a
-    distribution, I + O/2 (every answer at the mean ``output_tokens``)."""
+    distribution, I + O/2 (every answer at the mean ``output_tokens``); with both, the distribution's
+    shape scaled to the mean ``output_tokens`` (E[O²]/E[O] scales with the mean)."""
     if d is None:
         return float(input_tokens) + float(output_tokens or 0.0) / 2.0
     o = answer_quantiles(d)
-    return float(input_tokens) + float(np.mean(o ** 2) / (2.0 * np.mean(o)))
+    scale = 1.0 if output_tokens is None else float(output_tokens) / float(np.mean(o))
+    return float(input_tokens) + scale * float(np.mean(o ** 2) / (2.0 * np.mean(o)))
 
 
 def drain_batch(d: AnswerLengths, slots: float, requests: float | None, t) -> np.ndarray:
