@@ -152,6 +152,7 @@ class Workload(_Strict):
     # inference
     input_tokens: PosInt | None = None
     output_tokens: PosInt | None = None
+    request_lengths: Literal[terms.REQUEST_LENGTHS] | None = Field(None, description=terms.FIELD_HELP["request_lengths"])
     concurrency: Annotated[int, Field(gt=0, le=10_000_000, description=(
         "Sequences in flight in the WHOLE deployment (all replicas together), e.g. 1 = a single stream; "
         "absent = the best throughput that meets the latency targets. Spread over the replicas "
@@ -174,7 +175,7 @@ class Workload(_Strict):
         given = [k for k in ("model", "architecture", "generic", "hf_config") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError(f"give one of model, architecture, generic or hf_config, got {', '.join(given) or 'none'}")
-        inference_keys = ["input_tokens", "output_tokens", "concurrency", "requests_per_s", "ttft_slo_ms",
+        inference_keys = ["input_tokens", "output_tokens", "request_lengths", "concurrency", "requests_per_s", "ttft_slo_ms",
                           "tpot_slo_ms", "batch_window_hours", "user_locations"]
         training_keys = ["tokens", "samples", "global_batch_tokens", "lora_rank", "moe_capacity_factor"]
         if self.task == "inference":

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .terms import PLATFORMS
+from .terms import PLATFORMS, REQUEST_LENGTHS
 
 
 @dataclass(frozen=True)
@@ -177,6 +177,8 @@ SCHEMAS: dict[str, dict[str, Col]] = {
         "conversion": Col(),
         **_SRC,
         "notes": Col(),
+        "request_lengths": Col("str", False, choices=REQUEST_LENGTHS),  # model.lengths.DATASETS
+        "requests": Col("int", False, 1, 100000000),
     },
     # Efficiency parameters fitted on reference_runs by `python -m workbook calibrate --write`.
     "efficiency": {

@@ -78,6 +78,9 @@ FP4_FORMATS = ("nvfp4", "mxfp4")
 FP4_FALLBACKS = ("refuse", "weight_only")
 # Training frameworks whose sharding modes and layouts the layout search knows (model.search.FRAMEWORK_MODES;
 # workload.training_framework)
+# Request-length distributions a serving workload may name (``workload.request_lengths``; the figures and
+# their sources are ``model.lengths.DATASETS``)
+REQUEST_LENGTHS = ("sharegpt-sglang-bench",)
 TRAINING_FRAMEWORKS = ("megatron", "deepspeed", "torchtitan", "maxtext", "llm-foundry", "fms-fsdp", "neuronx")
 FRAMEWORKS = ("pytorch", "jax", "tensorflow")
 RECOMPUTE = ("none", "selective", "full")
@@ -239,6 +242,12 @@ def usd(x) -> str:
 # Descriptions of the scenario keys of the rest of the bill (people, porting, location), kept here so
 # that scenario.py stays one line per field.
 FIELD_HELP = {
+    "request_lengths": (
+        "Serving: the spread of answer lengths around output_tokens, by dataset (sharegpt-sglang-bench: "
+        "ShareGPT as SGLang's bench_serving samples it, a lognormal of coefficient of variation about 1.3 "
+        "fitted to SGLang's published mean and median; model.lengths). Long answers hold their batch slot "
+        "longer, so a slot holds more KV cache and fewer sequences fit; absent = every request at "
+        "input_tokens/output_tokens"),
     "host_ms_per_request": (
         "Generic (non-transformer) serving: host time per request in ms (request handling, tokenization "
         "or image decoding, host-device copies), added to the request's latency and overlapped with the "

@@ -41,7 +41,7 @@ import pandas as pd
 from .. import catalog, paths
 from . import generic
 from ..errors import InputError
-from ..model import moe, serving
+from ..model import lengths, moe, serving
 from ..model.efficiency import Efficiency, band, default
 from ..model.estimate import training_config
 from ..model import search
@@ -268,6 +268,15 @@ def training_prediction(row, eff: Efficiency | None = None) -> dict:
     return cfg
 
 
+def run_lengths(row):
+    """The answer-length distribution of a run's ``request_lengths`` (``model.lengths.DATASETS``), None
+    when blank: such a run is served at its mean lengths."""
+    try:
+        return lengths.dataset(_n(row.get("request_lengths")))
+    except ValueError as e:
+        raise InputError(f"reference_runs.csv: run {row.get('run')!r}: {e}") from None
+
+
 def predict_run(row, acc: dict | None = None, mem_eff=None, latency_s=None, ceiling=None,
                 eff: Efficiency | None = None, prefill_ceiling=None):
     """The model's figure for one run, in the run's ``metric`` (array when ``mem_eff``/``latency_s`` are
@@ -277,7 +286,11 @@ def predict_run(row, acc: dict | None = None, mem_eff=None, latency_s=None, ceil
     compute at ``efficiency.compute_efficiency`` plus communication, bubbles, recomputation and optimizer
     time), the same code as ``estimate``. Inference: ``serving.serving_point`` at the run's batch per
     replica (or, for saturated runs, the largest batch that fits memory with vLLM's default 10%
-    headroom, capped by the engine's ``max_batch``), divided per chip."""
+    headroom, capped by the engine's ``max_batch``), divided per chip. A run with ``request_lengths`` of
+    varying answer lengths (``model.lengths``) holds the slots that fit at the mean tokens a slot
+    holds (``lengths.slot_tokens``), decodes at that context, and, with its ``requests`` (an offline
+    run, all queued at once), includes the batch's drain at the end
+    (``lengths.offline_tokens_per_s``)."""
     eff = default(eff)
     if generic.is_generic(row):
         return generic.predict(row, eff)
@@ -291,15 +304,25 @@ def predict_run(row, acc: dict | None = None, mem_eff=None, latency_s=None, ceil
     wprec = _n(row.get("weight_precision"), row["precision"])
     kvprec = _n(row.get("kv_precision"), "bf16")
     I, O = _n(row.get("input_tokens")), _n(row.get("output_tokens"))
+    dist = run_lengths(row)
     if _n(row.get("batch")) is not None:
         b = float(row["batch"]) / replicas
     else:
-        b = float(serving.max_batch_fit(p, acc, tp, (I or 0) + (O or 0), wprec, kvprec, CALIBRATION_HEADROOM))
+        seq = lengths.slot_tokens(I or 0, dist) if dist is not None else (I or 0) + (O or 0)
+        b = float(serving.max_batch_fit(p, acc, tp, seq, wprec, kvprec, CALIBRATION_HEADROOM))
         if _n(row.get("max_batch")) is not None:
             b = min(b, float(row["max_batch"]) / replicas)
         b = max(b, 1.0)
-    pt = serving.serving_point(eff, p, acc, b, I, O, tp, row["precision"], wprec, kvprec, mem_eff=mem_eff, latency_s=latency_s,
-                            ceiling=ceiling, static=row.get("batching") == "static", prefill_ceiling=prefill_ceiling)
+    requests = _n(row.get("requests"))
+    if dist is not None and requests is not None and row.get("batching") != "static":
+        pt = lengths.offline_tokens_per_s(eff, p, acc, b, I, dist, float(requests) / replicas, tp, row["precision"],
+                                          wprec, kvprec, mem_eff=mem_eff, latency_s=latency_s, ceiling=ceiling,
+                                          prefill_ceiling=prefill_ceiling)
+    else:
+        pt = serving.serving_point(eff, p, acc, b, I, O, tp, row["precision"], wprec, kvprec, mem_eff=mem_eff,
+                                   latency_s=latency_s, ceiling=ceiling, static=row.get("batching") == "static",
+                                   prefill_ceiling=prefill_ceiling,
+                                   decode_context=None if dist is None else lengths.slot_tokens(I or 0, dist))
     metric = row["metric"]
     if metric == "output_tokens_per_s_per_chip":
         return pt["output_tokens_per_s"] / tp

@@ -313,7 +313,8 @@ def max_batch_fit(p: Profile, acc, tp, seq_tokens, weight_precision: str, kv_pre
 STEP_TOKENS = 8192.0
 
 
-def _chunked_step(eff, p, acc, micro, I, O, tp, precision, weight_precision, kv_precision, ce_d, ce_p, step_tokens, kw):
+def _chunked_step(eff, p, acc, micro, I, O, tp, precision, weight_precision, kv_precision, ce_d, ce_p, step_tokens, kw,
+                  ctx=None):
     """The mean decode step of continuous batching with chunked prefill (Sarathi-Serve, Agrawal et al.
     OSDI'24): prompts enter as fast as answers finish, P = micro·I/O prompt tokens per step on
     average, but in whole prompts: a step that admits prompts carries c = min(max(P, I),
@@ -325,12 +326,13 @@ def _chunked_step(eff, p, acc, micro, I, O, tp, precision, weight_precision, kv_
     hide its FLOPs under the weight reads). Where even every step carrying a full chunk cannot admit
     prompts as fast as answers finish (micro·(1 + I/O) > step_tokens), the engine holds only
     step_tokens / (1 + I/O) sequences in decode. Returns (mean step, parts weighted the same way,
-    decode batch)."""
+    decode batch). ``ctx``: the decode context (default I + O/2; ``lengths.slot_tokens`` when answer
+    lengths vary)."""
     micro = np.minimum(np.asarray(micro, dtype=float), step_tokens / (1.0 + I / O))
     demand = micro * I / O
     chunk = np.maximum(np.minimum(np.maximum(demand, I), step_tokens - micro), 1.0)
     f = np.minimum(demand / chunk, 1.0)
-    ctx = I + O / 2.0
+    ctx = I + O / 2.0 if ctx is None else ctx
     args = (eff, p, acc, micro, ctx, tp, precision, weight_precision, kv_precision)
     with_chunk = decode_step_parts(*args, compute_eff=ce_d, prefill_tokens=chunk, prefill_context=I,
                                    prefill_compute_eff=ce_p, **kw)
@@ -410,7 +412,7 @@ def _loaded_ttft(eff, p, acc, micro, I, O, tp, precision, weight_precision, kv_p
 def serving_point(eff: Efficiency, p: Profile, acc, batch, input_tokens, output_tokens, tp, precision,
                   weight_precision, kv_precision, mem_eff=None, latency_s=None, ceiling=None,
                   static: bool = False, layout: Layout | None = None, prefill_ceiling=None,
-                  step_tokens: float = STEP_TOKENS) -> dict:
+                  step_tokens: float = STEP_TOKENS, decode_context=None) -> dict:
     """TTFT, TPOT and output tokens/s of one replica serving ``batch`` concurrent requests, with the
     decode step's parts (``decode_memory_s``, ``decode_compute_s``, ``decode_comm_s``).
 
@@ -424,7 +426,9 @@ def serving_point(eff: Efficiency, p: Profile, acc, batch, input_tokens, output_
     ``static`` batching (a batch prefilled together, then decoded: Neuron, benchmark_latency): output
     tokens/s = batch·O / (prefill(batch·I) + O·TPOT), TTFT = prefill(batch·I).
     Arrays broadcast over the inputs; ``mem_eff``, ``latency_s`` and ``ceiling`` override the
-    efficiency (the calibration grid), ``prefill_ceiling`` the prefill's alone."""
+    efficiency (the calibration grid), ``prefill_ceiling`` the prefill's alone; ``decode_context``
+    replaces the mean context I + O/2 of the continuous-batching decode steps (``model.lengths``:
+    the slot context when answer lengths vary)."""
     I = 0.0 if input_tokens is None else float(input_tokens)
     O = 0.0 if output_tokens is None else float(output_tokens)
     b = np.asarray(batch, dtype=float)
@@ -436,7 +440,7 @@ def serving_point(eff: Efficiency, p: Profile, acc, batch, input_tokens, output_
     chunked = not (static or I == 0 or O == 0)
     if chunked:
         args = (eff, p, acc, micro, I, O, tp, precision, weight_precision, kv_precision, ce_d, ce_p, step_tokens, kw)
-        st = _chunked_step(*args)
+        st = _chunked_step(*args, ctx=decode_context)
         tpot, parts = st["mean"], st["parts"]
         thr = st["micro"] * (1 if layout is None else layout.pp) / tpot
         ttft = _loaded_ttft(*args)

@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from . import comm, disagg, generic, queueing
+from . import comm, disagg, generic, lengths, queueing
 from ..errors import InputError
 from ..scenario import Workload
 from .efficiency import Efficiency, band, band_scope, default, matmul_precision
@@ -101,6 +101,21 @@ def _grid(mb: float, w: Workload, pinned_replicas: int | None) -> np.ndarray:
     return grid if len(grid) and grid[-1] == mb else np.append(grid, mb)
 
 
+def _decode_context(w: Workload, I: float, O: float) -> float | None:
+    """The mean tokens a batch slot holds when ``request_lengths`` names a spread of answer lengths
+    (``lengths.slot_tokens``: I + E[O²]/(2E[O]), the long answers holding their slots longer): the
+    decode context and the KV cache per sequence. None without one (I + O/2 and I + O as before)."""
+    d = lengths.dataset(getattr(w, "request_lengths", None))
+    return None if d is None else lengths.slot_tokens(I, d, O)
+
+
+def _seq_tokens(w: Workload, I: float, O: float) -> float:
+    """KV-cache tokens one batch slot is sized for: I + O, or with ``request_lengths`` the mean a slot
+    holds (``_decode_context``)."""
+    ctx = _decode_context(w, I, O)
+    return I + O if ctx is None else ctx
+
+
 def _slo_percentile(w: Workload) -> float:
     return float(getattr(w, "ttft_slo_percentile", 99.0) or 99.0) / 100.0
 
@@ -131,7 +146,8 @@ def choose_batch(eff: Efficiency, p: Profile, acc, w: Workload, tp: float, headr
     I, O = _need_lengths(w)
     lay = _as_layout(tp, layout)
     cprec = matmul_precision(acc, w.precision, w.fp4_fallback)
-    mb = float(max_batch_fit(p, acc, lay.tp, I + O, w.weight_precision, w.kv_precision, headroom, lay))
+    ctx = _decode_context(w, I, O)
+    mb = float(max_batch_fit(p, acc, lay.tp, _seq_tokens(w, I, O), w.weight_precision, w.kv_precision, headroom, lay))
     if mb < 1 or (pinned and pinned < lay.chips):
         return None
     pinned_r = int(pinned // lay.chips) if pinned else None
@@ -140,7 +156,8 @@ def choose_batch(eff: Efficiency, p: Profile, acc, w: Workload, tp: float, headr
         return {"fits": False, "tp": lay.tp, "pp": lay.pp, "ep": lay.ep, "max_batch": int(mb), "chips": pinned,
                 "reason": (f"concurrency {w.concurrency} needs {int(grid[0])} sequences per replica on {pinned_r} "
                            f"replicas of {lay.chips} chips; at most {int(mb)} fit")}
-    pt = serving_point(eff, p, acc, grid, I, O, lay.tp, cprec, w.weight_precision, w.kv_precision, layout=lay)
+    pt = serving_point(eff, p, acc, grid, I, O, lay.tp, cprec, w.weight_precision, w.kv_precision, layout=lay,
+                       decode_context=ctx)
     ok = np.ones(grid.shape, dtype=bool)
     if w.tpot_slo_ms is not None:
         ok &= pt["tpot_s"] * 1e3 <= w.tpot_slo_ms
@@ -154,7 +171,8 @@ def choose_batch(eff: Efficiency, p: Profile, acc, w: Workload, tp: float, headr
         b = float(math.ceil(w.concurrency / math.ceil(w.concurrency / b)))
         if b != grid[j]:
             grid, j = np.array([b]), 0
-            pt = serving_point(eff, p, acc, grid, I, O, lay.tp, cprec, w.weight_precision, w.kv_precision, layout=lay)
+            pt = serving_point(eff, p, acc, grid, I, O, lay.tp, cprec, w.weight_precision, w.kv_precision, layout=lay,
+                               decode_context=ctx)
     thr = float(pt["output_tokens_per_s"][j])
     if not (thr > 0 and math.isfinite(thr)):
         return None
@@ -310,7 +328,7 @@ def _serving_row(eff: Efficiency, p: Profile, acc, w: Workload, c: dict, max_chi
            "layout": c.get("layout", "colocated"), "prefill_chips": c.get("prefill_chips"),
            "decode_chips": c.get("decode_chips"), "prefill_tp": c.get("prefill_tp"), "decode_tp": c.get("decode_tp"),
            "kv_transfer_ms": c["kv_transfer_s"] * 1e3 if "kv_transfer_s" in c else math.nan,
-           "memory_per_chip_bytes": (stored_weight_bytes(p, w.weight_precision, lay) + c["batch"] * (I + O)
+           "memory_per_chip_bytes": (stored_weight_bytes(p, w.weight_precision, lay) + c["batch"] * _seq_tokens(w, I, O)
                                      * kv_bytes_per_token_held(p, acc, lay.tp, w.kv_precision)) / lay.chips,
            "calibrated": eff.is_calibrated("decode_memory_efficiency", band_scope(eff, acc))}
     for key, metric in (("output_tokens_per_s", "output_tokens_per_s_per_chip"), ("tpot_ms", "tpot_ms"),
@@ -361,9 +379,11 @@ def _curve_rows(eff, p, acc, w, lay: Layout, headroom, batches, pinned, I, O) ->
     chosen = choose_batch(eff, p, acc, w, lay.tp, headroom, lay, pinned)
     chosen = chosen if chosen and chosen["fits"] else None
     bs = np.array(sorted(set(batches) | ({chosen["batch"]} if chosen else set())), dtype=float)
-    pt = serving_point(eff, p, acc, bs, I, O, lay.tp, cprec, w.weight_precision, w.kv_precision, layout=lay)
-    mb = float(max_batch_fit(p, acc, lay.tp, I + O, w.weight_precision, w.kv_precision, headroom, lay))
-    kv = bs * (I + O) * kv_bytes_per_token_held(p, acc, lay.tp, w.kv_precision)
+    pt = serving_point(eff, p, acc, bs, I, O, lay.tp, cprec, w.weight_precision, w.kv_precision, layout=lay,
+                       decode_context=_decode_context(w, I, O))
+    seq = _seq_tokens(w, I, O)
+    mb = float(max_batch_fit(p, acc, lay.tp, seq, w.weight_precision, w.kv_precision, headroom, lay))
+    kv = bs * seq * kv_bytes_per_token_held(p, acc, lay.tp, w.kv_precision)
     return pd.DataFrame({
         "accelerator": acc["accelerator"] if "accelerator" in acc else acc.name, "tp": lay.tp, "pp": lay.pp,
         "ep": lay.ep, "batch": bs.astype(int),
