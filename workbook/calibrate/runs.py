@@ -365,8 +365,9 @@ def _calibration_table(runs: pd.DataFrame) -> pd.DataFrame:
     out["error"] = pred / out["value"] - 1.0
     out["kind"] = out["metric"].map(KIND_OF_METRIC)
     eff = default(None)
-    scopes = [moe.band_scope(run_profile(r), r["family"], eff) if r["metric"] == "mfu" else r["family"] for _, r in runs.iterrows()]
-    lo_hi = [band(eff, m, f) for m, f in zip(out["metric"], scopes)]
+    # a training run's band follows how it was predicted: its published layout pinned, else searched freely
+    lo_hi = [moe.training_band(run_profile(r), r["family"], eff, parse_parallelism(r.get("parallelism"))[0])
+             if r["metric"] == "mfu" else band(eff, r["metric"], r["family"]) for _, r in runs.iterrows()]
     out["low"] = pred * np.array([b[0] for b in lo_hi])
     out["high"] = pred * np.array([b[1] for b in lo_hi])
     out["in_band"] = (out["value"] >= out["low"]) & (out["value"] <= out["high"])
