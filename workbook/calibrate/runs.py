@@ -331,7 +331,9 @@ _TABLES: dict[str, pd.DataFrame] = {}
 
 def calibration_table(runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per used run: published figure, the same in the one definition (``value``), the model's
-    ``predicted`` figure with data/efficiency.csv, and ``error`` = predicted / value − 1.
+    ``predicted`` figure with data/efficiency.csv, and ``error`` = predicted / value − 1; ``low``,
+    ``high`` and ``in_band``: the P10-P90 band of the prediction (a training run's as it was predicted,
+    ``moe.training_band``: the pinned band with its published layout pinned, else the free-search band).
 
     The table of the shipped runs (``runs`` None, about 0.6 s) is cached by content: in memory and as
     a pickle in ``$WORKBOOK_CACHE_DIR`` (default ``~/.cache/workbook``), keyed by ``_table_cache_key``
