@@ -10,6 +10,12 @@
   tail (runs the search overrates by 2x and more), which a mean ± t·s band, symmetric in log space,
   does not follow. The band keeps the bias visible (off-centre around the estimate); the point
   estimate gets no hidden correction.
+
+The residuals are K-fold out-of-sample (every fit run predicted by parameters fitted without its
+fold), not one held-out split: the cross-conformal / CV+ form (Vovk 2015, Annals of Mathematics and
+Artificial Intelligence 74:9; Barber, Candès, Ramdas & Tibshirani 2021, Annals of Statistics 49:486),
+whose guarantee is 1 − 2α in the worst case and about 1 − α in practice; the held-out runs, never
+fitted, check it (``calibrate.cases``).
 """
 from __future__ import annotations
 
