@@ -20,7 +20,7 @@ LAYERS = {
     "cost.rates": 3, "cost.hosting": 3, "cost.reliability": 3.5, "cost.energy": 3.5, "cost.location": 3.5, "cost.doubt": 3.5, "cost.pricebook": 3.7, "cost.goodput": 3.8, "cost.bill": 4, "cost.breakeven": 5, "cost.uncertainty": 5,
     "decision.rules": 6, "decision.claim_checks": 6.5, "decision.rank": 7, "decision.evidence": 7, "decision.nearest": 7.5, "decision.balance": 7.5,
     "decision.recommend": 8, "decision.offers": 8,
-    "calibrate.generic": 7.5, "calibrate.runs": 8, "calibrate.layouts": 8.2, "calibrate.cases": 8.3, "calibrate.own": 8.5, "calibrate.fit": 9, "calibrate.params": 9.1, "calibrate.command": 9.2,
+    "calibrate.generic": 7.5, "calibrate.bands": 7.6, "calibrate.runs": 8, "calibrate.layouts": 8.2, "calibrate.cases": 8.3, "calibrate.own": 8.5, "calibrate.fit": 9, "calibrate.params": 9.1, "calibrate.command": 9.2,
     "analysis": 10, "diff": 10,
     "plan.portfolio": 10.2, "plan.demand": 10.3, "plan.optimise": 10.4, "plan.fleet": 10.5, "plan.output": 10.6,
     "plan.command": 17.5, "report.plan_page": 16, "views.charts.plan": 13,

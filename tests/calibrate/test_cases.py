@@ -10,6 +10,7 @@ import pytest
 from workbook import paths
 from workbook.calibrate import cases
 from workbook.cli import main
+from workbook.model.efficiency import Efficiency
 
 # A small recorded frame: rows shaped like data/reference_runs.csv (the columns the rules read), one
 # per rule and a few that must match none. Values from the reference runs they imitate.
@@ -83,7 +84,9 @@ def _table():
 def test_the_case_summary_counts_errors_and_band_coverage_per_case():
     free = pd.DataFrame({"run": ["a", "b", "d"], "split": ["fit", "holdout", "holdout"], "published_mfu": 1.0,
                          "free_mfu": [1.5, 1.6, 1.0], "free_error": [0.5, 0.6, 0.0]})
-    s = cases.case_summary(_table(), RECORDED, free).set_index("case")
+    # the free search's own band, off-centre like the fitted one (band_p10/p90_mfu_free): 0.65x-1.05x
+    eff = Efficiency.from_table({("band_p10_mfu_free", "pooled"): 0.65, ("band_p90_mfu_free", "pooled"): 1.05})
+    s = cases.case_summary(_table(), RECORDED, free, eff).set_index("case")
     z = s.loc["ZeRO-3/FSDP"]
     assert (z["n"], z["n_holdout"]) == (2, 1)
     assert z["median_abs_error"] == pytest.approx(0.35) and z["median_abs_error_holdout"] == pytest.approx(0.5)
@@ -91,7 +94,11 @@ def test_the_case_summary_counts_errors_and_band_coverage_per_case():
     assert z["band_coverage"] == pytest.approx(0.5) and z["band_coverage_holdout"] == 0.0  # +50% is outside 1.3x
     f = s.loc[cases.FREE_ROW]  # the same runs searched freely: the free errors, not the pinned ones
     assert f["n"] == 3 and f["median_abs_error"] == pytest.approx(0.5) and f["median_signed_error"] == pytest.approx(0.5)
-    assert f["band_coverage"] == pytest.approx(1 / 3)  # only run d's free prediction 1.0 sits in its band
+    # the free band, not the pinned 1.3x band moved: a (1.5 -> 0.975-1.575) and d (1.0 -> 0.65-1.05) hold
+    # the published 1.0, b (1.6 -> 1.04-1.68) does not; the pinned band moved would hold d alone
+    assert f["band_coverage"] == pytest.approx(2 / 3) and f["band_coverage_holdout"] == pytest.approx(1 / 2)
+    assert f["median_band_width_holdout"] == pytest.approx(1.05 / 0.65)
+    assert z["median_band_width_holdout"] == pytest.approx(1.3 ** 2)
     assert np.isnan(s.loc["Blackwell", "median_abs_error_holdout"])
 
 

@@ -19,7 +19,10 @@ rule, never by run id:
   (``batch``), where no batching amortises the weights.
 
 ``case_summary`` reports per case: runs, held-out runs, median absolute error (all and held out),
-median signed error and P10-P90 band coverage (all and held out). ``cases_markdown`` is the docs'
+median signed error, P10-P90 band coverage (all and held out) and the held-out runs' median band
+width. The pinned rows carry the band of a pinned-layout prediction; ``FREE_ROW`` the band an
+``estimate`` shows for a free search (``free_bands``: ``moe.training_band`` with nothing pinned, fitted
+on the fit runs searched freely, ``calibrate.bands.conformal_band``). ``cases_markdown`` is the docs'
 table between ``<!-- cases-table -->`` and ``<!-- /cases-table -->``.
 """
 from __future__ import annotations
@@ -28,6 +31,8 @@ import numpy as np
 import pandas as pd
 
 from .. import catalog
+from ..model import moe
+from ..model.efficiency import Efficiency, default
 from . import generic
 from .layouts import free_vs_published
 from .runs import calibration_table, key_values, reference_runs, run_profile
@@ -82,7 +87,7 @@ def tag_cases(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["run", *CASES])
 
 
-def _row(case: str, err: pd.Series, split: pd.Series, in_band: pd.Series) -> dict:
+def _row(case: str, err: pd.Series, split: pd.Series, in_band: pd.Series, width: pd.Series) -> dict:
     ho = split == "holdout"
     a = err.abs()
     return {"case": case, "n": int(len(err)), "n_holdout": int(ho.sum()),
@@ -90,26 +95,38 @@ def _row(case: str, err: pd.Series, split: pd.Series, in_band: pd.Series) -> dic
             "median_abs_error_holdout": float(a[ho].median()) if ho.any() else np.nan,
             "median_signed_error": float(err.median()) if len(err) else np.nan,
             "band_coverage": float(in_band.mean()) if len(in_band) else np.nan,
-            "band_coverage_holdout": float(in_band[ho].mean()) if ho.any() else np.nan}
+            "band_coverage_holdout": float(in_band[ho].mean()) if ho.any() else np.nan,
+            "median_band_width_holdout": float(width[ho].median()) if ho.any() else np.nan}
 
 
-def _free_row(table: pd.DataFrame, free: pd.DataFrame) -> dict:
+def free_bands(free: pd.DataFrame, runs: pd.DataFrame, eff: Efficiency | None = None) -> pd.DataFrame:
+    """``free`` (``layouts.free_vs_published``) with the band an estimate shows for each run searched
+    freely (``moe.training_band`` with nothing pinned: the free-search band, ``calibrate.bands``):
+    ``free_low``, ``free_high`` (MFU) and ``free_in_band`` (published MFU inside)."""
+    eff = default(eff)
+    r = runs.set_index("run", drop=False)
+    lo_hi = np.array([moe.training_band(run_profile(r.loc[run]), catalog.accelerator_record(r.loc[run, "accelerator"])["family"], eff)
+                      for run in free["run"]], dtype=float).reshape(-1, 2)
+    out = free.copy()
+    out["free_low"], out["free_high"] = free["free_mfu"].to_numpy() * lo_hi[:, 0], free["free_mfu"].to_numpy() * lo_hi[:, 1]
+    out["free_in_band"] = (out["published_mfu"] >= out["free_low"]) & (out["published_mfu"] <= out["free_high"])
+    return out
+
+
+def _free_row(table: pd.DataFrame, free: pd.DataFrame, runs: pd.DataFrame, eff: Efficiency | None) -> dict:
     """The free-layout case with each run searched freely: its error and whether the published value
-    falls in the band the pinned prediction's family carries, moved to the free prediction."""
-    t = table.set_index("run")
-    f = free[free["run"].isin(t.index)]
-    lo = f["free_mfu"].to_numpy() * (t.loc[f["run"], "low"] / t.loc[f["run"], "predicted"]).to_numpy()
-    hi = f["free_mfu"].to_numpy() * (t.loc[f["run"], "high"] / t.loc[f["run"], "predicted"]).to_numpy()
-    in_band = pd.Series((f["published_mfu"].to_numpy() >= lo) & (f["published_mfu"].to_numpy() <= hi), index=f.index)
-    return _row(FREE_ROW, f["free_error"], f["split"], in_band)
+    falls in the band an estimate shows for a free search (``free_bands``)."""
+    f = free_bands(free[free["run"].isin(table["run"])], runs, eff)
+    return _row(FREE_ROW, f["free_error"], f["split"], f["free_in_band"], f["free_high"] / f["free_low"])
 
 
 def case_summary(table: pd.DataFrame | None = None, runs: pd.DataFrame | None = None,
-                 free: pd.DataFrame | None = None) -> pd.DataFrame:
+                 free: pd.DataFrame | None = None, eff: Efficiency | None = None) -> pd.DataFrame:
     """Per case of ``CASES`` (and ``FREE_ROW`` after the free-layout case): ``n``, ``n_holdout``,
-    ``median_abs_error``, ``median_abs_error_holdout``, ``median_signed_error``, ``band_coverage``
-    and ``band_coverage_holdout`` of the calibration table's predictions (default: the shipped runs;
-    ``free``: ``layouts.free_vs_published()``, computed when not given)."""
+    ``median_abs_error``, ``median_abs_error_holdout``, ``median_signed_error``, ``band_coverage``,
+    ``band_coverage_holdout`` and ``median_band_width_holdout`` (P90/P10) of the calibration table's
+    predictions (default: the shipped runs; ``free``: ``layouts.free_vs_published()``, computed when
+    not given; its band from ``eff``, default data/efficiency.csv)."""
     t = calibration_table() if table is None else table
     runs = reference_runs() if runs is None else runs
     tags = tag_cases(runs[runs["run"].isin(t["run"])]).set_index("run")
@@ -117,15 +134,19 @@ def case_summary(table: pd.DataFrame | None = None, runs: pd.DataFrame | None = 
     out = []
     for case in CASES:
         sel = t[tags.loc[t["run"], case].to_numpy()]
-        out.append(_row(case, sel["error"], sel["split"], sel["in_band"]))
+        out.append(_row(case, sel["error"], sel["split"], sel["in_band"], sel["high"] / sel["low"]))
         if case == "free layout search":
             f = free_vs_published(runs) if free is None else free
-            out.append(_free_row(sel, f))
+            out.append(_free_row(sel, f, runs, eff))
     return pd.DataFrame(out)
 
 
 def _pct(v) -> str:
     return "-" if pd.isna(v) else f"{v:.0%}"
+
+
+def _width(v) -> str:
+    return "-" if pd.isna(v) else f"{v:.2f}x"
 
 
 def _signed(v) -> str:
@@ -136,11 +157,12 @@ def cases_markdown(summary: pd.DataFrame | None = None) -> str:
     """``case_summary`` as GitHub markdown (the cases table of docs/explanation/calibration.md)."""
     s = case_summary() if summary is None else summary
     lines = ["| case | runs | held-out runs | median abs. error | median abs. error (held out) | median signed error "
-             "| inside the P10-P90 band | inside the band (held out) |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "| inside the P10-P90 band | inside the band (held out) | median band width (held out) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for _, r in s.iterrows():
         lines.append(f"| {r['case']} | {r['n']} | {r['n_holdout']} | {_pct(r['median_abs_error'])} | "
                      f"{_pct(r['median_abs_error_holdout'])} | {_signed(r['median_signed_error'])} | "
-                     f"{_pct(r['band_coverage'])} | {_pct(r['band_coverage_holdout'])} |")
+                     f"{_pct(r['band_coverage'])} | {_pct(r['band_coverage_holdout'])} | {_width(r['median_band_width_holdout'])} |")
     return "\n".join(lines)
 
 
@@ -150,4 +172,5 @@ def cases_text(summary: pd.DataFrame | None = None) -> str:
     for c in ("median_abs_error", "median_abs_error_holdout", "band_coverage", "band_coverage_holdout"):
         s[c] = s[c].map(_pct)
     s["median_signed_error"] = s["median_signed_error"].map(_signed)
+    s["median_band_width_holdout"] = s["median_band_width_holdout"].map(_width)
     return s.to_string(index=False)

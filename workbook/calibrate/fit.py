@@ -26,6 +26,9 @@ from ..model import comm, mamf, moe
 from ..model.efficiency import Efficiency, dp_bytes_per_s, precision_ratio, width_factor, peak
 from . import generic
 from ..model.generic import STEP_OVERHEAD
+from ..model.efficiency import FREE_METRIC
+from .bands import BAND_LEVEL, BAND_MIN_RUNS, conformal_band, prediction_band, t_quantile  # noqa: F401 (re-exported)
+from .layouts import free_prediction
 from .runs import predict_run, reference_runs, run_chips, run_profile, training_prediction, _n
 
 # --- the fit ---------------------------------------------------------------------------------------
@@ -376,50 +379,7 @@ def _pooled(eff: Efficiency) -> Efficiency:
     return eff.without_scopes({r["family"] for r in catalog.accelerator_records().values()})
 
 
-# a family gets a band of its own when its spread is known to 20%: the relative standard error of a
-# sample standard deviation is about 1/sqrt(2(n - 1)), so n >= 1 + 1/(2 * 0.2^2) = 13.5 residuals
-BAND_SPREAD_RSE = 0.2
-BAND_MIN_RUNS = math.ceil(1 + 1 / (2 * BAND_SPREAD_RSE ** 2))
-BAND_LEVEL = 0.9  # the band is P10-P90: a two-sided 80% prediction interval
 CV_FOLDS = 4  # the cross-validation of the bands: every fourth fit run per family and metric, as the hold-out rule
-
-
-def t_quantile(p: float, dof: float) -> float:
-    """Quantile ``p`` of Student's t with ``dof`` degrees of freedom: exact for 1 and 2, else the
-    Cornish-Fisher expansion about the normal quantile (Abramowitz & Stegun 26.7.5; error below 1e-3
-    for dof >= 3 at p = 0.9)."""
-    if dof <= 1.0:
-        return float(np.tan(np.pi * (p - 0.5)))
-    if dof <= 2.0:
-        return float((2 * p - 1) * np.sqrt(2.0 / (4 * p * (1 - p))))
-    z = float(np.sqrt(2.0) * _erfinv(2 * p - 1))
-    g1 = (z ** 3 + z) / 4
-    g2 = (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96
-    g3 = (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384
-    return z + g1 / dof + g2 / dof ** 2 + g3 / dof ** 3
-
-
-def _erfinv(y: float) -> float:
-    """Inverse error function by Newton's method on math.erf (no SciPy dependency)."""
-    x = 0.0
-    for _ in range(60):
-        x -= (math.erf(x) - y) / (2.0 / math.sqrt(math.pi) * math.exp(-x * x))
-    return x
-
-
-def prediction_band(log_ratio: np.ndarray) -> tuple[float, float]:
-    """P10 and P90 of observed/predicted for a new run from out-of-sample residuals ``log_ratio`` =
-    log(observed/predicted): the Student-t prediction interval mean ± t(0.9, n − 1) · s ·
-    sqrt(1 + 1/n), s the sample standard deviation (the textbook interval for one new observation,
-    e.g. Montgomery & Runger, Applied Statistics and Probability for Engineers, §8.4). Few residuals
-    give a wide band through t and sqrt(1 + 1/n)."""
-    r = np.asarray(log_ratio, dtype=float)
-    n = len(r)
-    if n < 2:
-        return (math.nan, math.nan)
-    s = float(np.std(r, ddof=1))
-    half = t_quantile(BAND_LEVEL, n - 1) * s * math.sqrt(1.0 + 1.0 / n)
-    return float(math.exp(r.mean() - half)), float(math.exp(r.mean() + half))
 
 
 def cv_folds(runs: pd.DataFrame) -> np.ndarray:
@@ -476,15 +436,35 @@ def fit_generic(runs: pd.DataFrame, params: dict) -> tuple[dict, dict]:
     return out, prov
 
 
+def _free_log_ratios(rows: pd.DataFrame, eff: Efficiency) -> np.ndarray:
+    """log(observed / free-search MFU) of training runs (``layouts.free_prediction``: nothing of the
+    published layout pinned, as ``estimate`` searches); NaN where nothing fits memory."""
+    out = []
+    for _, r in rows.iterrows():
+        cfg = free_prediction(r, eff)
+        out.append(math.nan if cfg is None else math.log(float(r["value"]) / float(cfg["mfu"])))
+    return np.array(out, dtype=float)
+
+
+def free_rows(runs: pd.DataFrame) -> np.ndarray:
+    """The runs a free layout search predicts: transformer training runs (metric ``mfu``), with or
+    without a published layout (without one, the calibration searches freely already)."""
+    return ((runs["metric"] == "mfu") & ~generic.generic_rows(runs)).to_numpy()
+
+
 def cv_residuals(runs: pd.DataFrame) -> pd.DataFrame:
     """Out-of-sample residuals of the ``fit`` runs: for each fold, every parameter refitted on the
     other folds (``fit_training``, ``fit_inference``) and the fold predicted, with the family's own
-    values (``log_ratio``) and with pooled values only (``log_ratio_pooled``). In-sample residuals
-    understate the error on unseen runs where a family's parameters rest on a few runs; these do not."""
+    values (``log_ratio``) and with pooled values only (``log_ratio_pooled``); training runs also
+    searched freely (``log_ratio_free``, ``log_ratio_free_pooled``; ``free_rows``). In-sample
+    residuals understate the error on unseen runs where a family's parameters rest on a few runs;
+    these do not."""
     fit_runs = runs[runs["split"] == "fit"].reset_index(drop=True)
     folds = cv_folds(fit_runs)
+    free = free_rows(fit_runs)
     out = fit_runs[["run", "family", "metric", "value"]].copy()
-    out["log_ratio"], out["log_ratio_pooled"] = np.nan, np.nan
+    for c in ("log_ratio", "log_ratio_pooled", "log_ratio_free", "log_ratio_free_pooled"):
+        out[c] = np.nan
     for k in range(CV_FOLDS):
         test = folds == k
         train = runs.copy()
@@ -493,6 +473,8 @@ def cv_residuals(runs: pd.DataFrame) -> pd.DataFrame:
         sub = fit_runs[test]
         out.loc[test, "log_ratio"] = np.log(sub["value"].to_numpy() / _predict_all(sub, eff))
         out.loc[test, "log_ratio_pooled"] = np.log(sub["value"].to_numpy() / _predict_all(sub, _pooled(eff)))
+        out.loc[test & free, "log_ratio_free"] = _free_log_ratios(fit_runs[test & free], eff)
+        out.loc[test & free, "log_ratio_free_pooled"] = _free_log_ratios(fit_runs[test & free], _pooled(eff))
     return out
 
 
@@ -501,30 +483,35 @@ def _bands(runs: pd.DataFrame) -> tuple[dict, dict]:
     (``cv_residuals``; held-out runs stay unseen, so their coverage tests the band): per family with
     >= BAND_MIN_RUNS fit runs of the metric, pooled over families, and 'uncalibrated' (families
     predicted from pooled values only). Mixture-of-experts MFU runs form their own scope
-    (``model.moe.band_scope``) and stay out of the dense ones."""
+    (``model.moe.band_scope``) and stay out of the dense ones. Predictions with the layout pinned
+    get the Student-t band (``bands.prediction_band``); a freely searched training estimate
+    (``bands.FREE_METRIC``, what ``estimate`` shows when nothing of the layout is pinned) gets the
+    split-conformal band (``bands.conformal_band``) of the same runs searched freely, same scopes."""
     cv = cv_residuals(runs)
     is_moe = {r["run"] for _, r in runs.iterrows() if r["metric"] == "mfu" and run_profile(r).is_moe}
     moe_runs = cv["run"].isin(is_moe).to_numpy()
     params, prov = {}, {}
 
     def put(metric, scope, sel, column):
-        lo, hi = prediction_band(cv.loc[sel, column].to_numpy())
+        sel = sel & cv[column].notna().to_numpy()
+        lo, hi = (conformal_band if metric == FREE_METRIC else prediction_band)(cv.loc[sel, column].to_numpy())
         if math.isnan(lo):
             return
         params[(f"band_p10_{metric}", scope)], params[(f"band_p90_{metric}", scope)] = lo, hi
         prov[(f"band_p10_{metric}", scope)] = prov[(f"band_p90_{metric}", scope)] = list(cv.loc[sel, "run"])
 
-    for metric in sorted(set(cv["metric"])):
-        m = (cv["metric"] == metric).to_numpy()
-        if metric == "mfu":
-            put(metric, moe.BAND_SCOPE, m & moe_runs, "log_ratio")
+    for metric in [*sorted(set(cv["metric"])), FREE_METRIC]:
+        m = (cv["metric"] == ("mfu" if metric == FREE_METRIC else metric)).to_numpy()
+        col = "log_ratio_free" if metric == FREE_METRIC else "log_ratio"
+        if metric in ("mfu", FREE_METRIC):
+            put(metric, moe.BAND_SCOPE, m & moe_runs, col)
             m = m & ~moe_runs
-        put(metric, "pooled", m, "log_ratio")
-        put(metric, "uncalibrated", m, "log_ratio_pooled")
+        put(metric, "pooled", m, col)
+        put(metric, "uncalibrated", m, col + "_pooled")
         for fam in sorted(set(cv.loc[m, "family"])):
             sel = m & (cv["family"] == fam).to_numpy()
             if sel.sum() >= BAND_MIN_RUNS:
-                put(metric, fam, sel, "log_ratio")
+                put(metric, fam, sel, col)
     return params, prov
 
 

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .. import catalog
+from ..model.efficiency import Efficiency, default
 from ..model.estimate import training_config
 from ..model.search import SOFTWARE_KEYS
 from ..model.training import SWITCH_KEYS
@@ -120,6 +121,20 @@ def comparison_lines(items: list[dict]) -> list[str]:
     return lines
 
 
+def free_prediction(row, eff: Efficiency | None = None) -> dict | None:
+    """A published-layout training run searched freely, as ``estimate`` searches it: nothing of its
+    layout pinned, the software it ran kept (``search.SOFTWARE_KEYS`` among its limits, the
+    ``training.SWITCH_KEYS`` pins), evaluated with ``eff`` (default: data/efficiency.csv). The best
+    configuration (``estimate.training_config``), or None when nothing fits memory."""
+    pins, limits = parse_parallelism(row.get("parallelism"), f"reference_runs.csv: run {row.get('run')}: parallelism")
+    pinned = pins.model_dump(exclude_none=True) if pins else {}
+    switches = {k: v for k, v in pinned.items() if k in SWITCH_KEYS}
+    software = {k: v for k, v in limits.items() if k in SOFTWARE_KEYS}
+    acc = catalog.accelerator_record(row["accelerator"])
+    return training_config(run_profile(row), acc, run_chips(row), run_workload(row),
+                           Parallelism(**switches) if switches else None, CALIBRATION_HEADROOM, default(eff), **software)
+
+
 def free_vs_published(runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every published layout's run predicted twice: with its layout pinned (``pinned_mfu``, as the
     calibration does) and searched freely (``free_mfu``: nothing pinned, the practical grid with the
@@ -134,11 +149,7 @@ def free_vs_published(runs: pd.DataFrame | None = None) -> pd.DataFrame:
     for _, r in runs[runs["run"].isin(pub["run"])].iterrows():
         acc = catalog.accelerator_record(r["accelerator"])
         pinned = training_prediction(r)
-        published = pub.set_index("run").loc[r["run"]]
-        software = {k: v for k, v in published["layout"].items() if k in SOFTWARE_KEYS}
-        switches = Parallelism(**published["switches"]) if published["switches"] else None
-        free = training_config(run_profile(r), acc, run_chips(r), run_workload(r), switches, CALIBRATION_HEADROOM,
-                               **software)
+        free = free_prediction(r)
         if free is None:
             continue
         value = float(r["value"])

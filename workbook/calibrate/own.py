@@ -24,7 +24,8 @@ The adjustment (``adjust``) gives the team's runs precedence over the published 
   ``w = max(w_published / sqrt(1 + n), z90 · s)``, with n near runs, s the standard deviation of
   their log(observed/predicted) after the adjustment (0 for one run) and z90 = 1.2816 (P10/P90 of
   a normal): n consistent runs shrink it like the standard error of a mean, runs that disagree
-  widen it again.
+  widen it again. The same for the band of a freely searched training layout (``band_p10_mfu_free``,
+  ``calibrate.bands``), which ``estimate`` shows when nothing of the layout is pinned.
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ import pandas as pd
 
 from .. import catalog, hf, inputs, paths, terms
 from ..errors import InputError
-from ..model.efficiency import Efficiency, default
+from ..model.efficiency import FREE_METRIC, Efficiency, default
 from ..scenario import Scenario, hf_architecture
 from . import runs as published
 
@@ -268,14 +269,19 @@ def _fit_chip(eff: Efficiency, chip: str, rows: pd.DataFrame) -> tuple[Efficienc
 
 
 def _band(eff: Efficiency, chip: str, family: str, metric: str, lr: np.ndarray) -> dict:
-    """The chip's band for ``metric`` after the adjustment (module docstring)."""
-    band_metric = "mfu" if metric == "mfu" else metric
-    lo, hi = eff.get(f"band_p10_{band_metric}", family), eff.get(f"band_p90_{band_metric}", family)
+    """The chip's band for ``metric`` after the adjustment (module docstring); for MFU also the band
+    of a freely searched layout (``FREE_METRIC``), narrowed the same way where the fit has one."""
+    out = {}
     n = len(lr)
     spread = Z90 * float(np.std(lr, ddof=1)) if n > 1 else 0.0
-    w_lo = max(abs(math.log(lo)) / math.sqrt(1 + n), spread)
-    w_hi = max(abs(math.log(hi)) / math.sqrt(1 + n), spread)
-    return {(f"band_p10_{band_metric}", chip): math.exp(-w_lo), (f"band_p90_{band_metric}", chip): math.exp(w_hi)}
+    for band_metric in (metric, FREE_METRIC) if metric == "mfu" else (metric,):
+        if not (eff.has(f"band_p10_{band_metric}", family) or eff.has(f"band_p10_{band_metric}", "pooled")):
+            continue
+        lo, hi = eff.get(f"band_p10_{band_metric}", family), eff.get(f"band_p90_{band_metric}", family)
+        w_lo = max(abs(math.log(lo)) / math.sqrt(1 + n), spread)
+        w_hi = max(abs(math.log(hi)) / math.sqrt(1 + n), spread)
+        out[(f"band_p10_{band_metric}", chip)], out[(f"band_p90_{band_metric}", chip)] = math.exp(-w_lo), math.exp(w_hi)
+    return out
 
 
 def adjust(eff: Efficiency, runs: pd.DataFrame, use: np.ndarray) -> tuple[Efficiency, pd.DataFrame]:

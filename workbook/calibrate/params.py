@@ -7,7 +7,7 @@ import pandas as pd
 from .. import catalog, paths
 from ..model.efficiency import _from_csv
 from ..model.generic import STEP_OVERHEAD
-from .fit import BAND_MIN_RUNS, CV_FOLDS, GAMMA_MIN_SCALES, fit
+from .fit import BAND_MIN_RUNS, CV_FOLDS, FREE_METRIC, GAMMA_MIN_SCALES, fit
 
 
 PARAM_DOCS = {
@@ -54,6 +54,12 @@ PARAM_DOCS = {
 
 
 def _doc(name: str) -> tuple[str, str]:
+    if name.startswith(f"band_p10_{FREE_METRIC}") or name.startswith(f"band_p90_{FREE_METRIC}"):
+        return ("observed / predicted", f"{'lower' if 'p10' in name else 'upper'} end of the split-conformal 80% "
+                f"interval (order statistics floor((n+1)/10), ceil(9(n+1)/10)) of {CV_FOLDS}-fold cross-validated "
+                f"log(observed/predicted) of the fit training runs searched freely, nothing of their layout pinned "
+                f"(family with >= {BAND_MIN_RUNS} fit runs, else pooled; 'uncalibrated' = predictions from pooled "
+                f"parameters)")
     if name.startswith("band_p"):
         return ("observed / predicted", f"{'lower' if 'p10' in name else 'upper'} end of the Student-t 80% prediction "
                 f"interval of {CV_FOLDS}-fold cross-validated log(observed/predicted) over the fit runs of the metric "

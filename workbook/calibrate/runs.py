@@ -354,7 +354,9 @@ _TABLES: dict[str, pd.DataFrame] = {}
 
 def calibration_table(runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per used run: published figure, the same in the one definition (``value``), the model's
-    ``predicted`` figure with data/efficiency.csv, and ``error`` = predicted / value − 1.
+    ``predicted`` figure with data/efficiency.csv, and ``error`` = predicted / value − 1; ``low``,
+    ``high`` and ``in_band``: the P10-P90 band of the prediction (a training run's as it was predicted,
+    ``moe.training_band``: the pinned band with its published layout pinned, else the free-search band).
 
     The table of the shipped runs (``runs`` None, about 0.6 s) is cached by content: in memory and as
     a pickle in ``$WORKBOOK_CACHE_DIR`` (default ``~/.cache/workbook``), keyed by ``_table_cache_key``
@@ -388,8 +390,9 @@ def _calibration_table(runs: pd.DataFrame) -> pd.DataFrame:
     out["error"] = pred / out["value"] - 1.0
     out["kind"] = out["metric"].map(KIND_OF_METRIC)
     eff = default(None)
-    scopes = [moe.band_scope(run_profile(r), r["family"], eff) if r["metric"] == "mfu" else r["family"] for _, r in runs.iterrows()]
-    lo_hi = [band(eff, m, f) for m, f in zip(out["metric"], scopes)]
+    # a training run's band follows how it was predicted: its published layout pinned, else searched freely
+    lo_hi = [moe.training_band(run_profile(r), r["family"], eff, parse_parallelism(r.get("parallelism"))[0])
+             if r["metric"] == "mfu" else band(eff, r["metric"], r["family"]) for _, r in runs.iterrows()]
     out["low"] = pred * np.array([b[0] for b in lo_hi])
     out["high"] = pred * np.array([b[1] for b in lo_hi])
     out["in_band"] = (out["value"] >= out["low"]) & (out["value"] <= out["high"])

@@ -40,8 +40,9 @@ from . import mamf
 from .profile import Profile, bytes_per_value
 
 WORKS = ("train", "prefill", "decode")
+FREE_METRIC = "mfu_free"  # the MFU band of a freely searched training layout (band_p10_mfu_free, band_p90_mfu_free)
 # the parameter whose own value makes a family "calibrated" for each banded metric
-CALIBRATED_BY = {"mfu": "matmul_ceiling", "output_tokens_per_s_per_chip": "decode_memory_efficiency",
+CALIBRATED_BY = {"mfu": "matmul_ceiling", "mfu_free": "matmul_ceiling", "output_tokens_per_s_per_chip": "decode_memory_efficiency",
                  "tpot_ms": "decode_memory_efficiency", "ttft_ms": "matmul_ceiling",
                  "generic_mfu": "generic_train_scale", "generic_samples_per_s_per_chip": "generic_inference_scale"}
 

@@ -506,7 +506,7 @@ def estimate_training_on(s: Scenario, acc: dict, pinned: int | None, par: Parall
     # A generic (non-transformer) model: the transformer-fitted ceiling times the factor fitted on the
     # published ResNet-50 runs, with their band (else the uncalibrated transformer band)
     lo_hi = band(eff, "generic_mfu", "pooled") if p.generic else (math.nan, math.nan)
-    _with_bands(out, *(lo_hi if not math.isnan(lo_hi[0]) else band(eff, "mfu", "generic" if p.generic else moe.band_scope(p, band_scope(eff, acc), eff))))
+    _with_bands(out, *(lo_hi if not math.isnan(lo_hi[0]) else band(eff, "mfu", "generic") if p.generic else moe.training_band(p, band_scope(eff, acc), eff, par)))
     dl = s.constraints.deadline_days
     out["meets_deadline"] = bool(days <= dl) if dl is not None else None
     if dl is not None and days > dl:

@@ -3,7 +3,8 @@ matmuls, the token dispatcher's permutation and the expert-parallel all-to-all.
 
 ``model.training`` calls one function of this module per term (``expert_extra_flops_per_token``,
 ``permute_s``, ``expert_parallel_comm_s``, ``host_s``) and otherwise knows nothing of experts beyond
-the weights it places on chips; ``band_scope`` picks the MoE uncertainty band. Every function
+the weights it places on chips; ``band_scope`` picks the MoE uncertainty band and ``training_band``
+a training estimate's band (freely searched or pinned layout, dense or MoE). Every function
 returns 0 (or 1, for factors) for a dense model.
 
 Sources: Lepikhin et al. 2020 "GShard" (expert capacity, all-to-all dispatch and combine);
@@ -13,11 +14,14 @@ inside a node and across nodes).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ..scenario import Workload
+from .. import terms
+from ..scenario import Parallelism, Workload
 from . import comm
-from .efficiency import Efficiency, width_factor, width_scale
+from .efficiency import FREE_METRIC, Efficiency, band, width_factor, width_scale
 from .profile import Profile
 
 ACTIVATION_BYTES = 2.0  # 16-bit activations exchanged by the dispatcher (Megatron-Core's alltoall dispatcher sends bf16)
@@ -131,9 +135,24 @@ def host_s_per_layer(eff: Efficiency, acc) -> float:
 BAND_SCOPE = "moe"
 
 
-def band_scope(p: Profile, family: str, eff: Efficiency) -> str:
-    """Scope of a training estimate's MFU band (``efficiency.band``): ``moe`` for a mixture of experts
-    once the fit has a band of MoE runs (``calibrate.fit``: the cross-validated residuals of every MoE
-    fit run, whose errors are larger than dense runs' and would otherwise widen the dense bands of
-    their families), else the family's."""
-    return BAND_SCOPE if p.is_moe and ("band_p10_mfu", BAND_SCOPE) in eff.table else family
+def band_scope(p: Profile, family: str, eff: Efficiency, metric: str = "mfu") -> str:
+    """Scope of a training estimate's MFU band (``efficiency.band``; ``metric`` mfu, or mfu_free for a
+    freely searched layout): ``moe`` for a mixture of experts once the fit has a band of MoE runs
+    (``calibrate.fit``: the cross-validated residuals of every MoE fit run, whose errors are larger
+    than dense runs' and would otherwise widen the dense bands of their families), else the family's."""
+    return BAND_SCOPE if p.is_moe and (f"band_p10_{metric}", BAND_SCOPE) in eff.table else family
+
+
+def training_band(p: Profile, family: str, eff: Efficiency, par: Parallelism | None = None) -> tuple[float, float]:
+    """P10 and P90 of observed/predicted MFU for a transformer training estimate on ``family``
+    (``efficiency.band``): a layout searched freely (``par`` pins none of ``terms.LAYOUT_KEYS``, as
+    every ``estimate`` without ``cluster.parallelism``) gets the band of the calibration runs searched
+    the same way (``mfu_free``: ``calibrate.bands.conformal_band`` of ``calibrate.layouts.free_prediction``,
+    off-centre where the search is biased); a layout with any dimension pinned the band of the runs
+    predicted with their published layout pinned (``mfu``); the pinned band where the fit has no free
+    one (an older data/efficiency.csv)."""
+    if par is None or all(getattr(par, k, None) is None for k in terms.LAYOUT_KEYS):
+        lo_hi = band(eff, FREE_METRIC, band_scope(p, family, eff, FREE_METRIC))
+        if not math.isnan(lo_hi[0]):
+            return lo_hi
+    return band(eff, "mfu", band_scope(p, family, eff))

@@ -168,8 +168,10 @@ def formulas(s: Scenario) -> pd.DataFrame:
             ("mfu", "model FLOPs x tokens/s / (chips x dense peak)", "PaLM definition", "Chowdhery et al. 2022 App. B"),
             ("training_days", "tokens / tokens_per_s / 86400", f"{training_tokens(w):.3g} tokens", "scenario"),
             ("chip_hours", "chips x training_days x 24", "", ""),
-            ("_low / _high", "P10 / P90 of observed / predicted MFU over the calibration runs", "per family (>= 5 runs) or pooled",
-             "data/efficiency.csv band_p10_mfu, band_p90_mfu")]
+            ("_low / _high", "P10 / P90 of observed / predicted MFU over the calibration runs (a layout searched freely: "
+                             "the runs searched freely, off-centre where the search is optimistic; a pinned layout: the runs "
+                             "with their published layout pinned)", "per family (>= 14 fit runs) or pooled",
+             "data/efficiency.csv band_p10_mfu_free, band_p90_mfu_free (pinned: band_p10_mfu, band_p90_mfu)")]
     elif p.generic:  # one forward pass per request (model.generic.serve)
         g = w.generic
         rows += [
@@ -205,7 +207,7 @@ def formulas(s: Scenario) -> pd.DataFrame:
              "model.serving.estimate_serving"),
             ("mem_eff, eff, latency", "fitted per family", "", "data/efficiency.csv (fitted on data/reference_runs.csv)"),
             ("_low / _high", "P10 / P90 of observed / predicted over the calibration runs",
-             "per family (>= 5 runs) or pooled", "data/efficiency.csv band_p10_*, band_p90_*")]
+             "per family (>= 14 fit runs) or pooled", "data/efficiency.csv band_p10_*, band_p90_*")]
     return pd.DataFrame(rows, columns=["figure", "formula", "inputs for this scenario", "source"])
 
 
