@@ -120,3 +120,63 @@ def test_vendored_fonts_only_points_vl_convert_at_no_system_font(monkeypatch):
     monkeypatch.setenv("FONTCONFIG_FILE", "/etc/fonts/fonts.conf")
     assert not base.vendored_fonts_only()    # the user's own setting wins
     assert os.environ["FONTCONFIG_FILE"] == "/etc/fonts/fonts.conf"
+
+
+# --- the layer hash of views.charts.base.Chart, the kernel's launcher, vl-convert's warm-up ----------
+
+def _layered(cls, frame):
+    return cls(frame).mark_line().encode(x="a:Q", y="b:Q") + cls(frame).mark_point().encode(x="a:Q", y="b:Q")
+
+
+def test_layered_chart_spec_is_altairs_own():
+    frame = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [3.0, 1.0, 2.0], "unused": ["x", "y", "z"]})
+    ours = _layered(base.Chart, frame).to_dict(validate=True)
+    altairs = _layered(alt.Chart, frame).to_dict(validate=True)
+    assert ours == altairs
+
+
+def test_frame_digest_follows_the_values_and_columns():
+    f = pd.DataFrame({"a": [1, 2], "b": ["x", "y"]})
+    assert base.frame_digest(f) == base.frame_digest(f.copy())
+    assert base.frame_digest(f) != base.frame_digest(f.assign(a=[1, 3]))
+    assert base.frame_digest(f) != base.frame_digest(f.rename(columns={"b": "c"}))
+    assert base.frame_digest(pd.DataFrame({"a": [[1], [2]]})) is None   # lists: Altair's own hash is used
+    assert base.frame_digest({"values": []}) is None
+    same_but_other_data = [base.Chart(d).mark_point().encode(x="a:Q")._compute_hash()
+                           for d in (f, f.assign(a=[5, 6]))]
+    assert same_but_other_data[0] != same_but_other_data[1] and all(h.startswith("view_") for h in same_but_other_data)
+
+
+def test_warm_converter_starts_vl_convert(monkeypatch):
+    import vl_convert
+
+    drawn = []
+    monkeypatch.setattr(vl_convert, "vegalite_to_svg", lambda spec: drawn.append(spec) or "<svg/>")
+    kernelside.warm_converter()
+    assert drawn == [kernelside.WARM_UP_SPEC]
+    monkeypatch.setattr(vl_convert, "vegalite_to_svg", lambda spec: 1 / 0)
+    kernelside.warm_converter()   # a converter that fails is left to the first chart to report
+
+
+def test_report_kernel_starts_without_debugpy_and_anywidget(tmp_path):
+    import json
+
+    from workbook.report import execute
+
+    km = execute._start_kernel("python3", str(tmp_path), None)
+    try:
+        assert km.kernel_spec.argv[1:3] == ["-m", "workbook.report.kernellaunch"]
+        from jupyter_core.utils import run_sync
+
+        kc = km.client()
+        kc.start_channels()
+        run_sync(kc.wait_for_ready)(timeout=60)
+        out = []
+        code = ("import sys, json, altair; print(json.dumps([sys.modules.get(n) is None for n in "
+                "('debugpy', 'anywidget')] + [altair.JupyterChart.__module__, 'ipykernel' in sys.modules]))")
+        run_sync(kc.execute_interactive)(code, timeout=60, output_hook=lambda m: out.append(
+            m["content"].get("text", "")) if m["msg_type"] == "stream" else None)
+        kc.stop_channels()
+        assert json.loads("".join(out)) == [True, True, "altair.jupyter", True]   # the stand-in JupyterChart
+    finally:
+        execute._stop_kernel(km)

@@ -314,11 +314,13 @@ def test_a_worker_without_loopback_fails_its_scenario_at_once(tmp_path, monkeypa
 
 
 def _kernels_in(folder: Path) -> list[int]:
-    """Kernel processes running in ``folder`` (report kernels run in the notebook folder)."""
+    """Kernel processes running in ``folder`` (report kernels run in the notebook folder, started by
+    ``workbook.report.kernellaunch`` or ipykernel's own launcher)."""
     out = []
     for proc in Path("/proc").iterdir():
         try:
-            if proc.name.isdigit() and b"ipykernel" in (proc / "cmdline").read_bytes() \
+            cmd = (proc / "cmdline").read_bytes() if proc.name.isdigit() else b""
+            if (b"ipykernel" in cmd or b"workbook.report.kernellaunch" in cmd) \
                     and os.readlink(proc / "cwd") == str(folder):
                 out.append(int(proc.name))
         except OSError:

@@ -101,7 +101,8 @@ def _saving_on_failure(nb_man, client):
 
 def _start_kernel(kernel_name: str, cwd: str, log_file):
     """Start a kernel in ``cwd`` that imports this very ``workbook`` package (its parent folder is
-    put first on PYTHONPATH), its stdout/stderr going to ``log_file`` rather than the batch log."""
+    put first on PYTHONPATH), its stdout/stderr going to ``log_file`` rather than the batch log.
+    ipykernel's launcher is replaced by ``kernellaunch`` (the same kernel without debugpy and anywidget)."""
     from jupyter_client.manager import AsyncKernelManager
     from jupyter_core.utils import run_sync
 
@@ -109,6 +110,9 @@ def _start_kernel(kernel_name: str, cwd: str, log_file):
     env["PYTHONPATH"] = os.pathsep.join([str(paths.ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env[SHARE_ENV] = "1"   # the notebooks and the summary of a scenario share one analysis
     km = AsyncKernelManager(kernel_name=kernel_name)
+    argv = km.kernel_spec.argv
+    if argv[1:3] == ["-m", "ipykernel_launcher"]:   # the same kernel, less what a batch never uses
+        km.kernel_spec.argv = [argv[0], "-m", "workbook.report.kernellaunch", *argv[3:]]
     run_sync(km.start_kernel)(cwd=cwd, env=env, stdout=log_file, stderr=log_file)
     return km
 

@@ -1,6 +1,7 @@
 """The charts' theme, the offline renderer and the chart for "nothing to draw"."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -61,6 +62,36 @@ class Chart(alt.Chart):
 
     def encode(self, *args, **channels):
         return super().encode(*args, **{k: _channel(k, v) for k, v in channels.items()})
+
+    def _compute_hash(self) -> str:
+        """The view name Altair derives from a layer's content, with the layer's DataFrame hashed
+        by its values (``frame_digest``) rather than by ``str(DataFrame)``: Altair computes this
+        for every layer of a layered chart (``a + b``), and the text of a 58-column frame costs
+        10-15 ms each time (0.1-0.15 s per report). The name is used only for a view holding
+        selection parameters (none of the charts has one); it stays deterministic and differs
+        between layers of different data, as Altair intends."""
+        digest = None if "_cached_hash" in self._kwds else frame_digest(self._kwds.get("data"))
+        if digest is None:
+            return super()._compute_hash()
+        hash_data = {"class": self.__class__.__name__, "mark": getattr(self, "mark", None),
+                     "encoding": getattr(self, "encoding", None), "data": digest,
+                     "transform": getattr(self, "transform", None)}
+        text = json.dumps(hash_data, sort_keys=True, default=str)
+        return f"view_{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def frame_digest(data) -> str | None:
+    """A digest of a DataFrame's columns, index and values (None for anything else, or a frame
+    whose cells pandas cannot hash, such as lists)."""
+    if not isinstance(data, pd.DataFrame):
+        return None
+    try:
+        values = pd.util.hash_pandas_object(data, index=True).to_numpy().tobytes()
+    except TypeError:
+        return None
+    h = hashlib.sha256(values)
+    h.update(json.dumps([str(c) for c in data.columns]).encode())
+    return f"frame-{h.hexdigest()}"
 
 
 def empty(message: str) -> alt.Chart:
