@@ -148,3 +148,18 @@ def test_every_ranked_offer_states_the_network_it_was_planned_with(analysed):
     chip = catalog.accelerator_record("H100-SXM5-80GB")["inter_node_bytes_per_s"]
     assert "not published" in lam["network_basis"]
     assert lam["inter_node_bytes_per_s"] == pytest.approx(chip * lam["chips_billed"] / lam["instances"])
+
+
+def test_a_tie_with_many_offers_names_the_first_three_and_counts_the_rest(monkeypatch):
+    """Five tied offers: the sentence names the top and three tied offers with their gaps and prices,
+    and says "2 more tied offer(s)" instead of listing them (a report's tie line stayed readable)."""
+    import importlib
+    rec_mod = importlib.import_module("workbook.decision.recommend")
+    monkeypatch.setattr(rec_mod, "describe", lambda row: f"<{row.name}>")
+    monkeypatch.setattr(rec_mod, "price_words", lambda row: "p")
+    ranked = pd.DataFrame({"option": list("abcdef"), "score": [0.9, 0.89, 0.88, 0.87, 0.86, 0.85]})
+    tied = pd.DataFrame({"option": list("bcdef"), "score_gap": [0.01] * 5, "p_top_leads": [0.6] * 5,
+                         "gap_p10": [-0.1] * 5, "gap_p90": [0.1] * 5, "cause": ["model noise"] * 5})
+    [text] = rec_mod._reason_tie(ranked, ranked.iloc[0], tied, 2000)
+    assert all(f"<{o}>" in text for o in "abcd") and "<e>" not in text and "<f>" not in text
+    assert "and 2 more tied offer(s), in the ranking with their scores" in text

@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .. import catalog, cost
-from .. import terms
+from .. import catalog, cost, terms
 from ..terms import latency_label, metric_unit, usd
 from ..model.profile import mlperf_benchmark
 from ..scenario import Scenario
@@ -23,6 +22,9 @@ from .nearest import nearest_changes, physical_hints
 from .rank import (TIE_BREAKERS, break_ties, describe, flip_conditions, metric_of, p_cheaper, rank, ranking_table,
                    reorderable, ties, weights)
 from .rules import percent_text
+
+TIE_LISTED = 3  # tied offers named one by one in the tie sentence (the rest: a count)
+
 
 def _clean(v):
     if isinstance(v, np.generic):
@@ -173,12 +175,14 @@ def _reason_tie(ranked: pd.DataFrame, top, tied: pd.DataFrame, n: int) -> list[s
     (``rank.ties``), what makes it (``cause``), and how the tie-breakers (``rank.TIE_BREAKERS``) decided it."""
     if tied.empty:
         return []
-    names = ranked.set_index("option")
+    names, shown = ranked.set_index("option"), tied.head(TIE_LISTED)  # the rest: a count (the ranking has them)
     others = "; ".join(f"{describe(names.loc[t.option])} (score {names.loc[t.option, 'score']:.3f}: the first leads "
                        f"by {t.score_gap:.3f} at the point estimate but in only {t.p_top_leads:.0%} of the draws, "
-                       f"gap P10-P90 {t.gap_p10:+.3f} to {t.gap_p90:+.3f}{_tie_cause(t)})" for t in tied.itertuples())
+                       f"gap P10-P90 {t.gap_p10:+.3f} to {t.gap_p90:+.3f}{_tie_cause(t)})" for t in shown.itertuples())
+    if len(tied) > len(shown):
+        others += f"; and {len(tied) - len(shown)} more tied offer(s), in the ranking with their scores"
     prices = ", ".join(f"{describe(names.loc[o])}: {price_words(names.loc[o])}"
-                       for o in [top["option"], *tied["option"]] if o in names.index)
+                       for o in [top["option"], *shown["option"]] if o in names.index)
     decided = (f"Decided by the tie-breakers, {' then '.join(TIE_BREAKERS)}: {describe(ranked.iloc[0])}"
                if reorderable(tied) else
                f"Kept first: {describe(ranked.iloc[0])}, at the catalog's prices (the tie-breakers, "
