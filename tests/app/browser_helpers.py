@@ -103,6 +103,17 @@ def start_app(port: int, log: Path, extra: list[str] | None = None) -> subproces
     return start_process([sys.executable, "-m", "workbook.app", "--port", str(port), *(extra or [])], port, log)
 
 
+def token_app(tmp_path_factory, tag: str, token: str, cull_s: float, max_kernels: int):
+    """A module fixture's body: the app on a free loopback port with ``token``, culling unused kernels
+    after ``cull_s`` and at most ``max_kernels`` visitors; yields (port, process, log), then stops it."""
+    port = free_port()
+    log = tmp_path_factory.mktemp(tag) / "voila.log"
+    proc = start_process([sys.executable, "-m", "workbook.app", "--port", str(port), "--cull-unused-s", str(cull_s),
+                          "--max-kernels", str(max_kernels)], port, log, env={**os.environ, "WORKBOOK_APP_TOKEN": token})
+    yield port, proc, log
+    stop_process(proc)
+
+
 def stop_process(proc: subprocess.Popen, timeout_s: float = 15.0) -> None:
     """SIGTERM the process we started (by its PID), then SIGKILL it if it does not exit."""
     if proc.poll() is None:

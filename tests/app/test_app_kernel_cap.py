@@ -5,8 +5,6 @@ cap of two visitors), so the test starts with no visitor's kernel to wait out an
 ``test_app_security.py`` on another test worker; it talks plain HTTP and stops the server by its PID."""
 from __future__ import annotations
 
-import os
-import sys
 import time
 
 import pytest
@@ -20,14 +18,7 @@ MAX_KERNELS = 2
 
 @pytest.fixture(scope="module")
 def capped_app(tmp_path_factory):
-    port = bh.free_port()
-    log = tmp_path_factory.mktemp("voila-cap") / "voila.log"
-    env = {**os.environ, "WORKBOOK_APP_TOKEN": TOKEN}
-    proc = bh.start_process([sys.executable, "-m", "workbook.app", "--port", str(port),
-                             "--cull-unused-s", str(CULL_S), "--max-kernels", str(MAX_KERNELS)],
-                            port, log, env=env)
-    yield port, proc, log
-    bh.stop_process(proc)
+    yield from bh.token_app(tmp_path_factory, "voila-cap", TOKEN, CULL_S, MAX_KERNELS)
 
 
 @pytest.mark.slow

@@ -10,7 +10,6 @@ these tests' kernels to go first, and it runs beside this module on another test
 from __future__ import annotations
 
 import http.client
-import os
 import socket
 import sys
 import time
@@ -89,14 +88,7 @@ def test_launcher_exits_2_at_once_when_kernels_cannot_start(monkeypatch, capsys)
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    port = bh.free_port()
-    log = tmp_path_factory.mktemp("voila-sec") / "voila.log"
-    env = {**os.environ, "WORKBOOK_APP_TOKEN": TOKEN}
-    proc = bh.start_process([sys.executable, "-m", "workbook.app", "--port", str(port),
-                             "--cull-unused-s", str(CULL_S), "--max-kernels", str(MAX_KERNELS)],
-                            port, log, env=env)
-    yield port, proc, log
-    bh.stop_process(proc)
+    yield from bh.token_app(tmp_path_factory, "voila-sec", TOKEN, CULL_S, MAX_KERNELS)
 
 
 @pytest.mark.slow
