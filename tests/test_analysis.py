@@ -46,3 +46,13 @@ def test_when_nothing_fits_the_nearest_changes_name_another_precision():
     assert {"workload.precision": {"from": "bf16", "to": "int4"}} in changes
     assert any("constraints.max_chips" in c for c in changes)
     assert any("workload.precision from bf16 to int4" in f for f in a.recommendation.flip_conditions)
+
+
+def test_records_are_jsonable_to_dict_for_every_column_kind():
+    # records converts numeric and string columns a column at a time: the same dicts as the row-by-row path
+    df = pd.DataFrame({"f": [1.5, np.nan, np.inf], "i": [1, 2, 3], "b": [True, False, True],
+                       "s": pd.array(["a", None, "c"], dtype="str"), "S": pd.array(["x", None, "z"], dtype="string"),
+                       "o": [("a",), None, [1, np.nan]], "I": pd.array([1, None, 3], dtype="Int64")})
+    out = analysis.records(df)
+    assert out == [analysis.jsonable(r) for r in df.to_dict("records")]
+    assert out[1]["s"] is None and out[1]["S"] is None and out[0]["s"] == "a"

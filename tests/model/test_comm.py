@@ -169,3 +169,18 @@ def test_missing_network_figure_is_an_input_error_naming_the_column():
 def test_unknown_domain_is_an_input_error_with_a_suggestion():
     with pytest.raises(InputError, match="did you mean"):
         comm.topology(catalog.accelerator("B200-SXM-180GB"), 72, "GB200 NVL 72")
+
+
+@pytest.mark.parametrize("acc,chips", [("H100-SXM5-80GB", 1024), ("TPU-v5p", 4096), ("MI300X", 64), ("Trainium2", 512)])
+def test_a_shared_group_prices_every_collective_as_a_fresh_one(acc, chips):
+    # the data-parallel schedules price five collectives over one group (comm.group): the shared placement and
+    # latencies per algorithm must give each kind exactly what it gets alone, in any order of kinds
+    topo = comm.topology(catalog.accelerator(acc), chips)
+    n = np.array([1.0, 2.0, 8.0, 16.0, 64.0, 128.0])
+    stride = np.array([1.0, 8.0, 2.0, 4.0, 1.0, 8.0])
+    M, calls = np.array([1e6, 3e8, 1e9, 2e7, 5e9, 4e8]), np.array([1.0, 3.0, 12.0, 80.0, 2.0, 7.0])
+    for order in (comm.KINDS, tuple(reversed(comm.KINDS))):
+        shared = comm.group(n, stride, topo)
+        for kind in order:
+            alone = comm.collective_s(kind, M, n, stride, topo, calls)
+            assert np.array_equal(comm.collective_s(kind, M, n, stride, topo, calls, group_terms=shared), alone), kind

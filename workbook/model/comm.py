@@ -342,7 +342,41 @@ def _safe_div(a, b):
         return np.where(a > 0, a / b, 0.0)
 
 
-def collective_s(kind: str, bytes_, n, stride, topo: Topology, calls=1):
+def group(n, stride, topo: Topology) -> dict:
+    """What every collective over groups of ``n`` chips ``stride`` ranks apart shares, whatever its
+    kind, bytes and calls (``collective_s``): the placement (``_placement``), the bandwidth inside the
+    domain (``_intra_bw``) and the latency of a call per algorithm and protocol (filled as used). The
+    data-parallel schedules price five collectives over one group (``model.dataparallel``)."""
+    n, stride, k, m = _placement(n, stride, topo)
+    bw_i, hops = _intra_bw(k, stride, topo)
+    return {"topo": topo, "n": n, "stride": stride, "k": k, "m": m, "bw_i": bw_i, "hops": hops, "latency": {}}
+
+
+def _group_latency(gr: dict, kind: str, ll: bool):
+    """Seconds of latency per call of ``kind`` over the group ``gr`` (``group``), Simple protocol or LL."""
+    key = (kind if kind in ("all_to_all", "all_reduce") else "ring", ll)
+    hit = gr["latency"].get(key)
+    if hit is not None:
+        return hit
+    topo, n, k, m, hops = gr["topo"], gr["n"], gr["k"], gr["m"], gr["hops"]
+    base, hop, net = ((topo.ll_base_latency_s, topo.ll_hop_latency_s, topo.ll_net_latency_s) if ll
+                      else (topo.base_latency_s, topo.hop_latency_s, topo.net_latency_s))
+    if kind == "all_to_all":
+        dom_steps = np.where(k > 1, np.maximum(hops, 1.0) if topo.fabric == "torus" else 1.0, 0.0)
+        out = base + dom_steps * hop + np.where(m > 1, net, 0.0)
+    else:
+        dom_steps = hops if topo.fabric == "torus" else (n - m)
+        out = base + dom_steps * hop + (m - 1.0) * net
+        if kind == "all_reduce":
+            out = base + 2.0 * (dom_steps * hop + (m - 1.0) * net)
+            if topo.fabric != "torus":
+                tree = base + 2.0 * ((k - 1.0) * hop + np.ceil(np.log2(m)) * net)
+                out = np.minimum(out, tree)
+    gr["latency"][key] = out
+    return out
+
+
+def collective_s(kind: str, bytes_, n, stride, topo: Topology, calls=1, group_terms: dict | None = None):
     """Seconds for ``calls`` collectives of ``kind`` moving ``bytes_`` in total (summed over the
     calls) over groups of ``n`` chips whose consecutive members are ``stride`` ranks apart.
 
@@ -361,14 +395,14 @@ def collective_s(kind: str, bytes_, n, stride, topo: Topology, calls=1):
     data/topology.csv gives LL figures both are priced and the faster kept."""
     if kind not in KINDS:
         raise ValueError(f"kind: expected one of {', '.join(KINDS)}, got {kind!r}")
+    gr = group(n, stride, topo) if group_terms is None else group_terms
     M = np.asarray(bytes_, dtype=float)
-    n, stride, k, m = _placement(n, stride, topo)
+    n, stride, k, m = gr["n"], gr["stride"], gr["k"], gr["m"]
     calls = np.asarray(calls, dtype=float)
-    bw_i, hops = _intra_bw(k, stride, topo)
     inter = topo.inter_bytes_per_s
     if kind == "all_to_all":
         if topo.fabric == "torus":
-            _, hops, a2a = _torus_terms(k, stride, topo)
+            _, _, a2a = _torus_terms(k, stride, topo)
             t_in = (k / n) * M * a2a
         elif topo.fabric == "mesh":
             t_in = np.where(k > 1, (M / n) / (topo.intra_bytes_per_s / max(topo.domain_chips - 1, 1)), 0.0)
@@ -376,31 +410,15 @@ def collective_s(kind: str, bytes_, n, stride, topo: Topology, calls=1):
             t_in = (k - 1.0) / n * M / topo.intra_bytes_per_s
         t_out = np.where(m > 1, (n - k) / n * M / inter, 0.0)
         band = np.maximum(t_in, t_out)
-        dom_steps = np.where(k > 1, np.maximum(hops, 1.0) if topo.fabric == "torus" else 1.0, 0.0)
-
-        def latency(base, hop, net):
-            return base + dom_steps * hop + np.where(m > 1, net, 0.0)
     else:
-        t_in = _safe_div((k - 1.0) / k * M, bw_i)
+        t_in = _safe_div((k - 1.0) / k * M, gr["bw_i"])
         t_out = np.where(m > 1, _safe_div((m - 1.0) / m * M / k, np.full_like(m, inter)), 0.0)
         band = np.maximum(t_in, t_out)
-        dom_steps = hops if topo.fabric == "torus" else (n - m)
         if kind == "all_reduce":
             band = 2.0 * band
-
-        def latency(base, hop, net):
-            ring = base + dom_steps * hop + (m - 1.0) * net
-            if kind != "all_reduce":
-                return ring
-            ring = base + 2.0 * (dom_steps * hop + (m - 1.0) * net)
-            if topo.fabric == "torus":
-                return ring
-            tree = base + 2.0 * ((k - 1.0) * hop + np.ceil(np.log2(m)) * net)
-            return np.minimum(ring, tree)
-    out = band + calls * latency(topo.base_latency_s, topo.hop_latency_s, topo.net_latency_s)
+    out = band + calls * _group_latency(gr, kind, False)
     if np.isfinite(topo.ll_bandwidth_fraction) and kind != "all_to_all":
-        ll = band / topo.ll_bandwidth_fraction + calls * latency(topo.ll_base_latency_s, topo.ll_hop_latency_s,
-                                                                 topo.ll_net_latency_s)
+        ll = band / topo.ll_bandwidth_fraction + calls * _group_latency(gr, kind, True)
         out = np.minimum(out, ll)
     return np.where(n > 1, out, 0.0)
 

@@ -139,11 +139,18 @@ def data_parallel_comm(g: dict, st: dict, c: dict, topo: comm.Topology, overlap,
         lat += [topo.ll_base_latency_s, topo.ll_hop_latency_s, topo.ll_net_latency_s]
     dense_only = not has_e.any() and all(math.isfinite(x) for x in lat)
 
+    groups = {}  # the placement and latencies of the dense and the expert group, shared by the five collectives
+
+    def on(which):
+        if which not in groups:
+            groups[which] = comm.group(D_n, tp, topo) if which == "dense" else comm.group(D_e, tp * ep, topo)
+        return groups[which]
+
     def both(kind, n_bytes, e_bytes, calls_n, calls_e):
-        dense = comm.collective_s(kind, n_bytes, D_n, tp, topo, calls_n)
+        dense = comm.collective_s(kind, n_bytes, D_n, tp, topo, calls_n, group_terms=on("dense"))
         if dense_only and np.shape(dense) == np.broadcast_shapes(np.shape(dense), np.shape(D_e), np.shape(e_bytes)):
             return dense + 0.0
-        return dense + comm.collective_s(kind, e_bytes, D_e, tp * ep, topo, calls_e)
+        return dense + comm.collective_s(kind, e_bytes, D_e, tp * ep, topo, calls_e, group_terms=on("expert"))
 
     ar, rs, ag = (both(k, a, b, nb_n, nb_e) for k, a, b in (("all_reduce", G_n, G_e), ("reduce_scatter", G_n, G_e),
                                                             ("all_gather", W_n, W_e)))

@@ -15,11 +15,12 @@ import pandas as pd
 from .. import terms
 from ..errors import InputError
 from ..scenario import Parallelism, Workload
-from . import comm
+from . import comm, moe
 from .efficiency import Efficiency
 from .profile import Profile
 from .training import (DEFAULT_OVERLAP, RECOMPUTE, RESULT_COLUMNS, ZERO_STAGES, Overlap, _acc_name, _check_transformer,
-                       _divisors, _global_batch_seqs, _num, _price, evaluate)
+                       _compute_parts, _divisors, _finish, _global_batch_seqs, _grid_arrays, _memory_bound_s, _num, _setup,
+                       _stage_shape, evaluate, memory_per_chip_bytes, tokens_per_chip)
 
 INTERLEAVE = (1, 2, 4)  # virtual pipeline stages per chip tried by the search
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32, 64)  # micro-batch sizes (sequences) tried by the search
@@ -373,17 +374,85 @@ def _py(v):
     return v.item() if hasattr(v, "item") else v
 
 
+# ``best_config`` prices in full first the FIRST_ROWS layouts of smallest lower bound, then only the
+# layouts whose bound does not exceed the fastest step found (``_candidates``).
+FIRST_ROWS = 256
+# The bound and the step add their terms in different orders (rounding of order 1e-16 each): a layout is
+# pruned only when its bound exceeds the incumbent by this relative margin, so no layout that could tie is.
+PRUNE_MARGIN = 1e-9
+
+
+def _take(d: dict, idx, n: int) -> dict:
+    """``d`` with its per-row arrays (length ``n``) cut to the rows ``idx``; other values as they are."""
+    return {k: (v[idx] if isinstance(v, np.ndarray) and v.shape == (n,) else v) for k, v in d.items()}
+
+
+def _candidates(p: Profile, acc, chips: int, w: Workload, grid: dict, efficiency, *, topology, overlap, memory_headroom,
+                sync_loss, parallelism) -> dict | None:
+    """``training._price``'s columns for the layouts of ``grid`` that can be the fastest feasible one, in
+    grid order (None when none fits in memory): the same figures as pricing the whole grid, for fewer rows.
+
+    Every column is computed row by row (``training._finish``), so pricing a subset gives each row's
+    figures exactly. The memory per chip is computed for every layout first and those that do not fit
+    are dropped. Of the rest, the step time is at least the bound b = m·t + (pp-1)/v·t + optimizer +
+    dequantisation, times 1 + γ·log2(chips / domain chips), where t is a micro-batch's forward, backward
+    and recomputation: the step adds communication exposed after overlap (never negative:
+    ``dataparallel.overlapped_s``), the MoE host time and the bubble's share of them, all ≥ 0. The
+    ``FIRST_ROWS`` layouts of smallest b are priced in full; of the others only those with
+    b ≤ (fastest step so far) · (1 + ``PRUNE_MARGIN``): a layout above it is slower than that step, so
+    neither it nor a tie on the step can be the fastest. Where a term could be negative (a negative
+    fitted γ or host time) nothing is pruned."""
+    x = _setup(p, acc, chips, w, efficiency, topology, overlap, memory_headroom, sync_loss, parallelism)
+    g = _grid_arrays(grid)
+    st = _stage_shape(p, w, g, x["fp32_grads"], x["fp8_params"])
+    n = len(grid["tp"])
+    memory = memory_per_chip_bytes(p, w, g, st, {"tok_chip": tokens_per_chip(w, g)})
+    fit = np.flatnonzero(memory <= x["mem_cap"])
+    if not len(fit):
+        return None
+    if len(fit) < n:
+        grid, g, st, memory = _take(grid, fit, n), _take(g, fit, n), _take(st, fit, n), memory[fit]
+    n = len(fit)
+    c = _compute_parts(p, w, g, st, x["eff"], acc, x["peak"], grid)
+    prunable = x["sync_factor"] >= 0.0 and (not p.is_moe or moe.host_s_per_layer(x["eff"], acc) >= 0.0)
+    if n <= FIRST_ROWS or not prunable:
+        return _finish(p, acc, chips, w, grid, g, st, c, x, memory)
+
+    def price(rows):
+        return _finish(p, acc, chips, w, _take(grid, rows, n), _take(g, rows, n), _take(st, rows, n), _take(c, rows, n),
+                       x, memory[rows])
+
+    t = c["t_fwd"] + c["t_bwd"] + c["t_rc"]
+    optimizer_s, dequant_s = _memory_bound_s(p, w, g, st, acc)
+    bound = g["m"] * t + (g["pp"] - 1.0) / g["v"] * t + optimizer_s + dequant_s
+    bound = bound + x["sync_factor"] * bound
+    order = np.argsort(bound, kind="stable")
+    first, later = np.sort(order[:FIRST_ROWS]), order[FIRST_ROWS:]
+    r = price(first)
+    step = r["step_time_s"][np.isfinite(r["step_time_s"])]
+    if len(step):
+        later = later[bound[later] <= step.min() * (1.0 + PRUNE_MARGIN)]
+    if not len(later):
+        return r
+    rows = np.concatenate([first, later])
+    back = np.argsort(rows, kind="stable")
+    r2 = price(later)
+    return {k: np.concatenate([np.broadcast_to(r[k], len(first)), np.broadcast_to(r2[k], len(later))])[back] for k in r}
+
+
 def best_config(profile: Profile, acc: pd.Series, chips: int, workload: Workload, parallelism: Parallelism | None = None,
                 efficiency: Efficiency | None = None, *, topology: comm.Topology | None = None, overlap: Overlap = DEFAULT_OVERLAP,
                 memory_headroom: float | None = None, sync_loss: float | None = None, **limits) -> dict | None:
     """The fastest feasible configuration (the first row ``search`` would return, without building
-    the table) as a dict of Python scalars with ``chips`` and ``accelerator`` added, or None when
-    nothing fits in memory."""
+    the table: only the layouts that can be the fastest are priced, ``_candidates``) as a dict of
+    Python scalars with ``chips`` and ``accelerator`` added, or None when nothing fits in memory."""
     grid = configurations(profile, chips, workload, parallelism, **limits)
     if len(grid["tp"]) == 0:
         return None
-    r = _price(profile, acc, chips, workload, grid, efficiency, topology=topology, overlap=overlap,
-               memory_headroom=memory_headroom, sync_loss=sync_loss, parallelism=parallelism)
+    r = _candidates(profile, acc, chips, workload, grid, efficiency, topology=topology, overlap=overlap,
+                    memory_headroom=memory_headroom, sync_loss=sync_loss, parallelism=parallelism)
+    if r is None:
+        return None
     ok = np.flatnonzero(np.asarray(r["fits"]) & np.isfinite(r["step_time_s"]))
     if len(ok) == 0:
         return None

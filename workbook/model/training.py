@@ -252,6 +252,12 @@ def _stage_shape(p: Profile, w: Workload, g: dict, grad_reduce_in_fp32: bool = F
 HIGH_PRECISION = {"int8": "bf16"}
 
 
+def tokens_per_chip(w: Workload, g: dict):
+    """Tokens of a micro-batch on one chip: the micro-batch's sequences split over the tensor-parallel
+    (sequence-parallel shards) and context-parallel ranks."""
+    return g["mb"] * float(w.seq_len) / (g["tp"] * g["cp"])
+
+
 def _compute_parts(p: Profile, w: Workload, g: dict, st: dict, eff: Efficiency, acc, peak: float, grid: dict) -> dict:
     """FLOPs and compute time per micro-batch on the busiest stage: forward, backward, the
     recomputed forward and the attention core. FLOPs are counted as PaLM's model FLOPs (full
@@ -264,7 +270,7 @@ def _compute_parts(p: Profile, w: Workload, g: dict, st: dict, eff: Efficiency, 
     layer_flops = (float(prof.fine_tune_flops_per_token(p, w)) - head_flops) / L
     fwd_share = float(prof.train_flops_per_token(p, s) / 3.0) / float(prof.fine_tune_flops_per_token(p, w))
     attn_layer_fwd = float(prof.attention_flops_per_token(p, s, causal=False)) / L
-    tok_chip = g["mb"] * s / (g["tp"] * g["cp"])  # tokens per micro-batch per chip (sequence-parallel shards)
+    tok_chip = tokens_per_chip(w, g)
     tokens = g["mb"] * s / g["cp"]
     e = np.clip(np.asarray(compute_efficiency(eff, acc, w.precision, "train", p, tp=grid["tp"], tokens=tokens),
                            dtype=float) * np.ones_like(g["tp"]), 1e-6, 1.0)
@@ -357,48 +363,61 @@ def memory_per_chip_bytes(p: Profile, w: Workload, g: dict, st: dict, c: dict):
     return np.maximum(mem_first, mem_last)
 
 
-def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, grid: dict, efficiency: Efficiency | None = None, *,
-           topology: comm.Topology | None = None, overlap: Overlap = DEFAULT_OVERLAP,
-           memory_headroom: float | None = None, sync_loss: float | None = None,
-           parallelism: Parallelism | None = None) -> dict:
-    """``evaluate`` as a dict of numpy arrays (the search's fast path): the step of the busiest stage
-    from its parts (module docstring), memory per chip and throughput."""
-    p, w = profile, workload
+def _setup(p: Profile, acc, chips: int, w: Workload, efficiency: Efficiency | None, topology: comm.Topology | None,
+           overlap: Overlap, memory_headroom: float | None, sync_loss: float | None, parallelism: Parallelism | None) -> dict:
+    """What ``_price`` reads besides the grid, computed once per search: the overlap and gradient switches of
+    the pins, the efficiency, γ, the topology, the peak, the memory cap and the run's tokens and FLOPs per step."""
     _check_transformer(p)
     overlap, fp32_grads, fp8_params = software_options(parallelism, overlap)
     eff = default(efficiency)
     sync_loss = network_loss(eff, acc) if sync_loss is None else sync_loss
     topo = topology or comm.topology(acc, chips)
-    peak = _peak(acc, w.precision)
+    B = _global_batch_seqs(w)
+    tokens = B * float(w.seq_len)
+    return {"overlap": overlap, "fp32_grads": fp32_grads, "fp8_params": fp8_params, "eff": eff, "topo": topo,
+            "peak": _peak(acc, w.precision), "B": B, "tokens": tokens,
+            "model_flops": float(prof.fine_tune_flops_per_token(p, w, causal=False)) * tokens,
+            "mem_cap": float(acc["memory_bytes"]) * (1.0 - _headroom(memory_headroom)),
+            # γ·log2(chips / domain chips): sync_s over the rest of the step
+            "sync_factor": sync_loss * math.log2(max(chips / max(topo.domain_chips, 1), 1.0))}
+
+
+def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, grid: dict, efficiency: Efficiency | None = None, *,
+           topology: comm.Topology | None = None, overlap: Overlap = DEFAULT_OVERLAP,
+           memory_headroom: float | None = None, sync_loss: float | None = None,
+           parallelism: Parallelism | None = None) -> dict:
+    """``evaluate`` as a dict of numpy arrays: the step of the busiest stage from its parts (module
+    docstring), memory per chip and throughput."""
+    p, w = profile, workload
+    x = _setup(p, acc, chips, w, efficiency, topology, overlap, memory_headroom, sync_loss, parallelism)
     g = _grid_arrays(grid)
-    st = _stage_shape(p, w, g, fp32_grads, fp8_params)
-    c = _compute_parts(p, w, g, st, eff, acc, peak, grid)
+    st = _stage_shape(p, w, g, x["fp32_grads"], x["fp8_params"])
+    c = _compute_parts(p, w, g, st, x["eff"], acc, x["peak"], grid)
+    return _finish(p, acc, chips, w, grid, g, st, c, x, memory_per_chip_bytes(p, w, g, st, c))
+
+
+def _finish(p: Profile, acc, chips: int, w: Workload, grid: dict, g: dict, st: dict, c: dict, x: dict, memory) -> dict:
+    """``_price``'s columns from the grid's arrays (``_grid_arrays``), the stage (``_stage_shape``), the
+    compute parts (``_compute_parts``), the memory per chip and the search's constants (``_setup``); every
+    column is computed row by row, so a subset of the rows prices exactly as in the whole grid."""
+    topo, peak = x["topo"], x["peak"]
     mp = _model_parallel_comm(p, w, g, st, c, topo)
-    s = gpu_overlap_slowdown(overlap, acc)
-    dpc = data_parallel_comm(g, st, c, topo, overlap, s)
-    o, m = overlap, g["m"]
+    s = gpu_overlap_slowdown(x["overlap"], acc)
+    dpc = data_parallel_comm(g, st, c, topo, x["overlap"], s)
+    o, m = x["overlap"], g["m"]
     t_compute_mb = c["t_fwd"] + c["t_bwd"] + c["t_rc"]  # what async TP can hide behind (its GEMMs)
     exposed_mb = (overlapped_s(mp["tp_mb"], t_compute_mb, o.tp, s) + overlapped_s(mp["cp_mb"], c["t_attn"], o.cp, s)
                   + (1.0 - o.ep + s * o.ep) * mp["ep_mb"] + (1.0 - o.pp + s * o.pp) * mp["pp_mb"] + dpc["zero_mb"])
-    moe_host_mb = moe.host_s(p, g, st["L_stage"], eff, acc)
+    moe_host_mb = moe.host_s(p, g, st["L_stage"], x["eff"], acc)
     t_mb = c["t_fwd"] + c["t_bwd"] + c["t_rc"] + exposed_mb + moe_host_mb
     compute_s, recompute_s = m * (c["t_fwd"] + c["t_bwd"]), m * c["t_rc"]
     exposed = m * exposed_mb + dpc["dp_step"]
     bubble = (g["pp"] - 1.0) / g["v"] * t_mb
-    opt_params = np.where(g["z"] >= 1, st["P_n"] / st["D_n"] + st["P_e"] / st["D_e"], st["P_n"] + st["P_e"]) * st["frac"]
-    # read and write every state once (memory-bound)
-    optimizer_s = 2.0 * (st["wb"] + st["gb"] + st["ob"]) * opt_params / float(acc["memory_bytes_per_s"])
-    dq_bytes = prof.dequant_bytes_per_weight(w.precision) * prof.frozen_share(w) * st["L_stage"] * (
-        st["dense_layer"] + st["expert_layer"] / g["ep"]) / g["tp"]  # the stage's frozen block weights on the chip
-    dequant_s = m * (2.0 + g["full"]) * dq_bytes / float(acc["memory_bytes_per_s"])
+    optimizer_s, dequant_s = _memory_bound_s(p, w, g, st, acc)
     step = compute_s + recompute_s + exposed + bubble + optimizer_s + dequant_s + m * moe_host_mb
-    sync_s = sync_loss * math.log2(max(chips / max(topo.domain_chips, 1), 1.0)) * step
+    sync_s = x["sync_factor"] * step
     step = step + sync_s
-    memory = memory_per_chip_bytes(p, w, g, st, c)
-    B = _global_batch_seqs(w)
-    tokens = B * float(w.seq_len)
-    model_flops = float(prof.fine_tune_flops_per_token(p, w, causal=False)) * tokens
-    mem_cap = float(acc["memory_bytes"]) * (1.0 - _headroom(memory_headroom))
+    tokens = x["tokens"]
     return {
         "tp": grid["tp"], "pp": grid["pp"], "dp": grid["dp"], "ep": grid["ep"], "cp": grid["cp"],
         "vpp": grid["vpp"], "zero": grid["zero"], "recompute": g["rc"].astype(str), "micro_batch": grid["micro_batch"],
@@ -409,7 +428,17 @@ def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, gri
         "comm_s": m * (mp["tp_mb"] + mp["cp_mb"] + mp["ep_mb"] + mp["pp_mb"]) + dpc["dp_total"],
         "tp_comm_s": m * mp["tp_mb"], "cp_comm_s": m * mp["cp_mb"], "ep_comm_s": m * mp["ep_mb"],
         "pp_comm_s": m * mp["pp_mb"], "dp_comm_s": dpc["dp_total"], "memory_per_chip_bytes": memory,
-        "fits": memory <= mem_cap, "mfu": model_flops / (step * chips * peak), "tokens_per_s": tokens / step,
+        "fits": memory <= x["mem_cap"], "mfu": x["model_flops"] / (step * chips * peak), "tokens_per_s": tokens / step,
         "tokens_per_s_per_chip": tokens / step / chips, "efficiency": c["efficiency"],
-        "global_batch_seqs": np.full(len(g["tp"]), B),
+        "global_batch_seqs": np.full(len(g["tp"]), x["B"]),
     }
+
+
+def _memory_bound_s(p: Profile, w: Workload, g: dict, st: dict, acc) -> tuple:
+    """The optimizer update (read and write every state of the chip's shard once) and the QLoRA
+    dequantisation of the stage's frozen weights, both memory-bound at the datasheet bandwidth."""
+    opt_params = np.where(g["z"] >= 1, st["P_n"] / st["D_n"] + st["P_e"] / st["D_e"], st["P_n"] + st["P_e"]) * st["frac"]
+    optimizer_s = 2.0 * (st["wb"] + st["gb"] + st["ob"]) * opt_params / float(acc["memory_bytes_per_s"])
+    dq_bytes = prof.dequant_bytes_per_weight(w.precision) * prof.frozen_share(w) * st["L_stage"] * (
+        st["dense_layer"] + st["expert_layer"] / g["ep"]) / g["tp"]  # the stage's frozen block weights on the chip
+    return optimizer_s, g["m"] * (2.0 + g["full"]) * dq_bytes / float(acc["memory_bytes_per_s"])
