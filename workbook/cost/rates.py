@@ -77,15 +77,17 @@ def poisson_sf(k, mean):
     term = np.exp(-mm + j * np.log(mm) - _log_factorial(j))
     total = term.copy()
     live = np.arange(work.size)
-    while live.size:
-        jl, ml, ul = j[live], mm[live], up[live]
-        jl = np.where(ul, jl + 1.0, jl - 1.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(ul, ml / jl, np.where(jl >= 0.0, (jl + 1.0) / ml, 0.0))
-        t = term[live] * ratio
-        total[live] += t
-        term[live], j[live] = t, jl
-        live = live[t > _TAIL_TOL * total[live]]
+    while live.size:  # a block of terms per pass: sqrt(m) of them (the sum needs ~9 sqrt(m)), at most ~4e6 at once
+        ml, ul = mm[live], up[live]
+        width = int(min(max(8.0, np.ceil(np.sqrt(ml.max()))), max(8, 4_000_000 // live.size)))
+        steps = np.arange(1.0, width + 1.0)
+        jl = j[live][:, None] + np.where(ul, 1.0, -1.0)[:, None] * steps
+        with np.errstate(divide="ignore", invalid="ignore"):  # below j = 0 the complement has no terms
+            ratio = np.where(ul[:, None], ml[:, None] / jl, np.where(jl >= 0.0, (jl + 1.0) / ml[:, None], 0.0))
+        t = term[live][:, None] * np.cumprod(ratio, axis=1)
+        total[live] += t.sum(axis=1)
+        term[live], j[live] = t[:, -1], jl[:, -1]
+        live = live[t[:, -1] > _TAIL_TOL * total[live]]
     flat = out.ravel()
     flat[work] = np.where(up, total, np.maximum(0.0, 1.0 - total))
     out = flat.reshape(k.shape)
