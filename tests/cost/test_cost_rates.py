@@ -199,3 +199,12 @@ def test_spares_of_a_mixed_array_match_one_at_a_time():
     one = [cost.spare_instances(a, b, 10 / 60 * c, 0.99) for a, b, c in zip(n, rate, [1, 1, 1, 1, 2, 1])]
     np.testing.assert_array_equal(got, one)
     assert np.isnan(got[3]) and np.isinf(got[4]) and got[5] == 0 and got[1] == 4
+
+
+def test_below_one_replica_count_zero_is_tested_first():
+    """n = 0.264 replicas, rR = 0.927, target 0.67: k = 0 has mean 0.245 and P(N > 0) = 1 - e^-0.245 =
+    0.217 <= 0.33, so no spare, though k = 1 (mean 1.17, P(N > 1) = 0.33) misses: g(k) is not
+    monotone at k = 0 below one replica, and the search must not gallop past it."""
+    n, rho, eps = 0.26395400448649514, 0.9274458339436525, 0.32864027916645183
+    assert cost.poisson_sf(0, n * rho) <= eps < cost.poisson_sf(1, (n + 1) * rho)
+    assert cost.spare_instances(n, rho, 1.0, 1 - eps) == 0

@@ -141,7 +141,8 @@ def spare_instances(instances, interruptions_per_hour, restart_h, availability_t
     The search: g(k) = P(N > k) at mean (n + k)·rR falls as k grows while rR < 1 (a spare adds 1
     to the threshold and only rR to the mean; for n >= 1 the difference g(k + 1) - g(k) is
     -e^-rR p_{k+1} + sum_i P(Y > i) p_{k+1-i}, Y ~ Poisson(rR), with p_{k+1-i}/p_{k+1} <= (rR)^-i,
-    which is <= 0 for rR < 1). So from ``_first_guess`` it gallops (steps 1, 2, 4, ...) up to a
+    which is <= 0 for rR < 1; below one replica, n < 1, count 0 is tested first). So from
+    ``_first_guess`` it gallops (steps 1, 2, 4, ...) up to a
     passing count or down to a failing one, then bisects: the smallest passing k, usually in two or
     three evaluations of ``poisson_sf`` per fleet, without a cap on k.
 
@@ -165,7 +166,13 @@ def spare_instances(instances, interruptions_per_hour, restart_h, availability_t
     lo, hi = np.full(idx.size, -1.0), np.full(idx.size, np.inf)
     step = np.ones(idx.size)
     cand = _first_guess(nn, rr, ee)
-    live = np.arange(idx.size)
+    # below one replica (n < 1) the fall of g(k) is not shown at k = 0: test it first
+    small = np.flatnonzero(nn < 1.0)
+    if small.size:
+        zero = small[poisson_sf(0, nn[small] * rr[small]) <= ee[small]]
+        hi[zero], cand[zero] = 0.0, 0.0
+    live = np.flatnonzero(hi > 0.0)
+    cand = cand[live]
     while live.size:
         ok = poisson_sf(cand, (nn[live] + cand) * rr[live]) <= ee[live]
         hi[live] = np.where(ok, cand, hi[live])
