@@ -203,8 +203,11 @@ def test_spares_of_a_mixed_array_match_one_at_a_time():
 
 def test_below_one_replica_count_zero_is_tested_first():
     """n = 0.264 replicas, rR = 0.927, target 0.67: k = 0 has mean 0.245 and P(N > 0) = 1 - e^-0.245 =
-    0.217 <= 0.33, so no spare, though k = 1 (mean 1.17, P(N > 1) = 0.33) misses: g(k) is not
-    monotone at k = 0 below one replica, and the search must not gallop past it."""
+    0.217 <= 0.33, so no spare; but the tail then rises (k = 5: 0.363) and only falls below 0.3286
+    again at k = 23, where a search from the normal guess lands. Below one replica g(k) is not
+    monotone, so count 0 is tested first."""
     n, rho, eps = 0.26395400448649514, 0.9274458339436525, 0.32864027916645183
-    assert cost.poisson_sf(0, n * rho) <= eps < cost.poisson_sf(1, (n + 1) * rho)
+    ks = np.arange(24)
+    tails = cost.poisson_sf(ks, (n + ks) * rho)
+    assert tails[0] <= eps and np.all(tails[2:23] > eps) and tails[23] <= eps
     assert cost.spare_instances(n, rho, 1.0, 1 - eps) == 0
