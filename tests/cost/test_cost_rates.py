@@ -1,4 +1,6 @@
 """Billing and break-even formulas (workbook.cost.rates): hand values, and properties that hold for any input."""
+from decimal import Decimal, localcontext
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -121,7 +123,91 @@ def test_spares_of_large_fleets_are_the_fewest_that_meet_the_target(n, rate, res
         assert cost.poisson_sf(k - 1, (n + k - 1) * rho) > 1 - target
 
 
-def test_a_fleet_whose_mean_underflows_needs_more_spares_than_the_search_allows():
-    """n·r·R >= 746: e^-mean is 0.0 in float64, every tail sums to 1, no count passes (inf)."""
-    assert np.isinf(cost.spare_instances(100_000, 0.05, 10 / 60, 0.99))
-    assert cost.poisson_sf(cost.MAX_SPARES, (100_000 + cost.MAX_SPARES) * 0.05 / 6) == 1.0
+def _decimal_sf(k, mean):
+    """P(N > k), N ~ Poisson(mean), the textbook sum 1 - e^-m sum_{j<=k} m^j/j! in 60-digit decimals:
+    independent of poisson_sf's log-space terms (e^-10000 = 1e-4343 is an ordinary Decimal)."""
+    with localcontext() as ctx:
+        ctx.prec = 60
+        m = Decimal(repr(float(mean)))
+        term = (-m).exp()
+        total = term
+        for j in range(1, k + 1):
+            term = term * m / j
+            total += term
+        return float(1 - total)
+
+
+@pytest.mark.parametrize("k,mean", [(0, 0.1), (3, 0.8583), (950, 1000.0), (1000, 1000.0), (1074, 1000.0),
+                                    (1100, 1000.0), (9900, 10000.0), (10000, 10000.0), (10240, 10000.0),
+                                    (10400, 10000.0)])
+def test_poisson_tail_of_large_means_matches_an_exact_decimal_sum(k, mean):
+    """Means of 1,000 and 10,000 (e^-mean underflows float64 beyond 745): the log-space terms agree with
+    the exact sum to 1e-10 relative, in the tail (k above the mean) and in the complement (below)."""
+    assert cost.poisson_sf(k, mean) == pytest.approx(_decimal_sf(k, mean), rel=1e-10)
+
+
+def test_poisson_tail_broadcasts_counts_and_means():
+    ks, ms = np.array([0, 1, 1100, -1, 5]), np.array([0.1, 0.1, 1000.0, 3.0, 0.0])
+    expected = [_decimal_sf(0, 0.1), _decimal_sf(1, 0.1), _decimal_sf(1100, 1000.0), 1.0, 0.0]
+    np.testing.assert_allclose(cost.poisson_sf(ks, ms), expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("n,rate,restart_h,target", [
+    (100_000, 0.05, 10 / 60, 0.99), (1_000_000, 0.05, 10 / 60, 0.999), (3_000, 0.5, 0.5, 0.99)])
+def test_a_fleet_whose_mean_underflowed_gets_a_finite_spare_count(n, rate, restart_h, target):
+    """Means of 841, 8,406 and 1,025 instances out at once (the sum e^-m m^j/j! underflowed to 1 beyond a
+    mean of 745, and the old search stopped at 1,000 spares: inf for all three). Now finite (909, 8,690
+    and 1,100 spares), the fewest whose exact (decimal) tail meets the target, the count below it missing."""
+    k = cost.spare_instances(n, rate, restart_h, target)
+    assert np.isfinite(k) and k == int(k) and k > 0.9 * n * rate * restart_h
+    k, rho = int(k), rate * restart_h
+    assert _decimal_sf(k, (n + k) * rho) <= 1 - target < _decimal_sf(k - 1, (n + k - 1) * rho)
+
+
+def test_a_fleet_needing_more_than_a_thousand_spares_gets_them():
+    """200,000 instances, 0.05/h, 10 min, 99%: mean about 1,680 out at once, so well over 1,000 spares
+    (the old cap returned inf): by the normal approximation about m + 2.33 sqrt(m) = 1,681 + 96 = 1,777
+    (exact: 1,778), +0.9% instance-hours."""
+    k = cost.spare_instances(200_000, 0.05, 10 / 60, 0.99)
+    assert 1_700 < k < 1_800
+    assert cost.spot_spares_factor(200_000, 0.05, 10 / 60, 0.99) == pytest.approx(1 + k / 200_000)
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(1, 200), rate=st.floats(0.001, 1.0), restart_min=st.floats(1.0, 59.0),
+       target=st.floats(0.5, 0.9999), u=st.sampled_from([1, 2, 4]))
+def test_no_smaller_count_meets_the_target(n, rate, restart_min, target, u):
+    """Every count below the answer misses the target, checked one by one (not only k - 1), with replicas
+    of u instances: spares are u x the spare replicas of the fleet of n replicas."""
+    rho = rate * restart_min / 60.0 * u
+    if rho >= 1.0:
+        assert np.isinf(cost.spare_instances(n * u, rate, restart_min / 60.0, target, u))
+        return
+    k = cost.spare_instances(n * u, rate, restart_min / 60.0, target, u)
+    assert k % u == 0
+    k = int(k) // u
+    assert cost.poisson_sf(k, (n + k) * rho) <= 1 - target
+    tails = cost.poisson_sf(np.arange(k), (n + np.arange(k)) * rho)
+    assert np.all(tails > 1 - target)
+
+
+def test_spares_of_a_mixed_array_match_one_at_a_time():
+    """The vectorised search answers each fleet as if alone: NaN stays NaN, rR >= 1 is inf, rR = 0 needs none."""
+    n = np.array([1.0, 100.0, 200_000.0, np.nan, 5.0, 5.0])
+    rate = np.array([0.05, 0.05, 0.05, 0.05, 3.0, 0.0])
+    got = cost.spare_instances(n, rate, 10 / 60 * np.array([1, 1, 1, 1, 2, 1]), 0.99)
+    one = [cost.spare_instances(a, b, 10 / 60 * c, 0.99) for a, b, c in zip(n, rate, [1, 1, 1, 1, 2, 1])]
+    np.testing.assert_array_equal(got, one)
+    assert np.isnan(got[3]) and np.isinf(got[4]) and got[5] == 0 and got[1] == 4
+
+
+def test_below_one_replica_count_zero_is_tested_first():
+    """n = 0.264 replicas, rR = 0.927, target 0.67: k = 0 has mean 0.245 and P(N > 0) = 1 - e^-0.245 =
+    0.217 <= 0.33, so no spare; but the tail then rises (k = 5: 0.363) and only falls below 0.3286
+    again at k = 23, where a search from the normal guess lands. Below one replica g(k) is not
+    monotone, so count 0 is tested first."""
+    n, rho, eps = 0.26395400448649514, 0.9274458339436525, 0.32864027916645183
+    ks = np.arange(24)
+    tails = cost.poisson_sf(ks, (n + ks) * rho)
+    assert tails[0] <= eps and np.all(tails[2:23] > eps) and tails[23] <= eps
+    assert cost.spare_instances(n, rho, 1.0, 1 - eps) == 0

@@ -43,42 +43,79 @@ def spot_serving_factor(interruptions_per_hour, restart_h):
     return spot_overhead_factor(interruptions_per_hour, 0.0, restart_h, 1)
 
 
-def poisson_sf(k: int, mean):
-    """P(N > k) for N ~ Poisson(mean), k a non-negative integer, ``mean`` an array: 1 - sum of the
-    first k+1 terms e^-m m^j / j! (absolute error ~1e-16, ample for availability targets)."""
-    m = np.asarray(mean, dtype=float)
-    term = np.exp(-m)
-    cdf = term.copy()
-    for j in range(1, int(k) + 1):
-        term = term * m / j
-        cdf += term
-    return np.maximum(0.0, 1.0 - cdf)
+_LGAMMA = np.frompyfunc(math.lgamma, 1, 1)
+_TAIL_TOL = 2.0 ** -56  # a term below this fraction of the partial sum no longer changes it in float64
 
 
-MAX_SPARES = 1000  # search limit of spare_instances: beyond it spot cannot meet the target (inf)
+def _log_factorial(j):
+    """ln j! for an array of non-negative whole numbers (math.lgamma(j + 1) once per distinct j)."""
+    values, inverse = np.unique(j, return_inverse=True)
+    return _LGAMMA(values + 1.0).astype(float)[inverse.reshape(np.shape(j))]
 
 
-def _first_candidate(n, rho, eps):
-    """The smallest spare count k worth testing: every k with k + 1 <= (n + k)·rho - ln 2 fails,
-    because a Poisson variable of mean m has a median of at least m - ln 2 (Choi 1994, "On the
-    medians of Gamma distributions and an equation of Ramanujan", Proc. AMS 121: m - ln 2 <= median
-    < m + 1/3), so P(N > k) = P(N >= k + 1) >= 1/2 > 1 - target there. Used where the target is
-    above 0.51 (else 0: every count is tested), with a unit of margin for rounding, and only while
-    the mean stays below ``_EXACT_MEAN`` (where e^-m nears the subnormal floats ``poisson_sf``'s sum
-    is not the Poisson tail, so those counts are tested as before). Where n·rho >= ``_ZERO_MEAN``,
-    e^-m is 0.0 for every k, ``poisson_sf`` is 1 and no count passes: MAX_SPARES + 1 (inf). Skipping
-    the counts that fail gives the same answer as testing k = 0, 1, ... in turn, without the O(k)
-    terms of each failed test (a fleet of thousands of instances needs hundreds of spares)."""
-    bound = (n * rho - 1.0 - math.log(2.0) - 1.0) / (1.0 - rho)   # k <= bound fails (one unit of margin)
-    first = np.floor(np.maximum(bound, -1.0)) + 1.0
-    with np.errstate(divide="ignore"):  # rho 0: every count's mean is 0 (inf here, the bound above decides)
-        exact = np.floor(np.maximum(_EXACT_MEAN / rho - n, 0.0))  # counts below it have a mean < _EXACT_MEAN
-    first = np.where(eps < 0.49, np.minimum(np.minimum(first, exact), MAX_SPARES + 1.0), 0.0)
-    return np.where((n * rho >= _ZERO_MEAN) & (eps < 1.0), MAX_SPARES + 1.0, first)
+def poisson_sf(k, mean):
+    """P(N > k) for N ~ Poisson(mean), for any mean; ``k`` (whole numbers) and ``mean`` broadcast.
+
+    The terms p_j = e^-m m^j / j! are formed in log space, ln p_j = -m + j ln m - ln j! (ln j! from
+    math.lgamma), so no e^-m underflows to 0 for a large mean; the sum then runs away from the mode,
+    where the terms fall off (ratio m/(j+1) above the mean, j/m below it): above the mean
+    (k + 1 > m) the tail itself, P(N > k) = sum_{j > k} p_j, starting at p_{k+1}; otherwise the
+    complement 1 - sum_{j <= k} p_j, starting at p_k. Each sum stops when a term drops below 2^-56 of
+    the partial sum (the terms after it fall faster still), so the tail has a relative error of
+    1e-13 to 1e-11 for means of 1e3 to 1e5 (the rounding of ln p_{k+1}), the complement an absolute one of
+    ~1e-16; about 9·sqrt(m) terms near the mode, fewer further out. This is the Poisson-incomplete
+    gamma identity P(N <= k) = Q(k + 1, m), the regularized upper incomplete gamma function
+    (Abramowitz & Stegun 6.5.13 and 26.4.21), summed term by term as in its series (A&S 6.5.29;
+    Press et al., Numerical Recipes 3rd ed. 6.2). Exact hand values: m = 0.1, P(N > 0) = 1 - e^-0.1
+    = 0.095163 and P(N > 1) = 1 - 1.1·e^-0.1 = 0.0046788. k < 0 gives 1; m = 0 gives 0 for k >= 0."""
+    k, m = np.broadcast_arrays(np.floor(np.asarray(k, dtype=float)), np.asarray(mean, dtype=float))
+    out = np.where(k < 0, 1.0, 0.0)
+    work = np.flatnonzero((k >= 0) & (m > 0))
+    kk, mm = k.ravel()[work], m.ravel()[work]
+    up = kk + 1.0 > mm                      # the tail falls away from the mode: sum it
+    j = np.where(up, kk + 1.0, kk)          # first term: p_{k+1} (tail) or p_k (complement)
+    term = np.exp(-mm + j * np.log(mm) - _log_factorial(j))
+    total = term.copy()
+    live = np.arange(work.size)
+    while live.size:  # a block of terms per pass: sqrt(m) of them (the sum needs ~9 sqrt(m)), at most ~4e6 at once
+        ml, ul = mm[live], up[live]
+        width = int(min(max(8.0, np.ceil(np.sqrt(ml.max()))), max(8, 4_000_000 // live.size)))
+        steps = np.arange(1.0, width + 1.0)
+        jl = j[live][:, None] + np.where(ul, 1.0, -1.0)[:, None] * steps
+        with np.errstate(divide="ignore", invalid="ignore"):  # below j = 0 the complement has no terms
+            ratio = np.where(ul[:, None], ml[:, None] / jl, np.where(jl >= 0.0, (jl + 1.0) / ml[:, None], 0.0))
+        t = term[live][:, None] * np.cumprod(ratio, axis=1)
+        total[live] += t.sum(axis=1)
+        term[live], j[live] = t[:, -1], jl[:, -1]
+        live = live[t[:, -1] > _TAIL_TOL * total[live]]
+    flat = out.ravel()
+    flat[work] = np.where(up, total, np.maximum(0.0, 1.0 - total))
+    out = flat.reshape(k.shape)
+    return out if out.ndim else float(out)
 
 
-_EXACT_MEAN = 700.0  # e^-700 = 1e-304: normal floats, the sum of poisson_sf is the tail to ~1e-13
-_ZERO_MEAN = 746.0   # e^-746 rounds to 0.0 in float64 (the least subnormal is e^-744.4)
+def _normal_upper_quantile(p):
+    """z with P(Z > z) = p for a standard normal Z, |error| < 4.5e-4 (Abramowitz & Stegun 26.2.23);
+    only a starting point for ``spare_instances``' search, which steps to the exact count."""
+    p = np.clip(np.asarray(p, dtype=float), 1e-300, 1.0 - 1e-16)
+    q = np.minimum(p, 1.0 - p)
+    t = np.sqrt(-2.0 * np.log(q))
+    z = t - (2.515517 + 0.802853 * t + 0.010328 * t * t) / (1.0 + 1.432788 * t + 0.189269 * t * t + 0.001308 * t ** 3)
+    return np.where(p <= 0.5, z, -z)
+
+
+def _first_guess(n, rho, eps):
+    """A spare count near the answer: the Poisson quantile from its normal approximation with the
+    Cornish-Fisher skewness term, x_p = m + z·sqrt(m) + (z² - 1)/6 (Cornish & Fisher 1937; the
+    Poisson cumulants are all m), less 1/2 for continuity, with m = (n + k)·rho. With s = sqrt(n + k)
+    it is the quadratic s²(1 - rho) - z·sqrt(rho)·s - (n + c) = 0, c = (z² - 1)/6 - 1/2, solved
+    in closed form; k = ceil(s² - n), at least 0. Within a count or two of the answer for large
+    means; the search corrects it either way."""
+    z = _normal_upper_quantile(eps)
+    c = (z * z - 1.0) / 6.0 - 0.5
+    b = z * np.sqrt(rho)
+    s = (b + np.sqrt(np.maximum(b * b + 4.0 * (1.0 - rho) * (n + c), 0.0))) / (2.0 * (1.0 - rho))
+    return np.maximum(np.ceil(s * s - n), 0.0)
 
 
 def spare_instances(instances, interruptions_per_hour, restart_h, availability_target, instances_per_replica=1.0):
@@ -95,10 +132,19 @@ def spare_instances(instances, interruptions_per_hour, restart_h, availability_t
     slightly heavier (conservative) and the two agree when rR << 1 (r = 0.05/h, R = 10 min:
     rR = 0.0083). The spares are spot instances too, hence the n + k.
 
-    Returns the smallest k >= 0 with P(N > k) <= 1 - target, N ~ Poisson((n + k)·r·R); inf when
-    no k up to ``MAX_SPARES`` does (rR >= 1: an instance is out more than it is up); NaN where n is
-    unknown. Example: n = 1, r = 0.05/h, R = 10 min: P(N > 0) = 1 - e^-0.00833 = 0.0083, so a 0.99
-    target needs no spare and a 0.999 target needs one.
+    Returns the smallest k >= 0 with P(N > k) <= 1 - target, N ~ Poisson((n + k)·r·R), for any
+    fleet size (``poisson_sf`` holds for any mean); inf when rR >= 1 (an instance is out more than
+    it is up: each spare adds rR >= 1 to the mean, no count catches up); NaN where n is unknown.
+    Example: n = 1, r = 0.05/h, R = 10 min: P(N > 0) = 1 - e^-0.00833 = 0.0083, so a 0.99 target
+    needs no spare and a 0.999 target needs one; 100,000 instances at 0.99: mean 850, 921 spares.
+
+    The search: g(k) = P(N > k) at mean (n + k)·rR falls as k grows while rR < 1 (a spare adds 1
+    to the threshold and only rR to the mean; for n >= 1 the difference g(k + 1) - g(k) is
+    -e^-rR p_{k+1} + sum_i P(Y > i) p_{k+1-i}, Y ~ Poisson(rR), with p_{k+1-i}/p_{k+1} <= (rR)^-i,
+    which is <= 0 for rR < 1; below one replica, n < 1, count 0 is tested first). So from
+    ``_first_guess`` it gallops (steps 1, 2, 4, ...) up to a
+    passing count or down to a failing one, then bisects: the smallest passing k, usually in two or
+    three evaluations of ``poisson_sf`` per fleet, without a cap on k.
 
     A replica that spans u = ``instances_per_replica`` instances (pipeline or expert parallel across
     instances) stops when any of its instances is reclaimed, so spares are whole replicas: the fleet
@@ -112,24 +158,32 @@ def spare_instances(instances, interruptions_per_hour, restart_h, availability_t
     out = np.full(n.shape, np.nan)
     known = np.isfinite(n) & np.isfinite(rho) & np.isfinite(eps)
     out[known & (rho >= 1.0)] = np.inf
-    idx = np.flatnonzero(known & (rho < 1.0))
+    out[known & (rho < 1.0) & ((rho <= 0.0) | (eps >= 1.0))] = 0.0           # nothing out, or no target
+    out[known & (rho > 0.0) & (rho < 1.0) & (eps <= 0.0)] = np.inf  # P(N > k) > 0: never met
+    idx = np.flatnonzero(known & (rho > 0.0) & (rho < 1.0) & (eps > 0.0) & (eps < 1.0))
     nn, rr, ee = n.ravel()[idx], rho.ravel()[idx], eps.ravel()[idx]
-    first = _first_candidate(nn, rr, ee)
+    # lo fails (-1: no count below 0), hi passes (inf: none found yet); step: the next gallop
+    lo, hi = np.full(idx.size, -1.0), np.full(idx.size, np.inf)
+    step = np.ones(idx.size)
+    cand = _first_guess(nn, rr, ee)
+    # below one replica (n < 1) the fall of g(k) is not shown at k = 0: test it first
+    small = np.flatnonzero(nn < 1.0)
+    if small.size:
+        zero = small[poisson_sf(0, nn[small] * rr[small]) <= ee[small]]
+        hi[zero], cand[zero] = 0.0, 0.0
+    live = np.flatnonzero(hi > 0.0)
+    cand = cand[live]
+    while live.size:
+        ok = poisson_sf(cand, (nn[live] + cand) * rr[live]) <= ee[live]
+        hi[live] = np.where(ok, cand, hi[live])
+        lo[live] = np.where(ok, lo[live], cand)
+        live = live[hi[live] - lo[live] > 1.0]
+        l, h, s = lo[live], hi[live], step[live]
+        mid = np.floor((l + h) / 2.0)  # bracketed by two tests (l >= 0, h finite): bisect; else gallop
+        cand = np.where(np.isinf(h), l + s, np.where(l >= 0.0, mid, np.maximum(h - s, mid)))
+        step[live] = 2.0 * s
     flat = out.ravel()
-    k = 0
-    while idx.size and k <= MAX_SPARES:
-        on = first <= k
-        if not on.any():  # every count below the smallest first candidate fails: go there
-            k = int(first.min())
-            continue
-        sub = np.flatnonzero(on)
-        ok = poisson_sf(k, (nn[sub] + k) * rr[sub]) <= ee[sub]
-        flat[idx[sub[ok]]] = k
-        keep = np.ones(idx.size, dtype=bool)
-        keep[sub[ok]] = False
-        idx, nn, rr, ee, first = idx[keep], nn[keep], rr[keep], ee[keep], first[keep]
-        k += 1
-    flat[idx] = np.inf
+    flat[idx] = hi
     out = flat.reshape(n.shape) * np.broadcast_to(u, n.shape)
     return out if n.ndim else float(out)
 
