@@ -36,7 +36,9 @@ def main(argv=None) -> int:
     for name in scenario_names():
         s = load_scenario(name)
         perf_df = estimate.compare(s)
-        t_price, priced = median_time(lambda: analysis.price(s, perf_df), args.repeat)
+        offer_perf = analysis.offer_performance(s, perf_df)  # training: per-offer plans, as the pipeline prices them
+        priced_perf = perf_df if offer_perf is None else offer_perf
+        t_price, priced = median_time(lambda: analysis.price(s, priced_perf), args.repeat)
         t_mc, mc = median_time(lambda: cost.monte_carlo(s, priced, n=args.draws), args.repeat)
         t_rec, _ = median_time(lambda: decision.recommend(s, perf_df, priced, mc, n_draws=args.draws), args.repeat)
         print(f"{name:24s} {len(priced):7d} {len(mc):8d} {t_price:8.3f} {t_mc:7.3f} {t_rec:11.3f}")
