@@ -75,6 +75,15 @@ def test_the_ranking_has_the_buyers_columns_and_verdicts():
     assert buyer.ranking_frame(_summary())["verdict"].iloc[1] == "runner-up"
 
 
+def test_a_generic_services_ranking_is_per_million_requests_and_request_latency():
+    """embedding-service's CLI table said "$0.717/M tok" for a cost per million requests."""
+    s = _summary()
+    assert buyer.ranking_frame(s)["cost"].iloc[0] == "$0.5/M tok"
+    s["recommendation"]["unit"] = "per million requests"
+    df = buyer.ranking_frame(s)
+    assert df["cost"].iloc[0] == "$0.5/M req" and "request latency P99 (under load)" in df.columns
+
+
 def test_the_report_header_reads_price_tie_and_labelled_latency():
     h = headline(_summary(ties=[TIE]))
     assert h["price"].startswith("secondary note") and h["tie"] is True and h["tie_share"] == pytest.approx(0.57)

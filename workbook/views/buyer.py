@@ -207,7 +207,9 @@ def ranking_frame(summary: dict, n: int = 8) -> pd.DataFrame:
     offers = [o for o in summary.get("offers") or [] if not o.get("excluded_reason") and o.get("rank") is not None]
     offers.sort(key=lambda o: o["rank"])
     pct = _num((rec.get("figures") or {}).get("ttft_slo_percentile")) or 99
-    time_col = "time" if metric == "cost_usd" else f"first token P{pct:g} (under load)"
+    generic = rec.get("unit") == terms.metric_unit(False, generic=True)  # a generic model's service: per request
+    per, first = ("req", "request latency") if generic else ("tok", "first token")
+    time_col = "time" if metric == "cost_usd" else f"{first} P{pct:g} (under load)"
     rows = []
     for o in offers[:n]:
         p = price_facts(summary, o.get("offering"), o.get("pricing_model"))
@@ -220,7 +222,7 @@ def ranking_frame(summary: dict, n: int = 8) -> pd.DataFrame:
                                                        f"{' · ' + o['region'] if o.get('region') not in (None, 'all', 'unspecified') else ''}",
                      "pay": _pay_label(o.get("pricing_model")),
                      "price": f"{p['basis'] or '?'}, {age_text(p['age_days'])}",
-                     "cost": BLANK if cost is None else (f"${cost:,.3g}/M tok" if metric == "usd_per_million_tokens" else money(cost)),
+                     "cost": BLANK if cost is None else (f"${cost:,.3g}/M {per}" if metric == "usd_per_million_tokens" else money(cost)),
                      time_col: _time_value(summary, o), "verdict": verdict})
     return pd.DataFrame(rows, columns=["rank", "offer", "pay", "price", "cost", time_col, "verdict"])
 
