@@ -26,11 +26,16 @@ def _fixture(name):
     ("deepseek-v3.json", "deepseek-v3"),
 ])
 def test_parameter_count_from_config_matches_the_catalog_within_1_percent(fixture, model):
+    _assert_config_matches_catalog(fixture, model)
+
+
+def _assert_config_matches_catalog(fixture, model):
+    """Parameters (total and active) within 1% of the catalog row, and the same KV-cache width."""
     from_config = _profile(_fixture(fixture))
-    catalog_model = prof.model_profile(model)
-    assert from_config.params_total == pytest.approx(catalog_model.params_total, rel=0.01)
-    assert from_config.params_active == pytest.approx(catalog_model.params_active, rel=0.01)
-    assert from_config.kv_cache_dim == catalog_model.kv_cache_dim
+    row = prof.model_profile(model)
+    assert from_config.params_total == pytest.approx(row.params_total, rel=0.01)
+    assert from_config.params_active == pytest.approx(row.params_active, rel=0.01)
+    assert from_config.kv_cache_dim == row.kv_cache_dim
 
 
 @pytest.mark.parametrize("fixture, published", [
@@ -175,11 +180,7 @@ def test_llama4_explicit_moe_layers_win_over_the_step():
     ("gemma-3-27b.json", "gemma-3-27b"), ("kimi-k2.json", "kimi-k2"), ("qwen3-8b.json", "qwen3-8b"),
 ])
 def test_new_configs_match_their_catalog_rows(fixture, model):
-    from_config = _profile(_fixture(fixture))
-    row = prof.model_profile(model)
-    assert from_config.params_total == pytest.approx(row.params_total, rel=0.01)
-    assert from_config.params_active == pytest.approx(row.params_active, rel=0.01)
-    assert from_config.kv_cache_dim == row.kv_cache_dim
+    _assert_config_matches_catalog(fixture, model)
 
 
 def test_gemma3_wrapper_takes_transformers_defaults_for_what_its_text_config_leaves_out():

@@ -9,11 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from arch_strategies import small_models as _small_models
 from workbook import catalog
 from workbook.model import profile as prof
 from workbook.model import search
 from workbook.model.efficiency import Efficiency
-from workbook.scenario import Architecture, Parallelism, Workload
+from workbook.scenario import Parallelism, Workload
 
 HALF = Efficiency.fixed(0.5)
 
@@ -62,16 +63,6 @@ def test_nothing_that_fits_gives_none_and_an_empty_search(monkeypatch):
     p, a, w = prof.model_profile("llama-3.1-405b"), catalog.accelerator("H100-SXM5-80GB"), _train("llama-3.1-405b", 8192)
     assert search.best_config(p, a, 8, w, efficiency=HALF) is None
     assert search.search(p, a, 8, w, efficiency=HALF).empty
-
-
-@st.composite
-def _small_models(draw):
-    heads = draw(st.sampled_from([8, 16, 32]))
-    head_dim = draw(st.sampled_from([64, 128]))
-    return Architecture(layers=draw(st.integers(4, 48)), hidden=heads * head_dim, heads=heads,
-                        kv_heads=draw(st.sampled_from([h for h in (1, 2, 4, 8, heads) if heads % h == 0])),
-                        ffn_hidden=draw(st.sampled_from([2, 3, 4])) * heads * head_dim,
-                        vocab=draw(st.sampled_from([32000, 128256])), gated_mlp=draw(st.booleans()))
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

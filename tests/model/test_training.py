@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from arch_strategies import small_models as _small_models
 from workbook import catalog
 from workbook.calibrate.runs import megatron_hw_flops_per_token
 from workbook.model import comm, search, serving, tables, training
@@ -203,16 +204,6 @@ def test_the_practical_grid_keeps_tensor_parallelism_inside_a_gpu_node():
 
 
 # --- properties --------------------------------------------------------------------------------------
-
-@st.composite
-def _small_models(draw):
-    heads = draw(st.sampled_from([8, 16, 32]))
-    head_dim = draw(st.sampled_from([64, 128]))
-    return Architecture(layers=draw(st.integers(4, 48)), hidden=heads * head_dim, heads=heads,
-                        kv_heads=draw(st.sampled_from([h for h in (1, 2, 4, 8, heads) if heads % h == 0])),
-                        ffn_hidden=draw(st.sampled_from([2, 3, 4])) * heads * head_dim,
-                        vocab=draw(st.sampled_from([32000, 128256])), gated_mlp=draw(st.booleans()))
-
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(arch=_small_models(), chips=st.sampled_from([2, 4, 8, 16, 32]), seqs=st.sampled_from([64, 256, 1024]),

@@ -6,10 +6,7 @@ import threading
 
 import pytest
 
-
-class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *a):
-        pass
+from price_helpers import QuietHandler
 
 
 @pytest.fixture

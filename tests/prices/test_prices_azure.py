@@ -4,13 +4,11 @@ server on 127.0.0.1 that links its pages by NextPageLink. The pages are hand-wri
 """
 import datetime as dt
 import json
-import os
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
 
+from price_helpers import catalog_rows as _rows, prices_cli as _cli
 from workbook import azurefeed, paths
 
 TODAY = dt.date.today().isoformat()
@@ -60,15 +58,6 @@ def _catalog(tmp_path, regions=("eastus", "unspecified")):
     f = tmp_path / "offerings.csv"
     off[keep].to_csv(f, index=False, lineterminator="\n")
     return f
-
-
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "workbook", "prices", *map(str, args)], capture_output=True,
-                          text=True, cwd=paths.ROOT, timeout=120, env={**os.environ, "PYTHONPATH": str(paths.ROOT)})
-
-
-def _rows(f):
-    return pd.read_csv(f, dtype=str, keep_default_na=False).set_index("offering")
 
 
 def test_a_folder_of_recorded_pages_gives_linux_spot_and_term_prices_dated_by_effective_start(tmp_path):

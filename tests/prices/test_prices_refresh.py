@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from price_helpers import QuietHandler, catalog_rows as _rows, prices_cli as _cli
 from workbook import paths, pricesync
 
 FIX = Path(__file__).resolve().parent / "fixtures"
@@ -40,20 +41,6 @@ def _base_catalog(tmp_path) -> Path:
     f = tmp_path / "offerings.csv"
     pd.concat([hand, monthly]).to_csv(f, index=False, lineterminator="\n")
     return f
-
-
-def _cli(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "workbook", "prices", *map(str, args)], capture_output=True,
-                          text=True, cwd=paths.ROOT, timeout=timeout, env={**os.environ, "PYTHONPATH": str(paths.ROOT)})
-
-
-def _rows(f):
-    return pd.read_csv(f, dtype=str, keep_default_na=False).set_index("offering")
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *a):
-        pass
 
 
 def test_a_mirror_folder_with_aws_and_lambda_writes_dated_catalog_rows_and_keeps_hand_rows(tmp_path):
@@ -146,7 +133,7 @@ def test_a_failed_download_leaves_the_catalog_byte_identical(tmp_path):
     assert "download failed" in r.stderr and "Traceback" not in r.stderr
 
 
-class _Slow(_Quiet):
+class _Slow(QuietHandler):
     def do_GET(self):
         if "lambda" in self.path:
             time.sleep(30)
