@@ -12,7 +12,6 @@ import copy
 import datetime as _dt
 import math
 import os
-from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -25,6 +24,7 @@ from .cost import reliability
 from .decision.rank import reorderable
 from .model import estimate, generic as model_generic, offers as model_offers
 from .model.efficiency import Efficiency
+from .model.memo import Memo
 from .model.profile import workload_profile
 from .errors import InputError
 from .scenario import Scenario, with_overrides
@@ -96,18 +96,14 @@ OTHER_PRECISIONS = {"inference": ("fp8", "int8", "int4"), "training": ("fp8",), 
 # scenario keys the performance model never reads (money, the decision's weights, labels): a change to
 # them (the app's utilization or pricing controls) reuses the comparison
 _NOT_PERFORMANCE = {"name", "title", "description", "pricing", "weights", "measurements"}
-_COMPARES: OrderedDict = OrderedDict()
+_COMPARES = Memo(64)
 
 
 def compare(s: Scenario, eff: Efficiency | None) -> pd.DataFrame:
     """``model.estimate.compare``, cached per process on the scenario's performance inputs, the
     efficiency and the data files' state (``paths.data_state``); a copy per call."""
     key = (s.model_dump_json(exclude=_NOT_PERFORMANCE), eff, paths.data_state())
-    if key not in _COMPARES:
-        _COMPARES[key] = estimate.compare(s, eff)
-        if len(_COMPARES) > 64:
-            _COMPARES.popitem(last=False)
-    return _COMPARES[key].copy()
+    return _COMPARES.get(key, lambda: estimate.compare(s, eff)).copy()
 
 
 def _core(s: Scenario, eff: Efficiency | None, n_draws: int, seed: int):
@@ -149,8 +145,7 @@ def precision_changes(s: Scenario, priced: pd.DataFrame, eff: Efficiency | None 
 # Where the analyses of one process are shared (the report kernel, which runs the five notebooks of a
 # scenario and its summary estimate, and the app's kernel): set by the report runner and the app.
 SHARE_ENV = "WORKBOOK_SHARE_ANALYSIS"
-_SHARED: OrderedDict = OrderedDict()
-_SHARED_SIZE = 8
+_SHARED = Memo(8)
 
 
 def shared_analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0, measurements: bool = True) -> Analysis:
@@ -160,14 +155,7 @@ def shared_analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0, measurem
     kernel: notebooks 02, 04, 05 and the summary share one analysis; the app)."""
     key = (s.model_dump_json(), int(n_draws), int(seed), bool(measurements),
            paths.data_state([s.measurements] if s.measurements else []))
-    hit = _SHARED.get(key)
-    if hit is None:
-        hit = _SHARED[key] = _analyse(s, n_draws, seed, measurements)
-        if len(_SHARED) > _SHARED_SIZE:
-            _SHARED.popitem(last=False)
-    else:
-        _SHARED.move_to_end(key)
-    return copy.deepcopy(hit)
+    return copy.deepcopy(_SHARED.get(key, lambda: _analyse(s, n_draws, seed, measurements)))
 
 
 def analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0, measurements: bool = True) -> Analysis:

@@ -1,6 +1,7 @@
 """Caches keyed on values: a hashable view of pydantic models, dicts and lists (``hashable``) and a
 bounded least-recently-used cache that counts its misses (``Memo``), for the per-process caches of
-``model.estimate`` (layout searches, training plans, serving estimates)."""
+``model.estimate`` (layout searches, training plans, serving estimates), ``analysis`` (comparisons,
+shared analyses) and ``views.charts.base`` (drawn charts)."""
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -27,6 +28,12 @@ class Memo:
 
     def __init__(self, size: int):
         self.size, self.data, self.misses = size, OrderedDict(), 0
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def clear(self) -> None:
+        self.data.clear()
 
     def get(self, key, compute):
         if key in self.data:

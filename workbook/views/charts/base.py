@@ -9,6 +9,7 @@ import re
 import altair as alt
 import pandas as pd
 
+from ...model.memo import Memo
 from ...paths import TEMPLATE_DIR
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
@@ -109,8 +110,7 @@ def live(chart: alt.TopLevelMixin):
 # Static SVG of charts already drawn in this process, keyed by their Vega-Lite spec: a report batch
 # draws some charts identically for every scenario (the calibration chart: about 0.3 s of vl-convert
 # each time). Bounded: a kernel renders a few dozen charts per scenario.
-_SVG_MEMO: dict[str, dict] = {}
-_SVG_MEMO_MAX = 64
+_SVG_MEMO = Memo(64)
 
 
 _DATUM = re.compile(r"datum(?:\.([A-Za-z_$][\w$]*)|\[\s*(['\"])(.*?)\2\s*\])")
@@ -169,13 +169,7 @@ def static_bundle(chart: alt.TopLevelMixin) -> dict:
     batch report kernels (``report.kernelside``)."""
     spec = slim_spec(chart.to_dict(validate=False, context={"pre_transform": False}))
     key = json.dumps(spec, sort_keys=True, default=str)
-    bundle = _SVG_MEMO.get(key)
-    if bundle is None:
-        bundle = alt.renderers.get()(spec)
-        if len(_SVG_MEMO) >= _SVG_MEMO_MAX:
-            _SVG_MEMO.pop(next(iter(_SVG_MEMO)))
-        _SVG_MEMO[key] = bundle
-    return dict(bundle)
+    return dict(_SVG_MEMO.get(key, lambda: alt.renderers.get()(spec)))
 
 
 FONTS_CONF = TEMPLATE_DIR / "vl-convert-fonts.conf"
