@@ -238,3 +238,70 @@ def test_interactivity_curve_is_empty_for_training_and_the_chart_says_so(trainin
     d = tables.interactivity_curve(load_scenario(TRAINING), training.offers)
     assert d.empty
     assert "Serving scenarios only" in str(sc.interactivity(d).to_dict())
+
+
+# --- every chart carries the columns it reads, and only those (views.charts.base.keep) ----------------
+
+def _notebook_charts(a, curves_frame):
+    """Every chart the report notebooks draw, on one analysis (as ``benchmarks/bench_charts.py``)."""
+    s = a.scenario
+    return {
+        "memory_breakdown": cp.memory_breakdown(tables.memory_breakdown(s)),
+        "roofline": cp.roofline(tables.roofline_lines(s), tables.operating_points(s, a.perf)),
+        "comparison": cp.comparison(a.perf),
+        "calibration": cp.calibration(calruns.calibration_table()),
+        "scaling_curves": sc.scaling_curves(curves_frame),
+        "mfu_curves": sc.mfu_curves(curves_frame),
+        "step_breakdown": sc.step_breakdown(tables.breakdown(curves_frame)),
+        "pricing_models": cc.pricing_models(a.priced),
+        "interactivity": sc.interactivity(tables.interactivity_curve(s, a.offers)),
+        "breakeven": cc.breakeven_chart(cost.breakeven_curves(s, a.priced)),
+        "mc_distribution": cc.mc_distribution(cost.mc_histogram(s, a.priced, mc=a.mc)),
+        "tornado": cc.tornado_chart(cost.tornado(s, a.priced)),
+        "pareto": cc.pareto_chart(a.recommendation.ranking),
+        "offers": cc.offers(a.offers),
+    }
+
+
+def _computed(spec) -> set[str]:
+    """Fields a spec makes itself (``calculate``/aggregate ``as``)."""
+    if isinstance(spec, dict):
+        here = {spec["as"]} if isinstance(spec.get("as"), str) else set()
+        return here.union(*(_computed(v) for k, v in spec.items() if k != "datasets"))
+    if isinstance(spec, list):
+        return set().union(*(_computed(v) for v in spec)) if spec else set()
+    return set()
+
+
+@pytest.mark.parametrize("which", ["serving", "training"])
+def test_every_chart_has_every_column_it_reads_and_not_the_whole_table(request, curves, which):
+    """The frames handed over carry 57 (offers, performance) to 117 (priced options) columns; a chart
+    keeps those it reads (and a few it derives its own from)."""
+    from workbook.views.charts import base
+
+    a = request.getfixturevalue(which)
+    for name, chart in _notebook_charts(a, curves[SERVING if which == "serving" else TRAINING]).items():
+        spec = chart.to_dict()
+        read: set[str] = set()
+        assert base.used_fields(spec, read), name
+        columns = {c for rows in spec["datasets"].values() for row in rows for c in row}
+        assert read - _computed(spec) <= columns, (name, read - _computed(spec) - columns)
+        assert len(columns) <= 20 and len(columns - read) <= 8, (name, columns - read)
+
+
+def test_pareto_chart_leaves_the_ranking_it_is_given_alone(serving):
+    ranking = serving.recommendation.ranking.copy()
+    cc.pareto_chart(ranking)
+    pd.testing.assert_frame_equal(ranking, serving.recommendation.ranking)
+
+
+def test_keep_cuts_a_frame_to_the_columns_named_by_strings_and_channels():
+    import altair as alt
+
+    from workbook.views.charts.base import column_names, keep
+
+    frame = pd.DataFrame({"a": [1], "b": [2], "c": [3], "d d": [4]})
+    items = ["c:Q", alt.Tooltip("a:Q", format=".0f"), [alt.X(field="d d"), "missing"], "c"]
+    assert column_names(*items) == ["c", "a", "d d", "missing"]
+    assert list(keep(frame, *items).columns) == ["c", "a", "d d"]
+    assert keep(frame, "b").equals(frame[["b"]])

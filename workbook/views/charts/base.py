@@ -95,6 +95,38 @@ def frame_digest(data) -> str | None:
     return f"frame-{h.hexdigest()}"
 
 
+_TYPE_SUFFIX = re.compile(r":[QNOTG]$")
+
+
+def column_names(*items) -> list[str]:
+    """The data columns named by ``items``: strings (``"cost_usd:Q"`` -> ``cost_usd``), channel
+    objects (``alt.Tooltip("x:Q", ...)``, ``alt.X(field=...)``) and lists of either, in order, once each."""
+    names: list[str] = []
+    for item in items:
+        if isinstance(item, (list, tuple)):
+            names.extend(column_names(*item))
+            continue
+        if not isinstance(item, str):
+            kwds = getattr(item, "_kwds", {})
+            item = kwds.get("shorthand") if isinstance(kwds.get("shorthand"), str) else kwds.get("field")
+        if isinstance(item, str):
+            names.append(_TYPE_SUFFIX.sub("", item))
+    return list(dict.fromkeys(names))
+
+
+def keep(frame: pd.DataFrame, *items) -> pd.DataFrame:
+    """``frame`` cut to the columns ``items`` name (``column_names``; those it has, in that order).
+
+    Why: the frames handed to the charts carry every column of an analysis table (116 for the
+    priced options, 58 for the offers), and Altair pays for each column at every step, whatever the
+    chart reads: it infers the type of every column for each channel given as a plain name (a
+    tooltip), sanitises and serialises each column of the data, hashes the frame for a layer's
+    name. ``slim_spec`` cut the columns only after all that. A chart calls this with the columns its
+    encodings and tooltips read, so the drawing is the same (the test suite checks that every field
+    a chart's spec reads is in its data)."""
+    return frame.loc[:, [c for c in column_names(*items) if c in frame.columns]]
+
+
 def empty(message: str) -> alt.Chart:
     """A chart that says, in words, why there is nothing to draw."""
     return Chart(pd.DataFrame({"text": [message]})).mark_text(size=13).encode(text="text:N").properties(

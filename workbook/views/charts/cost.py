@@ -7,7 +7,7 @@ import altair as alt
 import pandas as pd
 
 from ...terms import PRICING_MODEL_IDS, pricing_short
-from .base import Chart, empty
+from .base import Chart, empty, keep
 
 
 def _metric(df: pd.DataFrame) -> tuple[str, str]:
@@ -20,20 +20,21 @@ def pricing_models(priced: pd.DataFrame) -> alt.Chart:
     """The cheapest feasible offering of each accelerator for each way to pay, with the
     performance band as an error bar; options ruled out by a hard constraint are left out."""
     metric, title = _metric(priced)
-    ok = priced[priced["excluded_reason"].isna() & priced[metric].notna()]
+    tips = ["accelerator", "way to pay", "provider", "offering", "instances",
+            alt.Tooltip(f"{metric}:Q", format=",.3~s", title=title),
+            alt.Tooltip(f"{metric}_low:Q", format=",.3~s", title="low"),
+            alt.Tooltip(f"{metric}_high:Q", format=",.3~s", title="high"), "price_derivation", "price_basis"]
+    ok = keep(priced[priced["excluded_reason"].isna() & priced[metric].notna()], "pricing_model", tips)
     if ok.empty:
         return empty("Every option is ruled out by a hard constraint (see the exclusions table).")
-    best = ok.sort_values(metric).drop_duplicates(["accelerator", "pricing_model"]).copy()
-    best["way to pay"] = best["pricing_model"].map(pricing_short)
+    best = ok.sort_values(metric).drop_duplicates(["accelerator", "pricing_model"])
+    best = best.assign(**{"way to pay": best["pricing_model"].map(pricing_short)})
     order = [pricing_short(m) for m in PRICING_MODEL_IDS if m in set(best["pricing_model"])]
     base = Chart(best).encode(
         y=alt.Y("accelerator:N", title=None, sort=alt.EncodingSortField(metric, op="min")),
         yOffset=alt.YOffset("way to pay:N", sort=order),
         color=alt.Color("way to pay:N", sort=order, title="Way to pay"),
-        tooltip=["accelerator", "way to pay", "provider", "offering", "instances",
-                 alt.Tooltip(f"{metric}:Q", format=",.3~s", title=title),
-                 alt.Tooltip(f"{metric}_low:Q", format=",.3~s", title="low"),
-                 alt.Tooltip(f"{metric}_high:Q", format=",.3~s", title="high"), "price_derivation", "price_basis"])
+        tooltip=tips)
     bars = base.mark_bar().encode(x=alt.X(f"{metric}:Q", title=title))
     band = base.mark_rule(color="#333").encode(x=f"{metric}_low:Q", x2=f"{metric}_high:Q")
     return (bars + band).properties(title="Ways to pay, cheapest offering of each (band: performance estimate)",
@@ -46,15 +47,19 @@ def offers(offers_frame: pd.DataFrame, top: int = 25) -> alt.Chart:
     first are marked; the tooltip carries time, deadline odds, goodput, start days, contract, porting,
     hosting and the users' round trip."""
     metric, title = _metric(offers_frame)
-    d = offers_frame[offers_frame["rank"].notna() & offers_frame[metric].notna()].sort_values("rank").head(top).copy()
+    extras = ("training_days", "p_meets_deadline", "goodput", "start_days", "contract_usd", "porting_usd",
+              "hosting_usd", "user_rtt_ms")
+    d = keep(offers_frame[offers_frame["rank"].notna() & offers_frame[metric].notna()],
+             "rank", "offering", "pricing_model", "tie", "provider", "chips", "instances", metric, f"{metric}_low",
+             f"{metric}_high", extras).sort_values("rank").head(top).copy()
     if d.empty:
         return empty("No offer passes the hard constraints (see the exclusions table).")
     d["way to pay"] = d["pricing_model"].map(pricing_short)
     d["offer"] = d["rank"].astype(int).astype(str) + ". " + d["offering"] + " · " + d["way to pay"]
     d["tied"] = d["tie"].fillna(False).map({True: "tied with the first", False: "-"})
-    extra = [alt.Tooltip(f"{c}:Q", format=",.3~g") for c in ("training_days", "p_meets_deadline", "goodput",
-                                                             "start_days", "contract_usd", "porting_usd", "hosting_usd",
-                                                             "user_rtt_ms") if c in d and d[c].notna().any()]
+    shown = [c for c in extras if c in d and d[c].notna().any()]
+    d = d.drop(columns=["pricing_model", "tie", *(c for c in extras if c in d and c not in shown)])
+    extra = [alt.Tooltip(f"{c}:Q", format=",.3~g") for c in shown]
     base = Chart(d).encode(
         y=alt.Y("offer:N", title=None, sort=alt.EncodingSortField("rank", op="min")),
         tooltip=["offering", "provider", "way to pay", "chips", "instances", "tied",
@@ -99,9 +104,10 @@ def tornado_chart(t: pd.DataFrame) -> alt.Chart:
     """Swing of the ranking figure when each input moves across its P10-P90 band."""
     if t is None or t.empty:
         return empty("No option to analyse.")
+    cols = t[["input", "base"]]
     long = pd.concat([
-        t.assign(end="low", value=t["value_at_low"], setting=t["low"]),
-        t.assign(end="high", value=t["value_at_high"], setting=t["high"]),
+        cols.assign(end="low", value=t["value_at_low"], setting=t["low"]),
+        cols.assign(end="high", value=t["value_at_high"], setting=t["high"]),
     ])
     order = list(t["input"])
     base_value = float(t["base"].iloc[0])
@@ -120,12 +126,12 @@ def pareto_chart(ranking: pd.DataFrame) -> alt.Chart:
     filled points are on the Pareto front (nothing is both cheaper and faster)."""
     if ranking is None or ranking.empty:
         return empty("No option passes the hard constraints.")
-    d = ranking
-    metric, title = _metric(d)
-    time_col, time_title = (("training_days", "Days to train") if "training_days" in d
+    metric, title = _metric(ranking)
+    time_col, time_title = (("training_days", "Days to train") if "training_days" in ranking
                             else ("tpot_ms", "Time per output token (ms)"))
-    d["way to pay"] = d["pricing_model"].map(pricing_short)
-    d["front"] = d["pareto"].map({True: "Pareto front", False: "dominated"})
+    d = keep(ranking, "rank", "accelerator", "offering", metric, time_col, "score")
+    d = d.assign(**{"way to pay": ranking["pricing_model"].map(pricing_short),
+                    "front": ranking["pareto"].map({True: "Pareto front", False: "dominated"})})
     return Chart(d).mark_point(size=110, filled=True).encode(
         x=alt.X(f"{metric}:Q", title=title, scale=alt.Scale(zero=False)),
         y=alt.Y(f"{time_col}:Q", title=time_title, scale=alt.Scale(zero=False)),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .base import Chart, empty
+from .base import Chart, empty, keep
 
 COMPONENT_ORDER = ["weights", "gradients", "optimizer states", "activations", "KV cache"]
 
@@ -36,7 +36,9 @@ def roofline(lines: pd.DataFrame, points: pd.DataFrame | None = None) -> alt.Cha
 
 
 def _comparison_frame(df: pd.DataFrame, metric: str) -> pd.DataFrame:
-    d = df[df["fits"].fillna(False).astype(bool)].copy()
+    d = keep(df[df["fits"].fillna(False).astype(bool)], "accelerator", "family", "chips", "calibrated",
+             [metric + sfx for sfx in ("", "_low", "_high")],
+             ["output_tokens_per_s" + sfx for sfx in ("", "_low", "_high")]).copy()
     if metric == "output_tokens_per_s_per_chip":
         for sfx in ("", "_low", "_high"):
             d[metric + sfx] = d["output_tokens_per_s" + sfx] / d["chips"].astype(float)
@@ -95,7 +97,8 @@ def calibration(table: pd.DataFrame) -> alt.Chart:
     panel per kind, log scales, the diagonal for reference; held-out runs as a second shape."""
     if table is None or table.empty:
         return empty("No calibration runs.")
-    d = table.assign(held_out=table["split"].eq("holdout"))
+    d = keep(table, "run", "family", "metric", "value", "predicted", "error", "split", "kind").assign(
+        held_out=table["split"].eq("holdout"))
     base = Chart(d).encode(
         x=alt.X("value:Q", scale=alt.Scale(type="log"), title="published (one definition)"),
         y=alt.Y("predicted:Q", scale=alt.Scale(type="log"), title="model"),

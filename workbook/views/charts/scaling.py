@@ -7,7 +7,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .base import Chart, empty
+from .base import Chart, empty, keep
 
 COMPONENT_ORDER = ["compute", "recomputation", "pipeline bubble", "exposed communication", "optimizer update",
                    "synchronisation across domains", "decode (roofline)", "tensor-parallel communication"]
@@ -21,17 +21,19 @@ def scaling_curves(curves: pd.DataFrame) -> alt.Chart:
         return empty("No accelerator could be priced for this scenario.")
     if "tpot_ms" in curves.columns:
         return tp_curves(curves)
-    d = curves[curves["fits"].astype(bool)].copy()
+    tips = ["accelerator", "chips", "tp", "pp", "dp", "cp", "ep", "zero", "recompute", "micro_batch",
+            alt.Tooltip("mfu:Q", format=".0%"), alt.Tooltip("tokens_per_s_per_chip:Q", format=",.0f"),
+            alt.Tooltip("comm_share:Q", format=".0%", title="exposed comm share"),
+            alt.Tooltip("scaling_efficiency:Q", format=".0%")]
+    fits = curves["fits"].astype(bool)
+    d = keep(curves[fits], tips, "training_days").assign(
+        network=curves.loc[fits, "network_bound"].map({True: "network-bound", False: "compute-bound"}))
     if d.empty:
         return empty("No configuration fits in memory at these chip counts.")
-    d["network"] = d["network_bound"].map({True: "network-bound", False: "compute-bound"})
     base = Chart(d).encode(
         x=alt.X("chips:Q", scale=alt.Scale(type="log", base=2), title="Chips"),
         color=alt.Color("accelerator:N", title="Accelerator"),
-        tooltip=["accelerator", "chips", "tp", "pp", "dp", "cp", "ep", "zero", "recompute", "micro_batch",
-                 alt.Tooltip("mfu:Q", format=".0%"), alt.Tooltip("tokens_per_s_per_chip:Q", format=",.0f"),
-                 alt.Tooltip("comm_share:Q", format=".0%", title="exposed comm share"),
-                 alt.Tooltip("scaling_efficiency:Q", format=".0%")])
+        tooltip=tips)
     per_chip = (base.mark_line() + base.mark_point(size=60, filled=True).encode(
         shape=alt.Shape("network:N", title="Step", scale=alt.Scale(domain=["compute-bound", "network-bound"],
                                                                    range=["circle", "triangle-up"])))
@@ -119,14 +121,12 @@ def configurations_breakdown(table: pd.DataFrame, top: int = 8) -> alt.Chart:
 def tp_curves(df: pd.DataFrame) -> alt.Chart:
     """Serving: output tokens/s per chip (left) and time per output token (right) against
     tensor-parallel size, at the batch the TP curve chose, one line per accelerator."""
-    d = df[df["chosen"]].copy() if "chosen" in df else df.copy()
-    if d.empty:
-        return empty("The model does not fit at any tensor-parallel size.")
-    d["batch_kind"] = "chosen batch"
-    one = df[(df["batch"] == 1) & df["fits"]].copy()
-    one["batch_kind"] = "batch 1"
     tips = ["accelerator", "tp", "batch", alt.Tooltip("output_tokens_per_s_per_chip:Q", format=",.0f"),
             alt.Tooltip("tpot_ms:Q", format=".1f")]
+    d = keep(df[df["chosen"]] if "chosen" in df else df, tips).assign(batch_kind="chosen batch")
+    if d.empty:
+        return empty("The model does not fit at any tensor-parallel size.")
+    one = keep(df[(df["batch"] == 1) & df["fits"]], tips).assign(batch_kind="batch 1")
     x = alt.X("tp:O", title="Tensor-parallel size")
     color = alt.Color("accelerator:N", title="Accelerator")
     base = Chart(d).encode(x=x, color=color, tooltip=tips)
@@ -146,14 +146,14 @@ def interactivity(df: pd.DataFrame) -> alt.Chart:
     """Throughput per chip against tokens/s per user (``tables.interactivity_curve``), one line per offer along
     its Pareto frontier, each point labelled with its cost per million output tokens at full load (a static
     report shows no tooltips). The scenario's time-per-token target, when met, is the right-hand region."""
-    d = df[df["frontier"]].copy() if "frontier" in df else df.copy()
-    d = pd.concat([_thin(d[d["offer"] == o]) for o in d["offer"].unique()]) if len(d) else d
-    if d.empty:
-        return empty("Serving scenarios only: throughput per chip against tokens per second per user.")
-    d["cost_label"] = d["usd_per_million_tokens_full_load"].map(lambda v: f"${v:,.2f}" if v < 10 else f"${v:,.0f}")
     tips = ["offer", "tp", "batch", alt.Tooltip("tokens_per_s_per_user:Q", format=",.0f"),
             alt.Tooltip("output_tokens_per_s_per_chip:Q", format=",.0f"),
             alt.Tooltip("usd_per_million_tokens_full_load:Q", format="$,.3f", title="$ per M tokens (full load)")]
+    d = keep(df[df["frontier"]] if "frontier" in df else df, tips)
+    d = pd.concat([_thin(d[d["offer"] == o]) for o in d["offer"].unique()]) if len(d) else d.copy()
+    if d.empty:
+        return empty("Serving scenarios only: throughput per chip against tokens per second per user.")
+    d["cost_label"] = d["usd_per_million_tokens_full_load"].map(lambda v: f"${v:,.2f}" if v < 10 else f"${v:,.0f}")
     base = Chart(d).encode(
         x=alt.X("tokens_per_s_per_user:Q", title="Interactivity: output tokens/s per user (1000 / ms per token)",
                 scale=alt.Scale(zero=False)),
