@@ -5,6 +5,7 @@ import hashlib
 import json
 import os
 import re
+from pathlib import Path
 
 import altair as alt
 import pandas as pd
@@ -277,11 +278,59 @@ def static_bundle(chart: alt.TopLevelMixin) -> dict:
     ``chart._repr_mimebundle_()`` does, but without validating the spec against the Vega-Lite schema
     again (about a third of ``to_dict``'s time; the charts' specs are validated by the test suite),
     its data cut to the columns it reads (``slim_spec``), no label limit where no label can reach it
-    (``fitted_label_limits``) and memoised by spec (``_SVG_MEMO``). Used by batch report kernels
-    (``report.kernelside``)."""
+    (``fitted_label_limits``) and memoised by spec (``_SVG_MEMO``, and between processes in
+    ``svg_cache_folder``). Used by batch report kernels (``report.kernelside``)."""
     spec = fitted_label_limits(slim_spec(chart.to_dict(validate=False, context={"pre_transform": False})))
     key = json.dumps(spec, sort_keys=True, default=str)
-    return dict(_SVG_MEMO.get(key, lambda: alt.renderers.get()(spec)))
+    return dict(_SVG_MEMO.get(key, lambda: _drawn(spec, key)))
+
+
+SVG_CACHE_MAX_FILES = 2000
+
+
+def svg_cache_folder() -> Path | None:
+    """Where ``static_bundle`` keeps drawn charts between processes: ``$WORKBOOK_CACHE_DIR/svg``
+    (default ``~/.cache/workbook/svg``, next to the calibration table's cache), and only while the
+    renderer is ``svg`` and vl-convert measures text with its vendored font (``vendored_fonts_only``):
+    the drawing then depends on nothing but the spec, the converter and the options, which key it."""
+    if alt.renderers.active != "svg" or os.environ.get("FONTCONFIG_FILE") != str(FONTS_CONF):
+        return None
+    return Path(os.environ.get("WORKBOOK_CACHE_DIR") or Path.home() / ".cache" / "workbook") / "svg"
+
+
+def _drawn(spec: dict, key: str) -> dict:
+    """The renderer's bundle for ``spec``, read from the cache folder when this very drawing was made
+    before, by any process: every report draws the calibration chart identically (0.25-0.3 s of
+    vl-convert), and a report run again on the same scenario and catalog draws every chart as before.
+    Written atomically (a temporary file, then a rename); at most ``SVG_CACHE_MAX_FILES`` files, the
+    oldest removed first; an unreadable or unwritable cache only costs the drawing."""
+    folder = svg_cache_folder()
+    if folder is None:
+        return alt.renderers.get()(spec)
+    import vl_convert
+
+    ident = "|".join([key, vl_convert.__version__, alt.SCHEMA_VERSION,
+                      json.dumps(alt.renderers.options, sort_keys=True, default=str)])
+    path = folder / f"{hashlib.sha256(ident.encode()).hexdigest()}.json"
+    try:
+        bundle = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(bundle, dict) and isinstance(bundle.get("image/svg+xml"), str):
+            return bundle
+    except (OSError, ValueError):
+        pass
+    bundle = alt.renderers.get()(spec)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(bundle), encoding="utf-8")
+        os.replace(tmp, path)
+        files = list(folder.glob("*.json"))
+        if len(files) > SVG_CACHE_MAX_FILES:
+            for old in sorted(files, key=lambda f: f.stat().st_mtime)[:len(files) - SVG_CACHE_MAX_FILES]:
+                old.unlink(missing_ok=True)
+    except OSError:   # read-only home, a file pruned by another process: the drawing stands
+        pass
+    return bundle
 
 
 FONTS_CONF = TEMPLATE_DIR / "vl-convert-fonts.conf"

@@ -1,0 +1,68 @@
+"""``views.charts.base.static_bundle`` keeps drawn charts between processes (``svg_cache_folder``):
+the same drawing is read back, a changed chart is drawn anew, and nothing is kept unless vl-convert
+measures with its vendored font."""
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import pytest
+
+from workbook.views.charts import base
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBOOK_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("FONTCONFIG_FILE", str(base.FONTS_CONF))
+    base._SVG_MEMO.clear()
+    yield tmp_path / "svg"
+    base._SVG_MEMO.clear()
+
+
+def _chart(values=(3.0, 1.0)) -> alt.Chart:
+    df = pd.DataFrame({"name": ["a", "b"], "value": list(values)})
+    return base.Chart(df).mark_bar().encode(x="value:Q", y="name:N")
+
+
+def test_a_chart_drawn_in_another_process_is_read_back_not_drawn(cache, monkeypatch):
+    first = base.static_bundle(_chart())
+    assert first == _chart()._repr_mimebundle_()
+    assert len(list(cache.glob("*.json"))) == 1
+    base._SVG_MEMO.clear()                                  # a new process: empty memo, same folder
+    monkeypatch.setattr(alt.renderers, "get", lambda: pytest.fail("drawn again"))
+    assert base.static_bundle(_chart()) == first
+
+
+def test_a_different_chart_is_drawn_and_kept_apart(cache):
+    a, b = base.static_bundle(_chart()), base.static_bundle(_chart((1.0, 3.0)))
+    assert a != b and len(list(cache.glob("*.json"))) == 2
+
+
+def test_an_unreadable_entry_is_drawn_again(cache):
+    first = base.static_bundle(_chart())
+    (entry,) = cache.glob("*.json")
+    entry.write_text("{not json")
+    base._SVG_MEMO.clear()
+    assert base.static_bundle(_chart()) == first
+    assert entry.read_text().startswith("{")
+
+
+def test_nothing_is_kept_with_the_systems_fonts(cache, monkeypatch):
+    monkeypatch.delenv("FONTCONFIG_FILE")
+    assert base.svg_cache_folder() is None
+    base.static_bundle(_chart())
+    assert not cache.exists()
+
+
+def test_the_folder_keeps_at_most_its_limit_oldest_out_first(cache, monkeypatch):
+    import os
+
+    monkeypatch.setattr(base, "SVG_CACHE_MAX_FILES", 2)
+    written = []
+    for i, v in enumerate((1.0, 2.0, 3.0)):
+        base.static_bundle(_chart((v, 1.0)))
+        (new,) = set(cache.glob("*.json")) - set(written)
+        written.append(new)
+        if i < 2:
+            os.utime(new, (1_000_000 + i, 1_000_000 + i))     # older than the third, in write order
+    assert set(cache.glob("*.json")) == set(written[1:])
