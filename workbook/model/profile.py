@@ -161,8 +161,10 @@ def profile_from_architecture(arch: Architecture, name: str = "custom") -> Profi
 
 @functools.lru_cache(maxsize=None)
 def architecture_of(model_id: str) -> Architecture:
-    """The Architecture of a model in ``data/models.csv`` (id or alias); blank cells take the defaults."""
-    row = catalog.model(model_id)
+    """The Architecture of a model in ``data/models.csv`` (id or alias); blank cells take the defaults.
+    The row is found by position (``catalog.model`` re-indexes the whole table on every call)."""
+    df = catalog.models()
+    row = df.iloc[int(np.flatnonzero(df["model"].to_numpy() == catalog.resolve("models", model_id))[0])]
     data = {}
     for k in Architecture.model_fields:
         if k not in row.index or row[k] is None or pd.isna(row[k]):
