@@ -166,11 +166,20 @@ def topology_options(acc: pd.Series) -> pd.DataFrame:
     return t[t["accelerator"] == name].reset_index(drop=True)
 
 
+@functools.lru_cache(maxsize=1)
+def _topology_table() -> dict:
+    """data/topology.csv as dicts grouped by accelerator, in file order (one ``to_dict`` per process,
+    not a filter and a conversion per accelerator)."""
+    out: dict = {}
+    for r in catalog.load("topology").to_dict("records"):
+        out.setdefault(r["accelerator"], []).append(r)
+    return {k: tuple(v) for k, v in out.items()}
+
+
 @functools.lru_cache(maxsize=None)
 def _topology_rows(name: str) -> tuple:
     """data/topology.csv rows of one accelerator as dicts (read once per process)."""
-    t = catalog.load("topology")
-    return tuple(t[t["accelerator"] == name].to_dict("records"))
+    return _topology_table().get(name, ())
 
 
 def tp_domain_chips(acc) -> int:
