@@ -267,34 +267,50 @@ def records(df: pd.DataFrame) -> list[dict]:
     return [dict(zip(keys, row)) for row in zip(*columns)]
 
 
-def _option_costs(priced: pd.DataFrame, accelerator: str) -> dict:
-    """Cheapest offering per pricing model for one accelerator, with cost figures and bands."""
-    rows = priced[priced["accelerator"] == accelerator]
-    if "excluded_reason" in rows:
-        rows = rows[rows["excluded_reason"].isna()]
-    if rows.empty:
-        return {}
-    key = "cost_usd" if "cost_usd" in rows and rows["cost_usd"].notna().any() else "usd_per_million_tokens"
+_ENTRY_KEYS = ("usd_per_chip_hour_effective", "spare_instances", "as_of", "porting_usd", "hosting_usd", "user_rtt_ms",
+               *PRICE_KEYS, *[k + x for k in COST_KEYS for x in ("", "_low", "_high")], *ENERGY_KEYS)
+
+
+def option_costs(priced: pd.DataFrame) -> dict[str, dict]:
+    """Per accelerator, the cheapest passing offering per pricing model (``cost_usd``, else
+    ``usd_per_million_tokens``; the first row of the lowest figure, pricing models in order of first
+    appearance) with its cost figures and bands: the ``costs`` of each ``estimate --json`` option.
+    One pass over the columns as arrays, not a filter and a group-by per accelerator."""
+    rows = priced[priced["excluded_reason"].isna()] if "excluded_reason" in priced else priced
+    cols = {c: rows[c].to_numpy(dtype=object) for c in ("accelerator", "pricing_model", "offering", "provider",
+                                                         "block_days", "cost_usd", "usd_per_million_tokens", *_ENTRY_KEYS)
+            if c in rows}
+    present = [k for k in _ENTRY_KEYS if k in cols]
+    missing = {c: pd.isna(cols[c]) for c in ("pricing_model", "cost_usd", "usd_per_million_tokens") if c in cols}
+    by_acc: dict = {}
+    for i, a in enumerate(cols["accelerator"]):
+        by_acc.setdefault(a, []).append(i)
     out = {}
-    for pm, grp in rows.groupby("pricing_model", sort=False):
-        grp = grp.dropna(subset=[key])
-        if grp.empty:
-            continue
-        best = grp.loc[grp[key].idxmin()]
-        entry = {"offering": best.get("offering"), "provider": best.get("provider")}
-        for k in ("usd_per_chip_hour_effective", "spare_instances", "as_of", "porting_usd", "hosting_usd", "user_rtt_ms",
-                  *PRICE_KEYS):
-            if k in best.index:
-                entry[k] = jsonable(best[k])
-        for k in COST_KEYS:
-            for suffix in ("", "_low", "_high"):
-                if k + suffix in best.index:
-                    entry[k + suffix] = jsonable(best[k + suffix])
-        entry.update({k: jsonable(best[k]) for k in ENERGY_KEYS if k in best.index})
-        if pm == "capacity_block" and "block_days" in best.index:  # the block bought (workbook.cost.bill)
-            entry["block_days"] = jsonable(best["block_days"])
-        out[pm] = entry
+    for a, idx in by_acc.items():
+        key = "cost_usd" if "cost_usd" in cols and not missing["cost_usd"][idx].all() else "usd_per_million_tokens"
+        groups: dict = {}
+        for i in idx:
+            if not missing["pricing_model"][i]:  # group-by leaves out a missing pricing model
+                groups.setdefault(cols["pricing_model"][i], []).append(i)
+        entries = {}
+        for pm, g in groups.items():
+            g = [i for i in g if not missing[key][i]]
+            if not g:
+                continue
+            b = g[int(np.argmin(np.array([cols[key][i] for i in g], dtype=float)))]
+            entry = {"offering": cols["offering"][b] if "offering" in cols else None,
+                     "provider": cols["provider"][b] if "provider" in cols else None}
+            entry.update({k: jsonable(cols[k][b]) for k in present})
+            if pm == "capacity_block" and "block_days" in cols:  # the block bought (workbook.cost.bill)
+                entry["block_days"] = jsonable(cols["block_days"][b])
+            entries[pm] = entry
+        out[a] = entries
     return out
+
+
+def _option_costs(priced: pd.DataFrame, accelerator: str) -> dict:
+    """Cheapest offering per pricing model for one accelerator, with cost figures and bands (``option_costs``)."""
+    return option_costs(priced[priced["accelerator"] == accelerator]).get(accelerator, {})
 
 
 def _option_energy(costs: dict) -> dict:
@@ -335,9 +351,10 @@ def summary_json(a: Analysis) -> dict:
     keep = ["accelerator", "excluded_reason", "pricing_model", "offering", "provider", "block_days",
             "usd_per_chip_hour_effective", "spare_instances", "as_of", "porting_usd", "hosting_usd", "user_rtt_ms",
             *PRICE_KEYS, *[k + x for k in COST_KEYS for x in ("", "_low", "_high")], *ENERGY_KEYS]
-    slim = a.priced[[c for c in keep if c in a.priced]]   # the columns _option_costs reads: fast filters
+    slim = a.priced[[c for c in keep if c in a.priced]]   # the columns option_costs reads
+    costs = option_costs(slim)
     for opt in options:
-        opt["costs"] = _option_costs(slim, opt["accelerator"])
+        opt["costs"] = costs.get(opt["accelerator"], {})
         opt.update(_option_energy(opt["costs"]))
     rec = a.recommendation
     # monte_carlo, offers and own_runs are JSON-ready already (records): not walked again
