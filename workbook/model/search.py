@@ -96,6 +96,7 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
         cp_opts = [c for c in cp_opts if c == 1 or ((min_cp_tokens is None or s / c >= min_cp_tokens)
                                                      and (max_cp is None or c <= max_cp))]
     rows = []
+    is_moe = p.is_moe  # a property: read once, not per (tp, cp, pp)
     for tp in tp_opts:
         for cp in cp_opts:
             if chips % (tp * cp):
@@ -111,7 +112,7 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
                     continue
                 if dp > B:
                     continue
-                eps = [e for e in _divisors(dp) if p.experts % e == 0] if p.is_moe else [1]
+                eps = [e for e in _divisors(dp) if p.experts % e == 0] if is_moe else [1]
                 if par.ep is not None:
                     eps = [e for e in eps if e == par.ep]
                 for ep in eps:
