@@ -58,6 +58,19 @@ def test_records_are_jsonable_to_dict_for_every_column_kind():
     assert out[1]["s"] is None and out[1]["S"] is None and out[0]["s"] == "a"
 
 
+def test_records_of_object_and_extension_columns_are_the_row_by_row_json():
+    # the columns that are neither numpy numbers nor strings are converted a column at a time too: the same
+    # JSON, types included (an int stays an int), as jsonable of to_dict's rows
+    df = pd.DataFrame({"B": pd.array([True, None, False], dtype="boolean"), "F": pd.array([0.5, None, 2.0], dtype="Float64"),
+                       "I": pd.array([7, None, -1], dtype="Int64"),
+                       "o": [np.int64(3), np.float64("nan"), np.bool_(True)], "d": [{"k": np.int64(1)}, None, {"k": [np.nan]}],
+                       "t": pd.to_datetime(["2026-01-02", None, "2026-12-02"]), "c": pd.Categorical(["x", "y", None]),
+                       "m": ["a", 1, 2.5]})
+    out = analysis.records(df)
+    assert json.dumps(out) == json.dumps([analysis.jsonable(r) for r in df.to_dict("records")])
+    assert out[0]["I"] == 7 and type(out[0]["I"]) is int and out[1]["B"] is None and out[0]["o"] == 3
+
+
 def _option_costs_by_groupby(priced: pd.DataFrame, accelerator: str) -> dict:
     """The per-accelerator filter and group-by that ``analysis.option_costs`` replaced (reference below)."""
     rows = priced[priced["accelerator"] == accelerator]

@@ -245,15 +245,13 @@ def jsonable(x):
 def records(df: pd.DataFrame) -> list[dict]:
     """A frame as a list of JSON-ready dicts (``jsonable`` of ``to_dict("records")``). Columns of a
     numpy float, integer or bool dtype are converted a column at a time (``tolist``; NaN and
-    infinities to None), so are string columns (missing values to None), the others through
-    ``to_dict`` and ``jsonable`` as they were."""
+    infinities to None), so are string columns (missing values to None) and the others (each value
+    through ``jsonable``, as ``to_dict`` and ``jsonable`` gave them)."""
     cols = list(df.columns)
     if not cols or not df.columns.is_unique:
         return [jsonable(row) for row in df.to_dict("records")]
     fast = [isinstance(dt, np.dtype) and dt.kind in "fiub" for dt in df.dtypes]
     text = [isinstance(dt, pd.StringDtype) for dt in df.dtypes]
-    slow = [c for c, f, t in zip(cols, fast, text) if not (f or t)]
-    slow_rows = [jsonable(row) for row in df[slow].to_dict("records")] if slow else [{}] * len(df)
     columns = []
     for i, (c, f) in enumerate(zip(cols, fast)):
         if f:
@@ -261,8 +259,8 @@ def records(df: pd.DataFrame) -> list[dict]:
             columns.append([x if math.isfinite(x) else None for x in v] if df.dtypes.iloc[i].kind == "f" else v)
         elif text[i]:  # strings as they are, a missing value (NaN or NA) through ``jsonable`` (None)
             columns.append([x if type(x) is str else jsonable(x) for x in df.iloc[:, i].to_numpy(dtype=object).tolist()])
-        else:
-            columns.append([row[str(c)] for row in slow_rows])
+        else:  # object and extension columns (nullable ints and booleans, lists): each value as it is
+            columns.append([jsonable(x) for x in df.iloc[:, i].to_numpy(dtype=object).tolist()])
     keys = [str(c) for c in cols]
     return [dict(zip(keys, row)) for row in zip(*columns)]
 
