@@ -63,6 +63,8 @@ CSS = """<style>
 .wb-app .wb-warnings { border-left: 4px solid #f9ab00; background: #fef7e0; padding: 4px 10px; margin: 6px 0; }
 .wb-app .wb-downloads { font-size: 12.5px; margin: 4px 0; }
 .wb-app .wb-downloads a { margin: 0 4px; }
+.wb-app .wb-prepare-summary { font-size: 12.5px; height: auto; padding: 0 4px; margin: 0; background: none;
+                              box-shadow: none; color: #1a55a8; text-decoration: underline; }
 .wb-app .widget-label { min-width: 0; }
 .wb-app .wb-busy { position: fixed; top: 12px; right: 16px; z-index: 1000; background: #1f5fa8; color: #fff;
                    padding: 6px 14px; border-radius: 16px; font-size: 13px; box-shadow: 0 2px 6px rgba(0,0,0,.25); }
@@ -99,8 +101,18 @@ class Page:
         self.rec.add_class("wb-recommendation")
         self.status = W.HTML()
         self.status.add_class("wb-status-box")
-        self.downloads = W.HTML()
+        self.downloads = W.HTML()   # the scenario and the ranking, inside their links
         self.downloads.add_class("wb-downloads-box")
+        # the summary (estimate --json, a few MB) is made when asked for, not sent with every update
+        self.summary_scenario = None
+        self.summary_button = W.Button(description="summary (JSON)…", layout=W.Layout(width="auto"),
+                                       tooltip="Make the estimate --json summary of these inputs, to download")
+        self.summary_button.add_class("wb-prepare-summary")
+        self.summary_button.on_click(lambda _b: self._prepare_summary())
+        self.summary_link = W.HTML()
+        self.summary_link.add_class("wb-summary-box")
+        downloads = W.HBox([self.downloads, self.summary_button, self.summary_link],
+                           layout=W.Layout(align_items="center"))
         self.busy = W.HTML()   # shown while an update runs (1-14 s); its own widget, so data-version counts updates only
         self.busy.add_class("wb-busy-box")
         controls = self._build_controls()
@@ -112,7 +124,7 @@ class Page:
         for i, name in enumerate(panels.TABS):
             self.tabs.set_title(i, name)
         self.tabs.add_class("wb-tabs")
-        main = W.VBox([self.busy, self.rec, self.status, self.downloads, self.tabs],
+        main = W.VBox([self.busy, self.rec, self.status, downloads, self.tabs],
                       layout=W.Layout(flex="1 1 auto", padding="0 0 0 14px"))
         self.main = main
         self.box = W.VBox([W.HTML(CSS), self.picker, self.about,
@@ -337,6 +349,7 @@ class Page:
         self.analysis = analysis
         named = s.model_copy(update={"measurements": self.runs_name}) if self.runs_path else s  # not the temp path
         self.downloads.value = panels.downloads(named, analysis)
+        self._summary_for(named if analysis is not None else None)
         if problem:
             self.rec.value = panels.message(*problem)
         else:
@@ -348,6 +361,29 @@ class Page:
         took = f" (computed in {time.perf_counter() - t0:.2f} s)"
         self._set_status((f"Showing the scenario with changed: {', '.join(changes)}{took}" if changes
                           else f"Showing the scenario file's own values{took}"), "error" if problem else "ok")
+
+    def _summary_for(self, named) -> None:
+        """Offer the summary download of the analysis just shown (``named``: its scenario as the
+        downloads name it; None: no analysis, nothing to offer); a link made for other inputs goes."""
+        self.summary_scenario = named
+        self.summary_link.value = ""
+        self.summary_button.layout.display = None if named is not None else "none"
+        self.summary_button.disabled = named is None
+
+    def _prepare_summary(self) -> None:
+        """The summary link of the analysis shown (``panels.summary_download``), in place of the button."""
+        if self.summary_scenario is None or self.analysis is None:
+            return
+        try:
+            with time_limit(COMPUTE_LIMIT_S):
+                html = panels.summary_download(self.summary_scenario, self.analysis)
+        except (ComputeTimeout, MemoryError) as e:
+            html = panels.message("The summary was not made:", [_words(e)])
+        except Exception as e:
+            panels.log_exception()
+            html = panels.message("The summary failed (logged on the server):", [f"{type(e).__name__}: {e}"])
+        self.summary_link.value = html
+        self.summary_button.layout.display = "none"
 
     def _render_tab(self, i: int) -> None:
         name = panels.TABS[i]
@@ -364,6 +400,7 @@ class Page:
     def _show_error(self, title: str, lines) -> None:
         self.analysis = None
         self.downloads.value = ""
+        self._summary_for(None)
         self.rec.value = panels.message(title, lines)
         for p in self.panes:
             p.value = ""
