@@ -12,7 +12,7 @@ import re
 import pandas as pd
 import pytest
 
-from workbook import analysis, cost
+from workbook import analysis, cost, paths
 from workbook.app import page, panels
 
 SCENARIO = "chat-70b-realtime"   # the app's default scenario
@@ -126,3 +126,22 @@ def test_the_cost_tab_histogram_reuses_the_analysis_draws(app_page):
     s = app_page.scenario
     pd.testing.assert_frame_equal(cost.mc_histogram(s, a.priced, mc=a.mc), cost.mc_histogram(s, a.priced),
                                   check_exact=True)
+
+
+def test_inputs_seen_before_are_shown_without_drawing_again(app_page, monkeypatch):
+    p = app_page
+    u0 = p.base.pricing.utilization
+    p.utilization.value = round(u0 - 0.05, 2)
+    card, pane = p.rec.value, p.panes[0].value
+    p.utilization.value = u0
+    drawn = []
+    monkeypatch.setattr(panels, "recommendation", lambda a: drawn.append("card") or "redrawn")
+    monkeypatch.setitem(panels.RENDERERS, "Decision", lambda s, a, memo: drawn.append("tab") or "redrawn")
+    p.utilization.value = round(u0 - 0.05, 2)   # back to a value analysed and drawn before
+    assert drawn == [] and p.rec.value == card and p.panes[0].value == pane
+    state = paths.data_state()
+    monkeypatch.setattr(paths, "data_state", lambda extra=(): state + (("a catalog file changed", 1, 1),))
+    p.utilization.value = u0   # the same inputs, other data files: analysed and drawn again
+    assert drawn == ["card", "tab"] and p.rec.value == "redrawn"
+    monkeypatch.undo()
+    p.reset.click()

@@ -14,10 +14,11 @@ import signal
 import tempfile
 import threading
 import time
+from collections import OrderedDict
 
 import ipywidgets as W
 
-from .. import catalog
+from .. import catalog, paths
 from ..analysis import shared_analyse as analyse
 from ..errors import InputError
 from ..scenario import Scenario, load_scenario, scenario_names, with_overrides
@@ -92,6 +93,8 @@ class Page:
         self.analysis = None
         self.stale = set()
         self.memo: dict = {}        # slow results that only some inputs change (scaling curves, SVGs)
+        self.views: OrderedDict = OrderedDict()   # what the page drew for the last KEPT_VIEWS inputs analysed
+        self.shown: dict | None = None            # ... for the inputs shown (None: nothing kept)
         self.picker = W.Dropdown(options=[(_scenario_label(n), n) for n in names], value=scenario,
                                  description="Scenario", layout=W.Layout(width="100%", max_width="900px"),
                                  style={"description_width": "70px"})
@@ -347,20 +350,43 @@ class Page:
                        [f"{type(e).__name__}: {e}"])
         self.scenario = s
         self.analysis = analysis
+        self.shown = None if problem else self._views_of(s)
         named = s.model_copy(update={"measurements": self.runs_name}) if self.runs_path else s  # not the temp path
-        self.downloads.value = panels.downloads(named, analysis)
+        self.downloads.value = self._drawn("downloads", lambda: panels.downloads(named, analysis))
         self._summary_for(named if analysis is not None else None)
         if problem:
             self.rec.value = panels.message(*problem)
         else:
-            self.rec.value = panels.recommendation(analysis)
+            self.rec.value = self._drawn("card", lambda: panels.recommendation(analysis))
         if self.runs_path is not None:
-            self.runs_note.value = panels.runs_note(self.runs_name, analysis)
+            self.runs_note.value = self._drawn("runs", lambda: panels.runs_note(self.runs_name, analysis))
         self.stale = set(range(len(panels.TABS)))
         self._render_tab(self.tabs.selected_index or 0)
         took = f" (computed in {time.perf_counter() - t0:.2f} s)"
         self._set_status((f"Showing the scenario with changed: {', '.join(changes)}{took}" if changes
                           else f"Showing the scenario file's own values{took}"), "error" if problem else "ok")
+
+    def _views_of(self, s: Scenario) -> dict:
+        """The views drawn for the analysis of ``s``, kept for the last ``KEPT_VIEWS`` inputs: keyed as the
+        shared analysis is (``analysis.shared_analyse``: the scenario's content and the data files' state,
+        the uploaded runs' included) and on the uploaded file's name, so a view is drawn again exactly
+        when the analysis it shows can differ (a slider moved back to a value, Reset: no redraw)."""
+        key = (s.model_dump_json(), paths.data_state([s.measurements] if s.measurements else []), self.runs_name)
+        if key in self.views:
+            self.views.move_to_end(key)
+        else:
+            self.views[key] = {}
+            while len(self.views) > KEPT_VIEWS:
+                self.views.popitem(last=False)
+        return self.views[key]
+
+    def _drawn(self, part: str, draw):
+        """``draw()``, or what it gave for the inputs shown (``self.shown``)."""
+        if self.shown is None:
+            return draw()
+        if part not in self.shown:
+            self.shown[part] = draw()
+        return self.shown[part]
 
     def _summary_for(self, named) -> None:
         """Offer the summary download of the analysis just shown (``named``: its scenario as the
@@ -386,9 +412,10 @@ class Page:
         self.summary_button.layout.display = "none"
 
     def _render_tab(self, i: int) -> None:
+        """Draw tab ``i`` for the inputs shown (a view that failed is not kept: it is tried again)."""
         name = panels.TABS[i]
         try:
-            html = panels.RENDERERS[name](self.scenario, self.analysis, self.memo)
+            html = self._drawn(f"tab:{name}", lambda: panels.RENDERERS[name](self.scenario, self.analysis, self.memo))
         except InputError as e:
             html = panels.message(f"The {name.lower()} view cannot be drawn for these inputs:", e.problems)
         except Exception as e:
@@ -399,6 +426,7 @@ class Page:
 
     def _show_error(self, title: str, lines) -> None:
         self.analysis = None
+        self.shown = None
         self.downloads.value = ""
         self._summary_for(None)
         self.rec.value = panels.message(title, lines)
@@ -413,6 +441,7 @@ class Page:
                              f"{text.esc(message)}</span>")
 
 
+KEPT_VIEWS = 8          # inputs whose drawn views a page keeps (as many as the shared analyses, analysis._SHARED)
 COMPUTE_LIMIT_S = 120   # one computation a visitor starts (an analysis, an upload); the slowest shipped scenario takes ~10 s
 
 

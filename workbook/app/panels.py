@@ -64,8 +64,10 @@ def _remember(memo: dict, prefix: str, key: str, make, keep: int):
 
 
 def chart_html(chart, alt_text: str, memo: dict) -> str:
-    """A chart as a static SVG ``<img>``; an unchanged chart is not drawn again."""
-    spec = chart.to_dict()
+    """A chart as a static SVG ``<img>``; an unchanged chart is not drawn again. The spec is not
+    validated against the Vega-Lite schema on every update (the same as validated: tests/views check
+    each chart function's spec)."""
+    spec = chart.to_dict(validate=False)
     data = _remember(memo, "svg:", json.dumps(spec, sort_keys=True, default=str),
                      lambda: base64.b64encode(vlc.vegalite_to_svg(spec).encode()).decode(), KEPT_CHARTS)
     return f'<div class="wb-chart"><img alt="{text.esc(alt_text)}" src="data:image/svg+xml;base64,{data}"></div>'
