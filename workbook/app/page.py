@@ -5,6 +5,11 @@ decision, workload, comparison, scaling and cost. Every control is a scenario pa
 re-validates the scenario (``with_overrides``), re-runs ``analysis.analyse`` and redraws the card
 and the open tab (the others when they are opened; ``app.panels`` draws each one). Expected
 mistakes (InputError) appear as sentences in the page, never tracebacks.
+
+What an update recomputes: only what its inputs change. Analyses are shared per kernel
+(``analysis.shared_analyse``: inputs seen before are not analysed again; a weight alone re-runs the
+decision only, not the prices or the Monte Carlo), and so are the views drawn from them
+(``Page._views_of``); the summary download is made when asked for (``Page._prepare_summary``).
 """
 from __future__ import annotations
 
