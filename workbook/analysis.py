@@ -106,13 +106,26 @@ def compare(s: Scenario, eff: Efficiency | None) -> pd.DataFrame:
     return _COMPARES.get(key, lambda: estimate.compare(s, eff)).copy()
 
 
-def _core(s: Scenario, eff: Efficiency | None, n_draws: int, seed: int):
-    """Performance, software fit, per-offer plans, prices, Monte Carlo and the recommendation."""
-    perf_df = compare(s, eff)
-    fit = decision.framework_fit(s, perf_df["accelerator"])
-    offer_perf = offer_performance(s, perf_df, eff)
-    priced = price(s, perf_df if offer_perf is None else offer_perf, fit)
-    mc = cost.monte_carlo(s, priced, n=n_draws, seed=seed)
+_BEFORE_DECISION = Memo(4)
+
+
+def _core(s: Scenario, eff: Efficiency | None, n_draws: int, seed: int, share: bool = False):
+    """Performance, software fit, per-offer plans, prices, Monte Carlo and the recommendation. With
+    ``share`` (``shared_analyse``: the app, the report kernel), the tables before the decision are kept
+    per process for equal inputs but the weights, which only ``decision.recommend`` reads (the app's
+    weight sliders), and handed out as copies."""
+    def tables():
+        perf_df = compare(s, eff)
+        fit = decision.framework_fit(s, perf_df["accelerator"])
+        offer_perf = offer_performance(s, perf_df, eff)
+        priced = price(s, perf_df if offer_perf is None else offer_perf, fit)
+        return perf_df, fit, priced, cost.monte_carlo(s, priced, n=n_draws, seed=seed)
+    if share:
+        key = (s.model_dump_json(exclude={"weights"}), eff, int(n_draws), int(seed), _dt.date.today(),
+               paths.data_state([s.measurements] if s.measurements else []))
+        perf_df, fit, priced, mc = (t.copy() for t in _BEFORE_DECISION.get(key, tables))
+    else:
+        perf_df, fit, priced, mc = tables()
     return perf_df, fit, priced, mc, decision.recommend(s, perf_df, priced, mc, n_draws=n_draws, seed=seed)
 
 
@@ -155,7 +168,7 @@ def shared_analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0, measurem
     kernel: notebooks 02, 04, 05 and the summary share one analysis; the app)."""
     key = (s.model_dump_json(), int(n_draws), int(seed), bool(measurements),
            paths.data_state([s.measurements] if s.measurements else []))
-    return copy.deepcopy(_SHARED.get(key, lambda: _analyse(s, n_draws, seed, measurements)))
+    return copy.deepcopy(_SHARED.get(key, lambda: _analyse(s, n_draws, seed, measurements, share=True)))
 
 
 def analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0, measurements: bool = True) -> Analysis:
@@ -171,11 +184,11 @@ def analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0, measurements: b
     return _analyse(s, n_draws, seed, measurements)
 
 
-def _analyse(s: Scenario, n_draws: int, seed: int, measurements: bool) -> Analysis:
+def _analyse(s: Scenario, n_draws: int, seed: int, measurements: bool, share: bool = False) -> Analysis:
     use = s.measurements if measurements else None
     eff, adjustments, runs = own_runs.scenario_efficiency(s.model_copy(update={"measurements": use}),
                                                           workload_profile(s.workload))
-    perf_df, fit, priced, mc, rec = _core(s, eff, n_draws, seed)
+    perf_df, fit, priced, mc, rec = _core(s, eff, n_draws, seed, share)
     if rec.accelerator is None:
         extra = precision_changes(s, priced, eff)
         rec.nearest_changes = list(rec.nearest_changes) + extra

@@ -170,15 +170,25 @@ def _tie_cause(t) -> str:
     return ""
 
 
+def _tie_words(t) -> str:
+    """How the top offer stands against one tied offer (a row of ``rank.ties``). An offer that scores
+    the same in every draw (gap zero at the point estimate and at P10 and P90: the same plan at the
+    same price, e.g. the same instance in another region, whose price doubt is drawn once per
+    instance) is said to be level, not "leading in 0% of the draws"."""
+    if t.score_gap == 0 and t.gap_p10 == 0 and t.gap_p90 == 0:
+        return "level with the first in every draw: the same plan at the same price"
+    return (f"the first leads by {t.score_gap:.3f} at the point estimate but in only {t.p_top_leads:.0%} of the draws, "
+            f"gap P10-P90 {t.gap_p10:+.3f} to {t.gap_p90:+.3f}{_tie_cause(t)}")
+
+
 def _reason_tie(ranked: pd.DataFrame, top, tied: pd.DataFrame, n: int) -> list[str]:
     """The tie, when the top score's lead is within the model's noise and the doubt of the prices
     (``rank.ties``), what makes it (``cause``), and how the tie-breakers (``rank.TIE_BREAKERS``) decided it."""
     if tied.empty:
         return []
     names, shown = ranked.set_index("option"), tied.head(TIE_LISTED)  # the rest: a count (the ranking has them)
-    others = "; ".join(f"{describe(names.loc[t.option])} (score {names.loc[t.option, 'score']:.3f}: the first leads "
-                       f"by {t.score_gap:.3f} at the point estimate but in only {t.p_top_leads:.0%} of the draws, "
-                       f"gap P10-P90 {t.gap_p10:+.3f} to {t.gap_p90:+.3f}{_tie_cause(t)})" for t in shown.itertuples())
+    others = "; ".join(f"{describe(names.loc[t.option])} (score {names.loc[t.option, 'score']:.3f}: {_tie_words(t)})"
+                       for t in shown.itertuples())
     if len(tied) > len(shown):
         others += f"; and {len(tied) - len(shown)} more tied offer(s), in the ranking with their scores"
     prices = ", ".join(f"{describe(names.loc[o])}: {price_words(names.loc[o])}"
