@@ -17,7 +17,7 @@ from ..model.profile import mlperf_benchmark
 from ..scenario import Scenario
 from ..terms import DAYS_PER_MONTH, FRAMEWORK_LABEL, PLATFORM_LABEL, PRICING_MODEL_IDS, pricing_label
 from .balance import balance_flags
-from .evidence import STALE_DAYS, age_days, price_valid_date
+from .evidence import STALE_DAYS, age_days, price_valid_date, price_words  # noqa: F401 - price_words: re-exported
 from .nearest import nearest_changes, physical_hints
 from .rank import (TIE_BREAKERS, break_ties, describe, flip_conditions, metric_of, p_cheaper, rank, ranking_table,
                    reorderable, ties, weights)
@@ -199,27 +199,6 @@ def _reason_tie(ranked: pd.DataFrame, top, tied: pd.DataFrame, n: int) -> list[s
                f"{' then '.join(TIE_BREAKERS)}, order only ties of the model's noise, not ties of price doubt)")
     return [f"Tie within the model's noise and the doubt of the prices ({n:,} joint Monte Carlo draws): "
             f"{describe(top)} (score {top['score']:.3f}) and {others}. {decided}. Prices: {prices}."]
-
-
-def price_words(win, today: _dt.date | None = None) -> str:
-    """Where an option's price comes from and how old it is, in words: "price from the provider's
-    page, 12 days old (doubt x0.95-x1.06 at P10-P90)" (``price_basis``, ``price_age_days``,
-    ``price_doubt_low``/``_high`` of ``cost.doubt``)."""
-    basis = win.get("price_basis")
-    where = {"catalog": "price from a maintained catalog", "provider_page": "price from the provider's page",
-             "transcription": "price from a third party's transcription",
-             "secondary": "secondary note"}.get(basis, "price of unknown basis")
-    valid = price_valid_date(win)
-    age = (f"{age_days(valid, today or _dt.date.today()):,.0f} days old" if valid is not None else "undated")
-    lo, hi = win.get("price_doubt_low"), win.get("price_doubt_high")
-    band = f" (doubt x{lo:.2f}-x{hi:.2f} at P10-P90)" if pd.notna(lo) and pd.notna(hi) else ""
-    n = win.get("duplicates")
-    dup = (f"; {n:.0f} catalog rows price this offer, {math.exp(win['duplicate_spread']) - 1:.0%} apart"
-           if pd.notna(n) and n > 1 else "")
-    rs = win.get("region_spread")
-    reg = (f"; region not stated, and the catalog prices this instance up to {math.exp(rs) - 1:.0%} apart "
-           "across its regions" if pd.notna(rs) and rs > 0 else "")
-    return f"{where}, {age}{band}{dup}{reg}"
 
 
 def _reason_price(win) -> list[str]:
