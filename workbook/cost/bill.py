@@ -145,7 +145,12 @@ def _perf_table(s: Scenario, perf_df: pd.DataFrame) -> pd.DataFrame:
         raise InputError("perf_df: missing column 'accelerator'")
     perf = perf_df.reset_index(drop=True).copy()
     for c in perf.columns:  # perf may use nullable dtypes (Int64 with <NA>): floats from here on
-        if c not in _NOT_NUMERIC and (pd.api.types.is_numeric_dtype(perf[c]) or perf[c].dtype == object):
+        if c in _NOT_NUMERIC or perf[c].dtype == np.float64:  # already floats
+            continue
+        if isinstance(perf[c].dtype, np.dtype) and perf[c].dtype.kind in "iub":  # numpy ints and bools: no NaN
+            perf[c] = perf[c].astype(float)
+            continue
+        if pd.api.types.is_numeric_dtype(perf[c]) or perf[c].dtype == object:
             conv = pd.to_numeric(perf[c], errors="coerce")
             if conv.notna().sum() == perf[c].notna().sum():
                 perf[c] = conv.astype(float)
