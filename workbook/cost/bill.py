@@ -274,10 +274,11 @@ def _recipe(s: Scenario, df: pd.DataFrame) -> None:
     lat = df["spot_availability_target"].notna().to_numpy()
     df["spare_instances"] = 0.0
     if lat.any():
-        df.loc[lat, "spare_instances"] = spare_instances(df.loc[lat, "instances"].to_numpy(float),
-                                                         p.spot_interruptions_per_hour, p.restart_h,
-                                                         p.spot_availability_target,
-                                                         df.loc[lat, "instances_per_replica"].to_numpy(float))
+        # once per distinct (fleet, replica size): the regions of an offer share their spares
+        fleet = np.column_stack([df.loc[lat, "instances"].to_numpy(float), df.loc[lat, "instances_per_replica"].to_numpy(float)])
+        first, inv = np.unique(np.nan_to_num(fleet, nan=-1.0), axis=0, return_index=True, return_inverse=True)[1:]
+        df.loc[lat, "spare_instances"] = spare_instances(fleet[first, 0], p.spot_interruptions_per_hour, p.restart_h,
+                                                         p.spot_availability_target, fleet[first, 1])[inv.reshape(-1)]
     # every chip paid for: the whole instances (or slices) bought, spares included
     df["chips_billed"] = (df["instances"].astype(float) + df["spare_instances"].astype(float)) \
         * df["chips_per_instance"].astype(float)
