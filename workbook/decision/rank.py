@@ -130,7 +130,7 @@ TIE_BREAKERS = ("lower point-estimate cost", "fewer chips")
 def score_draws(s: Scenario, priced: pd.DataFrame, rows: pd.DataFrame, n: int, seed: int,
                 price_doubt: bool = True) -> np.ndarray:
     """Weighted scores of ``rows`` (ranked rows; include the cheapest and the fastest) in ``n`` joint
-    Monte Carlo draws (``cost.mc_draws``: efficiency shared per accelerator, spot price per option,
+    Monte Carlo draws (``cost.mc_draws``: efficiency shared per accelerator, spot price per instance,
     utilization and interruptions shared, each offer's price within its doubt): in each draw the cost
     score is the cheapest of ``rows`` / the row's cost (training: the time score likewise with the run
     length), the other criteria as at the point estimate; ``price_doubt`` False holds every price at the catalog's. Shape (rows, n)."""
