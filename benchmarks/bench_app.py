@@ -5,6 +5,11 @@ Prints two figures against the issue's targets:
   pre-started (how ``make app`` runs: ``preheat_kernel=True``), and once without pre-start (cold);
 * update: from a control change (utilization slider, one arrow key) until the app has redrawn the
   recommendation, the ranking and the chart (its update counter ``.wb-status[data-version]`` moved).
+  The keys alternate left and right, so after the first change the slider goes back to values the
+  kernel has analysed (the figure against the target, as measured since session 5); then
+  ``--fresh`` changes to the right, each to a value not analysed before (reported beside it);
+* the kernels' CPU seconds per update (``/proc``: user + system of every ipykernel process under
+  the server, the same changes), a figure that the machine's load does not stretch as it does wall time.
 
 * memory: the resident memory (RSS, from ``/proc``) of each kernel the app holds after the visits
   (one per open page plus the pre-started one).
@@ -12,11 +17,12 @@ Prints two figures against the issue's targets:
 Targets (issue 30): first render < 2 s, update < 0.3 s; < 300 MB per kernel. Exit status 1 when a
 target is missed. A visit or a change that times out (120 s) is recorded as a miss and the other
 figures are still measured and printed.
-Usage: ``python benchmarks/bench_app.py [--visits 3] [--changes 6]``.
+Usage: ``python benchmarks/bench_app.py [--visits 3] [--changes 6] [--fresh 3]``.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -64,6 +70,30 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def _kernel_pids(server_pid: int) -> list[int]:
+    out = []
+    for pid in _children(server_pid):
+        try:
+            if b"ipykernel" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                out.append(pid)
+        except OSError:
+            continue
+    return out
+
+
+def kernels_cpu_s(server_pid: int) -> float:
+    """User + system CPU seconds used so far by the ipykernel processes under the app's server."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in _kernel_pids(server_pid):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])   # utime, stime (fields 14 and 15 of proc(5))
+    return total / tick
+
+
 def kernel_rss_mb(server_pid: int) -> list[float]:
     """Resident memory of each ipykernel process under the app's server, in MB."""
     out = []
@@ -96,7 +126,11 @@ def first_render_s(browser, url: str) -> float:
     return elapsed
 
 
-def update_times_s(browser, url: str, changes: int) -> list[float]:
+def update_times_s(browser, url: str, changes: int, fresh: int = 0, server_pid: int | None = None,
+                   settle_s: float = 0.0):
+    """(wall seconds of the alternating changes, of the fresh ones, kernel CPU seconds of each change
+    in that order); a change not redrawn is None. ``settle_s``: a wait after the page is shown, while
+    the server pre-starts the next kernel (it runs the notebook: CPU that is not this page's)."""
     page, _ = bh.open_page(browser, url)
     try:
         page.goto(url, timeout=VISIT_TIMEOUT_MS)
@@ -104,29 +138,37 @@ def update_times_s(browser, url: str, changes: int) -> list[float]:
     except Exception as e:
         print(f"  the page for the updates did not load: {e.__class__.__name__}: {str(e).splitlines()[0]}")
         page.context.close()
-        return []
+        return [], [], []
+    time.sleep(settle_s)
     handle = page.locator(".wb-utilization .noUi-handle")
-    out = []
-    for i in range(changes):
+    out, cpu = [], []
+    keys = ["ArrowLeft" if i % 2 == 0 else "ArrowRight" for i in range(changes)] + ["ArrowRight"] * fresh
+    for i, key in enumerate(keys):
         handle.focus()
         before = bh.status_version(page)
+        c0 = kernels_cpu_s(server_pid) if server_pid else None
         t0 = time.perf_counter()
-        page.keyboard.press("ArrowLeft" if i % 2 == 0 else "ArrowRight")
+        page.keyboard.press(key)
         try:
             bh.wait_for_update(page, before)
         except Exception as e:
             print(f"  change {i + 1} was not redrawn: {e.__class__.__name__}: {str(e).splitlines()[0]}")
             out.append(None)
+            cpu.append(None)
             continue
         out.append(time.perf_counter() - t0)
+        time.sleep(0.3)   # the kernel's last messages after the status (idle state) count to this change
+        cpu.append(kernels_cpu_s(server_pid) - c0 if server_pid else None)
     page.context.close()
-    return out
+    return out[:changes], out[changes:], cpu
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--visits", type=int, default=3, help="first renders to time with a pre-started kernel")
-    ap.add_argument("--changes", type=int, default=6, help="control changes to time")
+    ap.add_argument("--changes", type=int, default=6, help="control changes to time (alternating left, right)")
+    ap.add_argument("--fresh", type=int, default=3,
+                    help="then changes to the right, each to a value the kernel has not analysed")
     ap.add_argument("--settle", type=float, default=8.0,
                     help="seconds to let the next pre-started kernel run the notebook between visits")
     args = ap.parse_args(argv)
@@ -144,13 +186,13 @@ def main(argv=None) -> int:
         log = tmp / "voila.log"
         proc = bh.start_app(port, log)
         url = f"http://127.0.0.1:{port}/"
-        warm, updates, rss = [], [], []
+        warm, updates, fresh, cpu, rss = [], [], [], [], []
         try:
             wait_for_log(log, "is filled with 1 kernel")
             for i in range(args.visits):
                 time.sleep(args.settle)   # the pool's kernel has run the notebook, as for a visitor who comes later
                 warm.append(first_render_s(browser, url))
-            updates = update_times_s(browser, url, args.changes)
+            updates, fresh, cpu = update_times_s(browser, url, args.changes, args.fresh, proc.pid, args.settle)
             rss = kernel_rss_mb(proc.pid)
         except TimeoutError as e:  # the pre-started kernel never came: every figure of this part is a miss
             print(f"  {e}")
@@ -181,6 +223,16 @@ def main(argv=None) -> int:
     print(f"app update after a control change (utilization slider): {show(updates)} s")
     ok &= figure("app update after a control (median)", med(updates), "s", UPDATE_TARGET_S,
                  "" if med(updates) is not None else "a change was not redrawn")
+    if args.fresh:
+        print(f"app update to a value not analysed before (utilization slider): {show(fresh)} s")
+        figure("app update to a new value (median)", med(fresh), "s", None,
+               "" if med(fresh) is not None else "a change was not redrawn")
+    if cpu and any(x is not None for x in cpu):
+        print(f"app kernel CPU per update: {show(cpu[:args.changes])} s alternating; "
+              f"{show(cpu[args.changes:])} s new values")
+        figure("app kernel CPU per update, alternating (median)", med(cpu[:args.changes]), "s", None)
+        if args.fresh:
+            figure("app kernel CPU per update, new value (median)", med(cpu[args.changes:]), "s", None)
     if rss:
         print(f"app kernel memory: {len(rss)} kernel(s), RSS {', '.join(f'{r:.0f}' for r in rss)} MB")
         ok &= figure("app kernel memory (largest RSS)", max(rss), "MB", KERNEL_RSS_TARGET_MB)

@@ -9,6 +9,10 @@ multi-chip search (``model.search`` over ``search.practical_limits``) as ``estim
 Target (issue 3): well under 100 ms of model time per scenario, so a widget feels instant: met by
 the warm calls (the exit status is 1 when one misses it). A cold training call runs a few layout
 searches per accelerator (about 5 ms each) and is reported, not held to the target.
+Then, for each shipped training scenario as shipped (its own candidates, with every cache of the
+layout searches emptied first), the comparison and the per-offer plans (``analysis.offer_performance``:
+one plan per chip, shape, network and start days): offers, plans, layout searches and CPU seconds
+(the part of ``estimate --json`` that the performance model owns; issue 30). Reported, not held to a target.
 Usage: ``python benchmarks/bench_estimate.py [--repeat 5]``.
 """
 from __future__ import annotations
@@ -57,7 +61,33 @@ def main(argv=None) -> int:
           f"{'all met' if not missed else f'{missed} miss(es)'}; cold calls {total_cold * 1e3:.0f} ms in total")
     figure("model.estimate.compare, warm, worst scenario (whole catalog)", worst_warm * 1e3, "ms", TARGET_S * 1e3)
     figure("model.estimate.compare, cold, all scenarios", total_cold, "s")
+    offers_cpu_s = plan_offers_table(names)
+    if offers_cpu_s:
+        figure("training comparison + per-offer plans, cold, worst shipped scenario (CPU)", max(offers_cpu_s.values()), "s")
     return 1 if missed else 0
+
+
+def plan_offers_table(names: list[str]) -> dict[str, float]:
+    """CPU seconds of ``analysis.compare`` + ``analysis.offer_performance`` per shipped training scenario,
+    every layout-search cache emptied first (printed with the offers, plans and searches)."""
+    from workbook import analysis, cost
+    from workbook.model import search
+    out = {}
+    print(f"{'training scenario':24s} {'offers':>6s} {'plans':>5s} {'searches':>8s} {'CPU s':>6s}")
+    for name in names:
+        s = load_scenario(name)
+        if not s.is_training:
+            continue
+        cost.offer_prices(s)  # the prices the plans read: not the model's time
+        for memo in (perf._CONFIGS, perf._PLANS, search._GRIDS, analysis._COMPARES):
+            memo.clear()
+        plans, searches = perf._PLANS.misses, perf._CONFIGS.misses
+        t = time.process_time()
+        planned = analysis.offer_performance(s, analysis.compare(s, None))
+        out[name] = time.process_time() - t
+        n = 0 if planned is None else planned["offering"].nunique()
+        print(f"{name:24s} {n:6d} {perf._PLANS.misses - plans:5d} {perf._CONFIGS.misses - searches:8d} {out[name]:6.2f}")
+    return out
 
 
 if __name__ == "__main__":

@@ -56,3 +56,60 @@ def test_records_are_jsonable_to_dict_for_every_column_kind():
     out = analysis.records(df)
     assert out == [analysis.jsonable(r) for r in df.to_dict("records")]
     assert out[1]["s"] is None and out[1]["S"] is None and out[0]["s"] == "a"
+
+
+def test_records_of_object_and_extension_columns_are_the_row_by_row_json():
+    # the columns that are neither numpy numbers nor strings are converted a column at a time too: the same
+    # JSON, types included (an int stays an int), as jsonable of to_dict's rows
+    df = pd.DataFrame({"B": pd.array([True, None, False], dtype="boolean"), "F": pd.array([0.5, None, 2.0], dtype="Float64"),
+                       "I": pd.array([7, None, -1], dtype="Int64"),
+                       "o": [np.int64(3), np.float64("nan"), np.bool_(True)], "d": [{"k": np.int64(1)}, None, {"k": [np.nan]}],
+                       "t": pd.to_datetime(["2026-01-02", None, "2026-12-02"]), "c": pd.Categorical(["x", "y", None]),
+                       "m": ["a", 1, 2.5]})
+    out = analysis.records(df)
+    assert json.dumps(out) == json.dumps([analysis.jsonable(r) for r in df.to_dict("records")])
+    assert out[0]["I"] == 7 and type(out[0]["I"]) is int and out[1]["B"] is None and out[0]["o"] == 3
+
+
+def _option_costs_by_groupby(priced: pd.DataFrame, accelerator: str) -> dict:
+    """The per-accelerator filter and group-by that ``analysis.option_costs`` replaced (reference below)."""
+    rows = priced[priced["accelerator"] == accelerator]
+    if "excluded_reason" in rows:
+        rows = rows[rows["excluded_reason"].isna()]
+    if rows.empty:
+        return {}
+    key = "cost_usd" if "cost_usd" in rows and rows["cost_usd"].notna().any() else "usd_per_million_tokens"
+    out = {}
+    for pm, grp in rows.groupby("pricing_model", sort=False):
+        grp = grp.dropna(subset=[key])
+        if grp.empty:
+            continue
+        best = grp.loc[grp[key].idxmin()]
+        entry = {"offering": best.get("offering"), "provider": best.get("provider")}
+        entry.update({k: analysis.jsonable(best[k]) for k in analysis._ENTRY_KEYS if k in best.index})
+        if pm == "capacity_block" and "block_days" in best.index:
+            entry["block_days"] = analysis.jsonable(best["block_days"])
+        out[pm] = entry
+    return out
+
+
+def test_option_costs_in_one_pass_equal_the_group_by_per_accelerator(analysed):
+    rng = np.random.default_rng(30)
+    for name in ("llama2-7b-pretrain", "chat-70b-realtime"):
+        priced = analysed(name, n_draws=200).priced
+        # ties and missing figures too: some costs rounded to a few values, some blanked, some pricing models missing
+        shaken = priced.copy()
+        for col in ("cost_usd", "usd_per_million_tokens"):
+            if col in shaken and np.nanmax(shaken[col].to_numpy(dtype=float), initial=0.0) > 0:
+                v = shaken[col].to_numpy(dtype=float).copy()
+                v = np.where(rng.random(len(v)) < 0.5, np.round(v, -int(np.log10(np.nanmax(v))) + 1), v)
+                v[rng.random(len(v)) < 0.1] = np.nan
+                shaken[col] = v
+        shaken.loc[rng.random(len(shaken)) < 0.05, "pricing_model"] = None
+        for frame in (priced, shaken):
+            fast = analysis.option_costs(frame)
+            for acc in frame["accelerator"].unique():
+                ref = _option_costs_by_groupby(frame, acc)
+                got = fast.get(acc, {})
+                assert json.dumps(analysis.jsonable(got)) == json.dumps(analysis.jsonable(ref))
+                assert list(got) == list(ref) and all(list(got[k]) == list(ref[k]) for k in ref)

@@ -368,3 +368,24 @@ def test_no_region_prices_azure_spot_at_a_flat_ten_percent_floor():
     blank = off[(off["provider"] == "Azure") & (off["region"] == "australiacentral2")]
     assert len(blank) and blank["spot_usd_per_hour"].isna().all()
     assert blank["notes"].str.contains("exactly 10% of its Price").all()
+
+
+def test_validate_frame_parses_each_text_once_and_reports_the_first_bad_cell_of_the_file():
+    """The column-wise parse (one ``_parse`` per distinct text) gives the cell-by-cell frame, and a
+    file with bad cells names the first in row order, not the first in column order."""
+    schema = {"name": catalog.Col("str", required=True), "n": catalog.Col("int", min=0),
+              "x": catalog.Col("float", min=0.0, max=10.0), "ok": catalog.Col("bool"), "day": catalog.Col("date"),
+              "kind": catalog.Col("str", choices=("a", "b")), "absent": catalog.Col("float")}
+    raw = pd.DataFrame({"name": ["p", "q", " p ", "r"], "n": ["1", "1", "2.0", ""], "x": ["1.5", " 1.5", "", "2"],
+                        "ok": ["yes", "0", "", "TRUE"], "day": ["2026-01-02", "2026-01-02", "", "2026-1-3"],
+                        "kind": ["a", "b", "a", ""]}, dtype=object)
+    got = catalog.validate_frame(raw, schema, "t.csv")
+    rows = [{c: catalog._parse(rec.get(c), spec, "t.csv", i + 2, c) for c, spec in schema.items()}
+            for i, rec in enumerate(raw.to_dict("records"))]
+    want = pd.DataFrame(rows, columns=list(schema))
+    want["n"], want["x"] = pd.to_numeric(want["n"]).astype("Int64"), pd.to_numeric(want["x"]).astype("float64")
+    want["absent"] = pd.to_numeric(want["absent"]).astype("float64")
+    pd.testing.assert_frame_equal(got, want)
+    bad = raw.assign(kind=["a", "a", "a", "c"], x=["1", "11", "1", "1"])  # row 3 column x before row 5 column kind
+    with pytest.raises(InputError, match=r"t.csv: row 3: x: expected a value between"):
+        catalog.validate_frame(bad, schema, "t.csv")

@@ -106,13 +106,26 @@ def compare(s: Scenario, eff: Efficiency | None) -> pd.DataFrame:
     return _COMPARES.get(key, lambda: estimate.compare(s, eff)).copy()
 
 
-def _core(s: Scenario, eff: Efficiency | None, n_draws: int, seed: int):
-    """Performance, software fit, per-offer plans, prices, Monte Carlo and the recommendation."""
-    perf_df = compare(s, eff)
-    fit = decision.framework_fit(s, perf_df["accelerator"])
-    offer_perf = offer_performance(s, perf_df, eff)
-    priced = price(s, perf_df if offer_perf is None else offer_perf, fit)
-    mc = cost.monte_carlo(s, priced, n=n_draws, seed=seed)
+_BEFORE_DECISION = Memo(4)
+
+
+def _core(s: Scenario, eff: Efficiency | None, n_draws: int, seed: int, share: bool = False):
+    """Performance, software fit, per-offer plans, prices, Monte Carlo and the recommendation. With
+    ``share`` (``shared_analyse``: the app, the report kernel), the tables before the decision are kept
+    per process for equal inputs but the weights, which only ``decision.recommend`` reads (the app's
+    weight sliders), and handed out as copies."""
+    def tables():
+        perf_df = compare(s, eff)
+        fit = decision.framework_fit(s, perf_df["accelerator"])
+        offer_perf = offer_performance(s, perf_df, eff)
+        priced = price(s, perf_df if offer_perf is None else offer_perf, fit)
+        return perf_df, fit, priced, cost.monte_carlo(s, priced, n=n_draws, seed=seed)
+    if share:
+        key = (s.model_dump_json(exclude={"weights"}), eff, int(n_draws), int(seed), _dt.date.today(),
+               paths.data_state([s.measurements] if s.measurements else []))
+        perf_df, fit, priced, mc = (t.copy() for t in _BEFORE_DECISION.get(key, tables))
+    else:
+        perf_df, fit, priced, mc = tables()
     return perf_df, fit, priced, mc, decision.recommend(s, perf_df, priced, mc, n_draws=n_draws, seed=seed)
 
 
@@ -155,7 +168,7 @@ def shared_analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0, measurem
     kernel: notebooks 02, 04, 05 and the summary share one analysis; the app)."""
     key = (s.model_dump_json(), int(n_draws), int(seed), bool(measurements),
            paths.data_state([s.measurements] if s.measurements else []))
-    return copy.deepcopy(_SHARED.get(key, lambda: _analyse(s, n_draws, seed, measurements)))
+    return copy.deepcopy(_SHARED.get(key, lambda: _analyse(s, n_draws, seed, measurements, share=True)))
 
 
 def analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0, measurements: bool = True) -> Analysis:
@@ -171,11 +184,11 @@ def analyse(s: Scenario, n_draws: int = MC_DRAWS, seed: int = 0, measurements: b
     return _analyse(s, n_draws, seed, measurements)
 
 
-def _analyse(s: Scenario, n_draws: int, seed: int, measurements: bool) -> Analysis:
+def _analyse(s: Scenario, n_draws: int, seed: int, measurements: bool, share: bool = False) -> Analysis:
     use = s.measurements if measurements else None
     eff, adjustments, runs = own_runs.scenario_efficiency(s.model_copy(update={"measurements": use}),
                                                           workload_profile(s.workload))
-    perf_df, fit, priced, mc, rec = _core(s, eff, n_draws, seed)
+    perf_df, fit, priced, mc, rec = _core(s, eff, n_draws, seed, share)
     if rec.accelerator is None:
         extra = precision_changes(s, priced, eff)
         rec.nearest_changes = list(rec.nearest_changes) + extra
@@ -245,15 +258,13 @@ def jsonable(x):
 def records(df: pd.DataFrame) -> list[dict]:
     """A frame as a list of JSON-ready dicts (``jsonable`` of ``to_dict("records")``). Columns of a
     numpy float, integer or bool dtype are converted a column at a time (``tolist``; NaN and
-    infinities to None), so are string columns (missing values to None), the others through
-    ``to_dict`` and ``jsonable`` as they were."""
+    infinities to None), so are string columns (missing values to None) and the others (each value
+    through ``jsonable``, as ``to_dict`` and ``jsonable`` gave them)."""
     cols = list(df.columns)
     if not cols or not df.columns.is_unique:
         return [jsonable(row) for row in df.to_dict("records")]
     fast = [isinstance(dt, np.dtype) and dt.kind in "fiub" for dt in df.dtypes]
     text = [isinstance(dt, pd.StringDtype) for dt in df.dtypes]
-    slow = [c for c, f, t in zip(cols, fast, text) if not (f or t)]
-    slow_rows = [jsonable(row) for row in df[slow].to_dict("records")] if slow else [{}] * len(df)
     columns = []
     for i, (c, f) in enumerate(zip(cols, fast)):
         if f:
@@ -261,40 +272,56 @@ def records(df: pd.DataFrame) -> list[dict]:
             columns.append([x if math.isfinite(x) else None for x in v] if df.dtypes.iloc[i].kind == "f" else v)
         elif text[i]:  # strings as they are, a missing value (NaN or NA) through ``jsonable`` (None)
             columns.append([x if type(x) is str else jsonable(x) for x in df.iloc[:, i].to_numpy(dtype=object).tolist()])
-        else:
-            columns.append([row[str(c)] for row in slow_rows])
+        else:  # object and extension columns (nullable ints and booleans, lists): each value as it is
+            columns.append([jsonable(x) for x in df.iloc[:, i].to_numpy(dtype=object).tolist()])
     keys = [str(c) for c in cols]
     return [dict(zip(keys, row)) for row in zip(*columns)]
 
 
-def _option_costs(priced: pd.DataFrame, accelerator: str) -> dict:
-    """Cheapest offering per pricing model for one accelerator, with cost figures and bands."""
-    rows = priced[priced["accelerator"] == accelerator]
-    if "excluded_reason" in rows:
-        rows = rows[rows["excluded_reason"].isna()]
-    if rows.empty:
-        return {}
-    key = "cost_usd" if "cost_usd" in rows and rows["cost_usd"].notna().any() else "usd_per_million_tokens"
+_ENTRY_KEYS = ("usd_per_chip_hour_effective", "spare_instances", "as_of", "porting_usd", "hosting_usd", "user_rtt_ms",
+               *PRICE_KEYS, *[k + x for k in COST_KEYS for x in ("", "_low", "_high")], *ENERGY_KEYS)
+
+
+def option_costs(priced: pd.DataFrame) -> dict[str, dict]:
+    """Per accelerator, the cheapest passing offering per pricing model (``cost_usd``, else
+    ``usd_per_million_tokens``; the first row of the lowest figure, pricing models in order of first
+    appearance) with its cost figures and bands: the ``costs`` of each ``estimate --json`` option.
+    One pass over the columns as arrays, not a filter and a group-by per accelerator."""
+    rows = priced[priced["excluded_reason"].isna()] if "excluded_reason" in priced else priced
+    cols = {c: rows[c].to_numpy(dtype=object) for c in ("accelerator", "pricing_model", "offering", "provider",
+                                                         "block_days", "cost_usd", "usd_per_million_tokens", *_ENTRY_KEYS)
+            if c in rows}
+    present = [k for k in _ENTRY_KEYS if k in cols]
+    missing = {c: pd.isna(cols[c]) for c in ("pricing_model", "cost_usd", "usd_per_million_tokens") if c in cols}
+    by_acc: dict = {}
+    for i, a in enumerate(cols["accelerator"]):
+        by_acc.setdefault(a, []).append(i)
     out = {}
-    for pm, grp in rows.groupby("pricing_model", sort=False):
-        grp = grp.dropna(subset=[key])
-        if grp.empty:
-            continue
-        best = grp.loc[grp[key].idxmin()]
-        entry = {"offering": best.get("offering"), "provider": best.get("provider")}
-        for k in ("usd_per_chip_hour_effective", "spare_instances", "as_of", "porting_usd", "hosting_usd", "user_rtt_ms",
-                  *PRICE_KEYS):
-            if k in best.index:
-                entry[k] = jsonable(best[k])
-        for k in COST_KEYS:
-            for suffix in ("", "_low", "_high"):
-                if k + suffix in best.index:
-                    entry[k + suffix] = jsonable(best[k + suffix])
-        entry.update({k: jsonable(best[k]) for k in ENERGY_KEYS if k in best.index})
-        if pm == "capacity_block" and "block_days" in best.index:  # the block bought (workbook.cost.bill)
-            entry["block_days"] = jsonable(best["block_days"])
-        out[pm] = entry
+    for a, idx in by_acc.items():
+        key = "cost_usd" if "cost_usd" in cols and not missing["cost_usd"][idx].all() else "usd_per_million_tokens"
+        groups: dict = {}
+        for i in idx:
+            if not missing["pricing_model"][i]:  # group-by leaves out a missing pricing model
+                groups.setdefault(cols["pricing_model"][i], []).append(i)
+        entries = {}
+        for pm, g in groups.items():
+            g = [i for i in g if not missing[key][i]]
+            if not g:
+                continue
+            b = g[int(np.argmin(np.array([cols[key][i] for i in g], dtype=float)))]
+            entry = {"offering": cols["offering"][b] if "offering" in cols else None,
+                     "provider": cols["provider"][b] if "provider" in cols else None}
+            entry.update({k: jsonable(cols[k][b]) for k in present})
+            if pm == "capacity_block" and "block_days" in cols:  # the block bought (workbook.cost.bill)
+                entry["block_days"] = jsonable(cols["block_days"][b])
+            entries[pm] = entry
+        out[a] = entries
     return out
+
+
+def _option_costs(priced: pd.DataFrame, accelerator: str) -> dict:
+    """Cheapest offering per pricing model for one accelerator, with cost figures and bands (``option_costs``)."""
+    return option_costs(priced[priced["accelerator"] == accelerator]).get(accelerator, {})
 
 
 def _option_energy(costs: dict) -> dict:
@@ -335,9 +362,10 @@ def summary_json(a: Analysis) -> dict:
     keep = ["accelerator", "excluded_reason", "pricing_model", "offering", "provider", "block_days",
             "usd_per_chip_hour_effective", "spare_instances", "as_of", "porting_usd", "hosting_usd", "user_rtt_ms",
             *PRICE_KEYS, *[k + x for k in COST_KEYS for x in ("", "_low", "_high")], *ENERGY_KEYS]
-    slim = a.priced[[c for c in keep if c in a.priced]]   # the columns _option_costs reads: fast filters
+    slim = a.priced[[c for c in keep if c in a.priced]]   # the columns option_costs reads
+    costs = option_costs(slim)
     for opt in options:
-        opt["costs"] = _option_costs(slim, opt["accelerator"])
+        opt["costs"] = costs.get(opt["accelerator"], {})
         opt.update(_option_energy(opt["costs"]))
     rec = a.recommendation
     # monte_carlo, offers and own_runs are JSON-ready already (records): not walked again

@@ -57,6 +57,31 @@ def _parse(value, col: Col, file: str, row: int, name: str):
     return out
 
 
+_UNSEEN = object()
+
+
+def _parsed_columns(raw: pd.DataFrame, schema: dict[str, Col], file: str) -> dict[str, list]:
+    """Every schema column of ``raw`` parsed by ``_parse``, once per distinct cell text (a catalog
+    repeats its texts: providers, dates, prices), column by column. Raises InputError on the first
+    bad cell of a column (``validate_frame`` then reports the first bad cell of the file)."""
+    out = {}
+    for c, spec in schema.items():
+        if c not in raw:
+            out[c] = [_parse(None, spec, file, 0, c)] * len(raw)
+            continue
+        seen: dict = {}
+        col = []
+        for x in raw[c].to_numpy(object):
+            v = seen.get(x, _UNSEEN) if isinstance(x, str) else _UNSEEN
+            if v is _UNSEEN:
+                v = _parse(x, spec, file, 0, c)
+                if isinstance(x, str):
+                    seen[x] = v
+            col.append(v)
+        out[c] = col
+    return out
+
+
 def validate_frame(raw: pd.DataFrame, schema: dict[str, Col], file: str, key: str | None = None) -> pd.DataFrame:
     """Validate a raw (all-string) frame against a schema; return typed frame. Errors name file/row/column."""
     missing = [c for c, spec in schema.items() if spec.required and c not in raw.columns]
@@ -65,10 +90,13 @@ def validate_frame(raw: pd.DataFrame, schema: dict[str, Col], file: str, key: st
     unknown = [c for c in raw.columns if c not in schema]
     if unknown:
         raise InputError(f"{file}: unknown column(s) {', '.join(unknown)} (the schema is in workbook/catalog.py and data/README.md)")
-    rows = []
-    for i, rec in enumerate(raw.to_dict("records")):
-        rows.append({c: _parse(rec.get(c), spec, file, i + 2, c) for c, spec in schema.items()})
-    df = pd.DataFrame(rows, columns=list(schema))
+    try:
+        df = pd.DataFrame(_parsed_columns(raw, schema, file), columns=list(schema))
+    except InputError:  # cell by cell, row by row: the first bad cell's message (file, row, column)
+        rows = []
+        for i, rec in enumerate(raw.to_dict("records")):
+            rows.append({c: _parse(rec.get(c), spec, file, i + 2, c) for c, spec in schema.items()})
+        df = pd.DataFrame(rows, columns=list(schema))
     for c, spec in schema.items():
         if spec.kind in ("float", "int"):
             df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64" if spec.kind == "float" else "Int64")

@@ -502,6 +502,9 @@ def test_app_downloads_the_edited_scenario_and_the_summary(app, tmp_path):
     page, guard = app
     page.locator(".wb-utilization .noUi-handle").focus()
     act(page, lambda: page.keyboard.press("ArrowLeft"))
+    assert page.locator("a.wb-download-json").count() == 0   # the summary is made when asked for
+    page.locator(".wb-prepare-summary").click()
+    page.wait_for_selector("a.wb-download-json")
     hrefs = page.eval_on_selector_all("a.wb-download", "els => els.map(e => [e.className, e.download, e.href])")
     kinds = {c.split()[-1]: (name, href) for c, name, href in hrefs}
     assert set(kinds) == {"wb-download-yaml", "wb-download-json", "wb-download-csv"}
@@ -517,6 +520,9 @@ def test_app_downloads_the_edited_scenario_and_the_summary(app, tmp_path):
     csv_text = base64.b64decode(kinds["wb-download-csv"][1].split(",", 1)[1]).decode()
     assert csv_text.splitlines()[0].startswith("option") or "," in csv_text.splitlines()[0]
     page.screenshot(path=str(tmp_path / "downloads.png"))
+    page.locator(".wb-utilization .noUi-handle").focus()
+    act(page, lambda: page.keyboard.press("ArrowRight"))   # other inputs: the summary made for the old ones goes
+    assert page.locator("a.wb-download-json").count() == 0 and page.locator(".wb-prepare-summary").is_visible()
     assert_offline_and_clean(guard)
 
 

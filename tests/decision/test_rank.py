@@ -44,3 +44,18 @@ def test_weight_flip_threshold_really_flips_the_ranking():
 def test_pareto_front():
     front = decision.pareto_front([1, 2, 3, 2], [3, 2, 1, 3])
     assert list(front) == [True, True, True, False]
+
+
+def test_pareto_front_matches_every_pair_compared():
+    """The one-sort front against the definition (every pair compared), with ties, inf and NaN."""
+    def every_pair(c, t):
+        c, t = np.asarray(c, float), np.asarray(t, float)
+        le = (c[None, :] <= c[:, None]) & (t[None, :] <= t[:, None])
+        lt = (c[None, :] < c[:, None]) | (t[None, :] < t[:, None])
+        return ~(le & lt).any(axis=1)
+    rng = np.random.default_rng(0)
+    for i in range(400):
+        n = int(rng.integers(0, 30))
+        c = rng.choice([1.0, 2.0, 3.0, np.nan, np.inf, -np.inf], n) if i % 2 else rng.integers(0, 6, n).astype(float)
+        t = rng.choice([1.0, 2.0, np.nan, np.inf], n) if i % 3 else rng.uniform(0, 1, n)
+        np.testing.assert_array_equal(decision.pareto_front(c, t), every_pair(c, t))

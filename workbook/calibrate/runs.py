@@ -162,16 +162,16 @@ def _runs_cached() -> pd.DataFrame:
         raise InputError(f"data/{RUNS_FILE}.csv: run: duplicate id {dup.iloc[0]!r}")
     used = df["split"] != "excluded"
     known = catalog.resolve_map("accelerators")
-    for i in np.flatnonzero(used.to_numpy()):
-        row = df.iloc[i]
-        if row["accelerator"] not in known:
-            raise InputError(f"data/{RUNS_FILE}.csv: row {i + 2}: accelerator: unknown id {row['accelerator']!r}"
-                             f"{catalog._suggest(row['accelerator'], set(known.values()))}")
-        if pd.isna(row["value"]) or pd.isna(row["metric"]):
+    names, blank = df["accelerator"].tolist(), (df["value"].isna() | df["metric"].isna()).to_numpy()
+    for i in np.flatnonzero(used.to_numpy()):  # column values, not a pandas row per run
+        if names[i] not in known:
+            raise InputError(f"data/{RUNS_FILE}.csv: row {i + 2}: accelerator: unknown id {names[i]!r}"
+                             f"{catalog._suggest(names[i], set(known.values()))}")
+        if blank[i]:
             raise InputError(f"data/{RUNS_FILE}.csv: row {i + 2}: value: expected the converted figure for a used run")
-    acc = catalog.accelerators().set_index("accelerator")
+    acc = catalog.accelerator_records()
     df["accelerator"] = [catalog.resolve("accelerators", a) if u else a for a, u in zip(df["accelerator"], used)]
-    df["family"] = [acc.loc[a, "family"] if u else None for a, u in zip(df["accelerator"], used)]
+    df["family"] = [acc[a]["family"] if u else None for a, u in zip(df["accelerator"], used)]
     return df
 
 

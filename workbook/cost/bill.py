@@ -145,7 +145,12 @@ def _perf_table(s: Scenario, perf_df: pd.DataFrame) -> pd.DataFrame:
         raise InputError("perf_df: missing column 'accelerator'")
     perf = perf_df.reset_index(drop=True).copy()
     for c in perf.columns:  # perf may use nullable dtypes (Int64 with <NA>): floats from here on
-        if c not in _NOT_NUMERIC and (pd.api.types.is_numeric_dtype(perf[c]) or perf[c].dtype == object):
+        if c in _NOT_NUMERIC or perf[c].dtype == np.float64:  # already floats
+            continue
+        if isinstance(perf[c].dtype, np.dtype) and perf[c].dtype.kind in "iub":  # numpy ints and bools: no NaN
+            perf[c] = perf[c].astype(float)
+            continue
+        if pd.api.types.is_numeric_dtype(perf[c]) or perf[c].dtype == object:
             conv = pd.to_numeric(perf[c], errors="coerce")
             if conv.notna().sum() == perf[c].notna().sum():
                 perf[c] = conv.astype(float)
@@ -269,10 +274,11 @@ def _recipe(s: Scenario, df: pd.DataFrame) -> None:
     lat = df["spot_availability_target"].notna().to_numpy()
     df["spare_instances"] = 0.0
     if lat.any():
-        df.loc[lat, "spare_instances"] = spare_instances(df.loc[lat, "instances"].to_numpy(float),
-                                                         p.spot_interruptions_per_hour, p.restart_h,
-                                                         p.spot_availability_target,
-                                                         df.loc[lat, "instances_per_replica"].to_numpy(float))
+        # once per distinct (fleet, replica size): the regions of an offer share their spares
+        fleet = np.column_stack([df.loc[lat, "instances"].to_numpy(float), df.loc[lat, "instances_per_replica"].to_numpy(float)])
+        first, inv = np.unique(np.nan_to_num(fleet, nan=-1.0), axis=0, return_index=True, return_inverse=True)[1:]
+        df.loc[lat, "spare_instances"] = spare_instances(fleet[first, 0], p.spot_interruptions_per_hour, p.restart_h,
+                                                         p.spot_availability_target, fleet[first, 1])[inv.reshape(-1)]
     # every chip paid for: the whole instances (or slices) bought, spares included
     df["chips_billed"] = (df["instances"].astype(float) + df["spare_instances"].astype(float)) \
         * df["chips_per_instance"].astype(float)

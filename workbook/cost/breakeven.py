@@ -20,13 +20,18 @@ def _or_never(u):
     return np.where(np.asarray(u, dtype=float) > 1.0, np.inf, u)
 
 
+def _spares_fleet(option: pd.Series) -> bool:
+    """A latency-bound spot fleet that keeps spare instances (an availability target and a size)."""
+    return bool(pd.notna(option.get("spot_availability_target", np.nan)) and pd.notna(option.get("instances", np.nan)))
+
+
 def max_interruptions_per_hour(s: Scenario, option: pd.Series, spot_usd_per_hour: float,
                                on_demand_usd_per_hour: float) -> float:
     """The interruption rate per instance-hour above which one spot option (a priced row) costs more
     than on-demand at the given prices: with spare instances for a latency-bound fleet, else from
     the lost hours (checkpoint interval for training)."""
     p = s.pricing
-    if pd.notna(option.get("spot_availability_target", np.nan)) and pd.notna(option.get("instances", np.nan)):
+    if _spares_fleet(option):
         return breakeven_interruptions_spot_spares(spot_usd_per_hour, on_demand_usd_per_hour, p.restart_h,
                                                    option["instances"], option["spot_availability_target"])
     n = option["spot_instances"] if "spot_instances" in option and pd.notna(option["spot_instances"]) else 1.0
@@ -37,10 +42,11 @@ def max_interruptions_per_hour(s: Scenario, option: pd.Series, spot_usd_per_hour
     return float(breakeven_interruptions_spot(spot_usd_per_hour, on_demand_usd_per_hour, ckpt, p.restart_h, n))
 
 
-def _breakeven_entry(s: Scenario, r: pd.Series, od_price: float) -> dict:
+def _breakeven_entry(s: Scenario, r: pd.Series, od_price: float, spares_later: bool = False) -> dict:
     """The break-even figures of one non-on-demand option against an on-demand chip-hour price (a
     capacity block pays every hour of a block that follows the work, so it has no break-even month:
-    it beats on-demand when utilization > block price / on-demand price)."""
+    it beats on-demand when utilization > block price / on-demand price). ``spares_later``: a spot
+    fleet with spares leaves its interruption rate to the caller (solved for many rows at once)."""
     p = s.pricing
     model, price = r["pricing_model"], r["usd_per_chip_hour"]
     out = {}
@@ -60,11 +66,16 @@ def _breakeven_entry(s: Scenario, r: pd.Series, od_price: float) -> dict:
         out["utilization_to_beat_on_demand"] = float(_or_never(breakeven_utilization_commit(
             price + r["energy_usd_per_instance_hour"] / cpi, od_price, r["term_months"], p.horizon_months)))
     elif model == "spot":
-        out["max_interruptions_per_hour"] = max_interruptions_per_hour(s, r, price, od_price)
+        if not (spares_later and _spares_fleet(r)):
+            out["max_interruptions_per_hour"] = max_interruptions_per_hour(s, r, price, od_price)
         out["min_useful_fraction"] = float(spot_goodput_breakeven(price, od_price))
     return out
 
 
+# the priced columns ``_breakeven_entry`` and ``max_interruptions_per_hour`` read
+_ENTRY_COLUMNS = ["accelerator", "pricing_model", "offering", "usd_per_instance_hour", "chips_per_instance",
+                  "term_months", "hosting_usd_per_instance_hour", "energy_usd_per_instance_hour",
+                  "spot_availability_target", "instances", "spot_instances", "checkpoint_interval_s"]
 _BREAKEVEN_COLUMNS = ["accelerator", "pricing_model", "offering", "usd_per_chip_hour", "on_demand_offering",
                       "on_demand_usd_per_chip_hour", "price_ratio", "months_to_beat_on_demand",
                       "utilization_to_beat_on_demand", "max_interruptions_per_hour", "min_useful_fraction"]
@@ -73,31 +84,61 @@ _BREAKEVEN_COLUMNS = ["accelerator", "pricing_model", "offering", "usd_per_chip_
 def breakeven(s: Scenario, priced: pd.DataFrame) -> pd.DataFrame:
     """Per accelerator, against its cheapest on-demand chip-hour: months of use after which each
     commitment or purchase beats on-demand, the utilization at which it does over the scenario's
-    horizon, and for spot the interruption rate and useful fraction at which it stops paying."""
-    rows = []
-    ok = priced[priced["usd_per_instance_hour"].notna()].copy()
+    horizon, and for spot the interruption rate and useful fraction at which it stops paying.
+
+    Only the best (cheapest per chip-hour) offering of each accelerator x model is kept, so that one
+    is chosen first (from the prices alone) and only its figures are worked out; the spot fleets'
+    interruption rates are solved together (``breakeven_interruptions_spot_spares`` over arrays)."""
+    # only the columns the figures read (the priced table is wide: filtering every column is the cost)
+    ok = priced.loc[priced["usd_per_instance_hour"].notna(), [c for c in _ENTRY_COLUMNS if c in priced]]
+    ok = ok.reset_index(drop=True)
     ok["usd_per_chip_hour"] = ok["usd_per_instance_hour"] / ok["chips_per_instance"]
-    for acc, g in ok.groupby("accelerator", sort=True):
-        od = g[g["pricing_model"] == "on_demand"]
-        if od.empty:
-            continue
-        od_best = od.loc[od["usd_per_chip_hour"].idxmin()]
-        od_price = od_best["usd_per_chip_hour"]
-        for _, r in g[g["pricing_model"] != "on_demand"].iterrows():
-            price = r["usd_per_chip_hour"]
-            entry = {"accelerator": acc, "pricing_model": r["pricing_model"], "offering": r["offering"],
-                     "usd_per_chip_hour": price, "on_demand_offering": od_best["offering"],
-                     "on_demand_usd_per_chip_hour": od_price, "price_ratio": price / od_price,
-                     "months_to_beat_on_demand": np.nan, "utilization_to_beat_on_demand": np.nan,
-                     "max_interruptions_per_hour": np.nan, "min_useful_fraction": np.nan}
-            entry.update(_breakeven_entry(s, r, od_price))
-            rows.append(entry)
+    is_od = (ok["pricing_model"] == "on_demand").to_numpy()
+    # per accelerator its cheapest on-demand row (the first of equal ones), and the other ways to pay in
+    # the order of a per-accelerator loop (accelerators sorted, rows as priced)
+    od_best = ok.loc[ok[is_od].groupby("accelerator", sort=True)["usd_per_chip_hour"].idxmin().to_numpy()]
+    od_best = od_best.set_index("accelerator")
+    cand = ok[~is_od & ok["accelerator"].isin(od_best.index).to_numpy()]
+    cand = cand.iloc[np.argsort(cand["accelerator"].to_numpy(dtype=str), kind="stable")]
+    if cand.empty:
+        return pd.DataFrame(columns=_BREAKEVEN_COLUMNS)
+    acc = cand["accelerator"]
+    cand = pd.DataFrame({"priced_row": cand.index, "accelerator": acc.to_numpy(),
+                         "on_demand_offering": od_best["offering"].reindex(acc).to_numpy(),
+                         "on_demand_usd_per_chip_hour": od_best["usd_per_chip_hour"].reindex(acc).to_numpy(),
+                         "pricing_model": cand["pricing_model"].to_numpy(), "offering": cand["offering"].to_numpy(),
+                         "usd_per_chip_hour": cand["usd_per_chip_hour"].to_numpy()})
+    # keep the best (cheapest per chip-hour) offering per accelerator x model (the same sorts as on the full table)
+    best = cand.sort_values("usd_per_chip_hour").groupby(["accelerator", "pricing_model"], sort=True).head(1)
+    best = best.sort_values(["accelerator", "pricing_model"]).reset_index(drop=True)
+    rows, options = [], []
+    for b in best.itertuples(index=False):
+        r = ok.loc[b.priced_row]
+        options.append(r)
+        od_price = b.on_demand_usd_per_chip_hour
+        entry = {"accelerator": b.accelerator, "pricing_model": b.pricing_model, "offering": b.offering,
+                 "usd_per_chip_hour": b.usd_per_chip_hour, "on_demand_offering": b.on_demand_offering,
+                 "on_demand_usd_per_chip_hour": od_price, "price_ratio": b.usd_per_chip_hour / od_price,
+                 "months_to_beat_on_demand": np.nan, "utilization_to_beat_on_demand": np.nan,
+                 "max_interruptions_per_hour": np.nan, "min_useful_fraction": np.nan}
+        entry.update(_breakeven_entry(s, r, od_price, spares_later=True))
+        rows.append(entry)
     out = pd.DataFrame(rows, columns=_BREAKEVEN_COLUMNS)
-    # keep the best (cheapest per chip-hour) offering per accelerator x model
-    if len(out):
-        out = out.sort_values("usd_per_chip_hour").groupby(["accelerator", "pricing_model"], sort=True).head(1)
-        out = out.sort_values(["accelerator", "pricing_model"]).reset_index(drop=True)
+    _solve_spares(s, out, options)
     return out
+
+
+def _solve_spares(s: Scenario, out: pd.DataFrame, options: list) -> None:
+    """The spot rows of ``out`` whose fleet keeps spares (``_spares_fleet``): their interruption
+    rates in one array bisection, written into ``max_interruptions_per_hour``."""
+    at = [i for i, r in enumerate(options) if r["pricing_model"] == "spot" and _spares_fleet(r)]
+    if not at:
+        return
+    rates = breakeven_interruptions_spot_spares(
+        out["usd_per_chip_hour"].to_numpy()[at], out["on_demand_usd_per_chip_hour"].to_numpy()[at],
+        s.pricing.restart_h, np.array([float(options[i]["instances"]) for i in at]),
+        np.array([float(options[i]["spot_availability_target"]) for i in at]))
+    out.loc[at, "max_interruptions_per_hour"] = np.atleast_1d(rates)
 
 
 def _cheapest_accelerator(s: Scenario, ok: pd.DataFrame) -> str | None:

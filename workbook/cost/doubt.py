@@ -28,7 +28,9 @@ quadrature sum of three independent parts:
 
 The widths are constants with their evidence below; ``price_moves`` measures that evidence from the
 catalog itself (the tests check the constants against it). The Monte Carlo (``uncertainty.mc_draws``)
-draws one standard normal per offering, shared by its ways to pay, scaled by each option's sigma = h / Z90.
+draws one standard normal per instance (provider | instance, ``uncertainty.stream_keys``), shared by its
+ways to pay and its regions, scaled by each option's own sigma = h / Z90: each offer keeps its own band,
+and the regions of one instance err in the same direction (common random numbers).
 """
 from __future__ import annotations
 

@@ -170,19 +170,27 @@ def offer_energy(offers: pd.DataFrame, utilization, own_pue: float | None = None
 
 def _reasons(o: pd.DataFrame, e: pd.DataFrame, owned: pd.Series) -> pd.Series:
     """Why an offer's energy or CO2e is blank (None where both are known), vectorised."""
-    acc, prov = o["accelerator"].astype(str), o["provider"].astype(str)
-    region = o["region"].fillna("unspecified").astype(str)
     no_kwh, no_grid = e["energy_kwh_per_instance_hour"].isna(), e["grid_gco2e_per_kwh"].isna()
     conditions = [o["provider"].isna(), no_kwh & e["chip_power_w"].isna() & ~owned, no_kwh, no_grid & owned, no_grid]
-    texts = ["energy: not priced (no offering)",
-             "energy: no published chip power for " + acc + " (accelerators.csv tdp_w) nor system power (system_power.csv)",
-             "energy: no PUE for provider " + prov + " (data/pue.csv)",
-             "co2: own site: set pricing.grid_gco2e_per_kwh",
-             "co2: no grid intensity for " + prov + " region " + region + " (data/grid_carbon.csv)"]
-    out = pd.Series(None, index=o.index, dtype=object)
-    for cond, txt in zip(reversed(conditions), reversed(texts)):  # the first condition that holds wins
-        out = out.mask(cond.to_numpy(), txt)
-    return out
+
+    def col(name, at, fill=None):  # the rows ``at`` of a column as text (only those rows: most have no reason)
+        v = o[name].to_numpy(object)[at]
+        return pd.Series(v).fillna(fill).astype(str).to_numpy(object) if fill else pd.Series(v).astype(str).to_numpy(object)
+    texts = [lambda at: "energy: not priced (no offering)",
+             lambda at: "energy: no published chip power for " + col("accelerator", at)
+             + " (accelerators.csv tdp_w) nor system power (system_power.csv)",
+             lambda at: "energy: no PUE for provider " + col("provider", at) + " (data/pue.csv)",
+             lambda at: "co2: own site: set pricing.grid_gco2e_per_kwh",
+             lambda at: ("co2: no grid intensity for " + col("provider", at) + " region "
+                         + col("region", at, "unspecified") + " (data/grid_carbon.csv)")]
+    out = np.full(len(o), None, dtype=object)
+    done = np.zeros(len(o), dtype=bool)
+    for cond, text in zip(conditions, texts):  # the first condition that holds wins
+        at = cond.to_numpy(bool) & ~done
+        if at.any():
+            out[at] = text(at)
+            done |= at
+    return pd.Series(out, index=o.index, dtype=object)
 
 
 def offering_energy(utilization: float = 0.9, offerings: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -205,25 +205,28 @@ def breakeven_interruptions_spot_spares(spot_usd_per_hour, on_demand_usd_per_hou
     """Interruptions per instance-hour above which a latency-bound spot fleet of n instances costs
     more than on-demand: spot·(n + k)/n < OD allows k_max = ceil(n·(OD/spot - 1)) - 1 spares, and
     the rate r* is where ``spare_instances`` first exceeds k_max (found by bisection: k grows with r).
-    0 when even no spare is too dear (spot >= OD)."""
-    spot, od, n = float(spot_usd_per_hour), float(on_demand_usd_per_hour), float(instances)
-    if not (spot > 0 and od > 0 and n > 0 and restart_h > 0) or spot >= od:
-        return 0.0
-    k_max = math.ceil(n * (od / spot - 1.0)) - 1
-    if k_max < 0:
-        return 0.0
-    # k_max spares suffice at rate r when P(N > k_max) <= 1 - target with N ~ Poisson((n + k_max)·r·R)
-    # (the test ``spare_instances`` applies at k = k_max; it grows with r, so bisect on it directly:
-    # one Poisson tail per step instead of a search over k).
-    eps = 1.0 - float(availability_target)
-    lo, hi = 0.0, 1.0 / restart_h  # at r·R = 1 no number of spares suffices
-    for _ in range(60):
-        mid = (lo + hi) / 2.0
-        if float(poisson_sf(k_max, (n + k_max) * mid * restart_h)) <= eps:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    0 when even no spare is too dear (spot >= OD). Every argument broadcasts: the bisection runs on
+    all fleets at once (60 halvings of [0, 1/R], one ``poisson_sf`` over the array per halving), so a
+    table of options costs 60 array evaluations, not 60 per option."""
+    spot, od, n, rh, target = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (
+        spot_usd_per_hour, on_demand_usd_per_hour, instances, restart_h, availability_target)))
+    out = np.zeros(spot.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k_max = np.ceil(n * (od / spot - 1.0)) - 1.0
+        idx = np.flatnonzero((spot > 0) & (od > 0) & (n > 0) & (rh > 0) & (spot < od) & (k_max >= 0))
+    if idx.size:
+        # k_max spares suffice at rate r when P(N > k_max) <= 1 - target with N ~ Poisson((n + k_max)·r·R)
+        # (the test ``spare_instances`` applies at k = k_max; it grows with r, so bisect on it directly:
+        # one Poisson tail per step instead of a search over k).
+        kk, nk, rr = k_max.ravel()[idx], n.ravel()[idx] + k_max.ravel()[idx], rh.ravel()[idx]
+        eps = 1.0 - target.ravel()[idx]
+        lo, hi = np.zeros(idx.size), 1.0 / rr  # at r·R = 1 no number of spares suffices
+        for _ in range(60):
+            mid = (lo + hi) / 2.0
+            ok = np.asarray(poisson_sf(kk, nk * mid * rr)) <= eps
+            lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
+        out.ravel()[idx] = lo
+    return out if out.ndim else float(out)
 
 
 def reserved_factor(utilization, duty_fraction, term_months, horizon_months):

@@ -14,6 +14,7 @@ import pandas as pd
 from .. import catalog
 from ..errors import InputError
 from ..scenario import Scenario
+from . import mcgroups
 from .bill import bill
 from .rates import Z90, lognormal_from_band
 
@@ -47,6 +48,19 @@ def offer_keys(priced: pd.DataFrame) -> np.ndarray:
     return priced["offering"].fillna("-").astype(str).to_numpy()
 
 
+def stream_keys(priced: pd.DataFrame) -> np.ndarray:
+    """The key of an option's own random streams in the Monte Carlo (its price doubt and its spot
+    price): provider | instance, the offer without its region, else the offering id. The regions of
+    one instance draw common random numbers: the same standard normals, each option scaled by its
+    own sigma, so regions that differ only in price are compared on the same draws (common random
+    numbers: Law, "Simulation Modeling and Analysis", 5th ed., 11.2) and share one evaluation."""
+    if all(k in priced for k in ("provider", "instance")):
+        parts = [priced[k].fillna("-").astype(str).str.strip().str.lower() for k in ("provider", "instance")]
+        key = parts[0] + "|" + parts[1]
+        return key.where(priced["instance"].notna(), priced["offering"].fillna("-").astype(str)).to_numpy()
+    return priced["offering"].fillna("-").astype(str).to_numpy()
+
+
 def mc_draws(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0, price_doubt: bool = True) -> dict:
     """Draw ``n`` joint scenarios for the options in ``priced`` (all rows passed in) and evaluate
     their bills. Uncertain inputs, each a P10/P90 band:
@@ -54,13 +68,14 @@ def mc_draws(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0, p
     - efficiency: perf's ``_low``/``_high`` band (a log-normal), one draw per accelerator shared by
       all its offerings and ways to pay;
     - spot price: log-normal around the catalog price with P90/P10 = ``spot_price_p90_over_p10``,
-      one draw per spot option;
+      one draw per spot instance (``stream_keys``: its regions share it);
     - utilization: normal with P10/P90 = utilization -/+ ``utilization_spread`` (clipped to 0.01-1),
       shared by all options;
     - interruption rate: log-normal with P10/P90 = rate / and x ``interruption_spread``, shared;
     - the price itself (``price_doubt``): log-normal around the catalog price with P10/P90 =
       ``price_doubt_low``/``_high`` (``cost.doubt``: basis, age, duplicate spread, times
-      ``price_doubt_scale``), one draw per offering shared by its ways to pay (``price_draws``).
+      ``price_doubt_scale``), one standard normal per instance (``stream_keys``) shared by its ways to
+      pay and its regions, scaled by each option's own sigma.
 
     Returns arrays (options x draws): ``cost`` (training USD per run, serving USD per month),
     ``metric`` (the ranking figure: cost per run or USD per million tokens), ``days``."""
@@ -101,18 +116,22 @@ def _draws(s: Scenario, priced: pd.DataFrame, n: int, seed: int, price_doubt: bo
     _, first, inverse = np.unique(np.column_stack([acc_idx, np.nan_to_num(mu, nan=-1e300), np.nan_to_num(sig, nan=-1e300)]),
                                   axis=0, return_index=True, return_inverse=True)
     eff = np.exp(mu[first, None] + sig[first, None] * z_acc[acc_idx[first]])
-    spot = np.flatnonzero((priced["kind"] == "spot").to_numpy())
+    spot = (priced["kind"] == "spot").to_numpy()
+    streams = stream_keys(priced)
+    spot_keys, spot_stream = np.unique(streams[spot], return_inverse=True)
     s_sig = math.log(p.spot_price_p90_over_p10) / (2 * Z90)
-    spot_mult = np.exp(s_sig * rng.standard_normal((len(spot), n))) if len(spot) else None
+    spot_mult = np.exp(s_sig * rng.standard_normal((len(spot_keys), n))) if len(spot_keys) else None
+    spot_rows = np.full(len(priced), -1)
+    spot_rows[spot] = spot_stream.reshape(-1)
     u = np.clip(p.utilization + p.utilization_spread / Z90 * rng.standard_normal((1, n)), 0.01, 1.0)
     lam = p.spot_interruptions_per_hour * np.exp(math.log(p.interruption_spread) / Z90 * rng.standard_normal((1, n)))
     doubtful = price_doubt and "price_sigma" in priced and np.nan_to_num(priced["price_sigma"].to_numpy(float)).any()
-    keys = offer_keys(priced) if doubtful else None
-    n_off = len(np.unique(keys)) if doubtful else 0
+    keys, price_rows = np.unique(streams, return_inverse=True) if doubtful else (None, None)
+    n_off = len(keys) if doubtful else 0
     z_price = rng.standard_normal((n_off, n)) if n_off else None
     return {"priced": priced, "arrays": {}, "training": s.is_training, "eff": eff, "eff_rows": inverse.reshape(-1),
-            "spot": spot, "spot_mult": spot_mult, "u": u, "lam": lam, "z_price": z_price,
-            "price_rows": np.unique(keys, return_inverse=True)[1] if n_off else None,
+            "spot_rows": spot_rows, "spot_mult": spot_mult, "u": u, "lam": lam, "z_price": z_price,
+            "price_rows": price_rows.reshape(-1) if n_off else None,
             "price_sigma": np.nan_to_num(priced["price_sigma"].to_numpy(float)) if n_off else None}
 
 
@@ -125,9 +144,10 @@ def _evaluate(g: dict, a: int, b: int) -> dict:
     if g["z_price"] is not None:  # price_draws: one standard normal per offer, scaled by the row's sigma
         price_mult = np.exp(g["price_sigma"][a:b, None] * g["z_price"][g["price_rows"][a:b]])
     spot_mult = g["spot_mult"]
-    if spot_mult is not None and not whole:
-        inside = (g["spot"] >= a) & (g["spot"] < b)
-        spot_mult = spot_mult[inside] if inside.any() else None
+    if spot_mult is not None:  # the draws of the spot rows in a:b, in their order (the bill's spot rows)
+        at = g["spot_rows"][a:b]
+        at = at[at >= 0]
+        spot_mult = spot_mult[at] if len(at) else None
     out = bill(rec, g["training"], hours_multiplier=g["eff"][g["eff_rows"][a:b]], price_mult=price_mult,
                utilization=g["u"], interruptions_per_hour=g["lam"], spot_price_mult=spot_mult, outputs=("cost", "days"))
     cost = out["cost"]
@@ -201,6 +221,20 @@ def _serving_percentiles(d: dict) -> tuple[np.ndarray, np.ndarray]:
     return _percentiles_of_sorted(ym), _percentiles_of_sorted(yc)
 
 
+def _share_within(y: np.ndarray, scale: np.ndarray, shift: np.ndarray, horizon: float, budget_usd: float) -> np.ndarray:
+    """The share of draws whose total, (scale x W + shift) x horizon, is within the budget, for rows
+    whose sorted W are ``y`` (rows x draws): the total grows with W, so the count is the first
+    rank that fails, found by bisection on the same floats."""
+    lo, hi = np.zeros(len(y), dtype=np.intp), np.full(len(y), y.shape[1], dtype=np.intp)
+    rows = np.arange(len(y))
+    while (lo < hi).any():  # the first rank whose total is over the budget lies in [lo, hi]
+        live = lo < hi
+        mid = (lo + hi) // 2
+        fits = (scale * y[rows, np.minimum(mid, y.shape[1] - 1)] + shift) * horizon <= budget_usd
+        lo, hi = np.where(live & fits, mid + 1, lo), np.where(live & ~fits, mid, hi)
+    return lo / y.shape[1]
+
+
 def monte_carlo(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0) -> pd.DataFrame:
     """P10/P50/P90 of cost and time for every option not ruled out, and the probability that each
     is the cheapest (``p_cheapest``) and that its accelerator has the cheapest option
@@ -219,27 +253,60 @@ def monte_carlo(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0
     budget = c.budget_usd is not None
     deadline = training and c.deadline_days is not None
     R = len(ok)
-    q, q2 = np.empty((3, R)), np.empty((3, R))
-    within, meets = np.empty(R), np.empty(R)
+    # one evaluation per group of options that differ only in price and fixed cost (cost.mcgroups)
+    sigma = ok["price_sigma"].to_numpy(float) if "price_sigma" in ok else np.zeros(R)
+    streams = [g["eff_rows"], g["spot_rows"], pd.factorize(pd.Series(sigma), use_na_sentinel=False)[0]]
+    if g["price_rows"] is not None:
+        streams.append(g["price_rows"])
+    grp = mcgroups.option_groups(ok, training, streams)
+    first, group, scale, shift = grp["first"], grp["group"], grp["scale"], grp["shift"]
+    gu = dict(g, priced=mcgroups.unit_rows(ok, grp, training), arrays={}, eff_rows=g["eff_rows"][first],
+              spot_rows=g["spot_rows"][first])
+    if g["price_rows"] is not None:
+        gu["price_rows"], gu["price_sigma"] = g["price_rows"][first], g["price_sigma"][first]
+    G = len(first)
+    prev, nxt, t = mcgroups.rank_positions(n, _PERCENTS)
+    w_prev, w_next, q_days = np.empty((3, G)), np.empty((3, G)), np.empty((3, G))
+    within, meets = np.empty(R), np.empty(G)
+    tokens = None if training else ok["tokens_per_month"].to_numpy(float)
+    cand = mcgroups.winners(grp)
     best, winner = np.full(n, np.inf), np.zeros(n, dtype=np.intp)
-    # blocks of rows: the same arithmetic per element as one (options x draws) array, in cache-sized pieces
-    for a in range(0, R, BLOCK_ROWS):
-        b = min(R, a + BLOCK_ROWS)
-        d = _evaluate(g, a, b)
-        filled = np.where(np.isnan(d["metric"]), np.inf, d["metric"])
-        i = np.argmin(filled, axis=0)
-        m = filled[i, np.arange(n)]
-        lower = m < best  # strictly: a tie keeps the earlier row, as one argmin over every row does
-        best[lower], winner[lower] = m[lower], i[lower] + a
-        if budget:
-            total = d["cost"] if training else d["cost"] * s.pricing.horizon_months
-            within[a:b] = np.mean(total <= c.budget_usd, axis=1)
+    horizon = 1.0 if training else s.pricing.horizon_months
+    draws = np.arange(n)
+    for a in range(0, G, BLOCK_ROWS):
+        b = min(G, a + BLOCK_ROWS)
+        d = _evaluate(gu, a, b)
+        w = d["cost"]  # the bill of the block's representatives at their unit price, no fixed cost
+        rows = cand[(group[cand] >= a) & (group[cand] < b)]
+        if len(rows):  # the draw-by-draw cheapest; a tie keeps the earlier row, as one argmin over every row does
+            m = scale[rows, None] * w[group[rows] - a] + shift[rows, None]
+            if not training:
+                m = m / tokens[rows, None] * 1e6
+            filled = np.where(np.isnan(m), np.inf, m)
+            i = np.argmin(filled, axis=0)
+            mm, r = filled[i, draws], rows[i]
+            lower = (mm < best) | ((mm == best) & (r < winner))
+            best[lower], winner[lower] = mm[lower], r[lower]
         if deadline:
             meets[a:b] = np.mean(d["days"] <= c.deadline_days, axis=1)
         if training:
-            q[:, a:b], q2[:, a:b] = _percentiles(d["metric"]), _percentiles(d["days"])
+            q_days[:, a:b] = _percentiles(d["days"])
+        y = _sorted(w)
+        w_prev[:, a:b], w_next[:, a:b] = y[:, prev].T, y[:, nxt].T
+        if budget:
+            at = np.flatnonzero((group >= a) & (group < b))
+            within[at] = _share_within(y[group[at] - a], scale[at], shift[at], horizon, c.budget_usd)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lo = scale * w_prev[:, group] + shift
+        hi = scale * w_next[:, group] + shift
+        q2 = mcgroups.lerp_ranks(lo, hi, t)
+        if training:
+            q, q2 = q2, q_days[:, group]
         else:
-            q[:, a:b], q2[:, a:b] = _serving_percentiles(d)
+            ok_tokens = np.isfinite(tokens) & (tokens > 0)
+            q = np.where(ok_tokens, mcgroups.lerp_ranks(lo / tokens * 1e6, hi / tokens * 1e6, t), np.nan)
+        q, q2 = np.where(np.isfinite(q), q, np.nan), np.where(np.isfinite(q2), q2, np.nan)
+    meets = meets[group]
     p_cheapest = np.bincount(winner, minlength=len(ok)) / n
     accs, acc_idx = np.unique(ok["accelerator"].to_numpy(str), return_inverse=True)
     p_acc = np.bincount(acc_idx[winner], minlength=len(accs)) / n

@@ -10,6 +10,7 @@ candidates) is "not applicable", with the reason.
 from __future__ import annotations
 
 import datetime as _dt
+import math
 
 import numpy as np
 import pandas as pd
@@ -412,3 +413,24 @@ def check_claims(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, table
         out["claimed"] = out["claimed"] or _claimed_text(r)
     return pd.DataFrame(rows, columns=["claim_id", "claim", "status", "measured", "claimed", "by_how_much", "why",
                                        "source", "as_of"])
+
+
+def price_words(win, today: _dt.date | None = None) -> str:
+    """Where an option's price comes from and how old it is, in words: "price from the provider's
+    page, 12 days old (doubt x0.95-x1.06 at P10-P90)" (``price_basis``, ``price_age_days``,
+    ``price_doubt_low``/``_high`` of ``cost.doubt``)."""
+    basis = win.get("price_basis")
+    where = {"catalog": "price from a maintained catalog", "provider_page": "price from the provider's page",
+             "transcription": "price from a third party's transcription",
+             "secondary": "secondary note"}.get(basis, "price of unknown basis")
+    valid = price_valid_date(win)
+    age = (f"{age_days(valid, today or _dt.date.today()):,.0f} days old" if valid is not None else "undated")
+    lo, hi = win.get("price_doubt_low"), win.get("price_doubt_high")
+    band = f" (doubt x{lo:.2f}-x{hi:.2f} at P10-P90)" if pd.notna(lo) and pd.notna(hi) else ""
+    n = win.get("duplicates")
+    dup = (f"; {n:.0f} catalog rows price this offer, {math.exp(win['duplicate_spread']) - 1:.0%} apart"
+           if pd.notna(n) and n > 1 else "")
+    rs = win.get("region_spread")
+    reg = (f"; region not stated, and the catalog prices this instance up to {math.exp(rs) - 1:.0%} apart "
+           "across its regions" if pd.notna(rs) and rs > 0 else "")
+    return f"{where}, {age}{band}{dup}{reg}"

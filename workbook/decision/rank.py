@@ -85,12 +85,22 @@ def _score(df: pd.DataFrame, w: dict[str, float], cost_values=None) -> pd.DataFr
 
 
 def pareto_front(cost_values, time_values) -> np.ndarray:
-    """True where no other option is at least as cheap and as fast and strictly better in one."""
-    c = np.asarray(cost_values, dtype=float)
-    t = np.asarray(time_values, dtype=float)
-    le = (c[None, :] <= c[:, None]) & (t[None, :] <= t[:, None])
-    lt = (c[None, :] < c[:, None]) | (t[None, :] < t[:, None])
-    dominated = (le & lt).any(axis=1)
+    """True where no other option is at least as cheap and as fast and strictly better in one (an
+    option with a NaN figure is neither dominated nor dominating). One sort (Kung, Luccio and
+    Preparata 1975, two criteria): in order of cost, then time, an option is dominated when a
+    cheaper one is at least as fast, or one as cheap is faster."""
+    c = np.asarray(cost_values, dtype=float).reshape(-1)
+    t = np.asarray(time_values, dtype=float).reshape(-1)
+    dominated = np.zeros(len(c), dtype=bool)
+    known = np.flatnonzero(~np.isnan(c) & ~np.isnan(t))
+    if len(known):
+        order = known[np.lexsort((t[known], c[known]))]
+        cs, ts = c[order], t[order]
+        new_cost = np.r_[True, cs[1:] != cs[:-1]]  # the first (fastest) of each cost
+        fastest_here = np.maximum.accumulate(np.where(new_cost, np.arange(len(cs)), 0))
+        best_before = np.r_[np.inf, np.minimum.accumulate(ts)[:-1]]  # the fastest of every option before
+        cheaper_best = best_before[fastest_here]  # ... of the strictly cheaper ones
+        dominated[order] = ((fastest_here > 0) & (cheaper_best <= ts)) | (ts > ts[fastest_here])
     return ~dominated
 
 
@@ -120,7 +130,7 @@ TIE_BREAKERS = ("lower point-estimate cost", "fewer chips")
 def score_draws(s: Scenario, priced: pd.DataFrame, rows: pd.DataFrame, n: int, seed: int,
                 price_doubt: bool = True) -> np.ndarray:
     """Weighted scores of ``rows`` (ranked rows; include the cheapest and the fastest) in ``n`` joint
-    Monte Carlo draws (``cost.mc_draws``: efficiency shared per accelerator, spot price per option,
+    Monte Carlo draws (``cost.mc_draws``: efficiency shared per accelerator, spot price per instance,
     utilization and interruptions shared, each offer's price within its doubt): in each draw the cost
     score is the cheapest of ``rows`` / the row's cost (training: the time score likewise with the run
     length), the other criteria as at the point estimate; ``price_doubt`` False holds every price at the catalog's. Shape (rows, n)."""

@@ -17,7 +17,7 @@ from ..model.profile import mlperf_benchmark
 from ..scenario import Scenario
 from ..terms import DAYS_PER_MONTH, FRAMEWORK_LABEL, PLATFORM_LABEL, PRICING_MODEL_IDS, pricing_label
 from .balance import balance_flags
-from .evidence import STALE_DAYS, age_days, price_valid_date
+from .evidence import STALE_DAYS, age_days, price_valid_date, price_words  # noqa: F401 - price_words: re-exported
 from .nearest import nearest_changes, physical_hints
 from .rank import (TIE_BREAKERS, break_ties, describe, flip_conditions, metric_of, p_cheaper, rank, ranking_table,
                    reorderable, ties, weights)
@@ -170,15 +170,25 @@ def _tie_cause(t) -> str:
     return ""
 
 
+def _tie_words(t) -> str:
+    """How the top offer stands against one tied offer (a row of ``rank.ties``). An offer that scores
+    the same in every draw (gap zero at the point estimate and at P10 and P90: the same plan at the
+    same price, e.g. the same instance in another region, whose price doubt is drawn once per
+    instance) is said to be level, not "leading in 0% of the draws"."""
+    if t.score_gap == 0 and t.gap_p10 == 0 and t.gap_p90 == 0:
+        return "level with the first in every draw: the same plan at the same price"
+    return (f"the first leads by {t.score_gap:.3f} at the point estimate but in only {t.p_top_leads:.0%} of the draws, "
+            f"gap P10-P90 {t.gap_p10:+.3f} to {t.gap_p90:+.3f}{_tie_cause(t)}")
+
+
 def _reason_tie(ranked: pd.DataFrame, top, tied: pd.DataFrame, n: int) -> list[str]:
     """The tie, when the top score's lead is within the model's noise and the doubt of the prices
     (``rank.ties``), what makes it (``cause``), and how the tie-breakers (``rank.TIE_BREAKERS``) decided it."""
     if tied.empty:
         return []
     names, shown = ranked.set_index("option"), tied.head(TIE_LISTED)  # the rest: a count (the ranking has them)
-    others = "; ".join(f"{describe(names.loc[t.option])} (score {names.loc[t.option, 'score']:.3f}: the first leads "
-                       f"by {t.score_gap:.3f} at the point estimate but in only {t.p_top_leads:.0%} of the draws, "
-                       f"gap P10-P90 {t.gap_p10:+.3f} to {t.gap_p90:+.3f}{_tie_cause(t)})" for t in shown.itertuples())
+    others = "; ".join(f"{describe(names.loc[t.option])} (score {names.loc[t.option, 'score']:.3f}: {_tie_words(t)})"
+                       for t in shown.itertuples())
     if len(tied) > len(shown):
         others += f"; and {len(tied) - len(shown)} more tied offer(s), in the ranking with their scores"
     prices = ", ".join(f"{describe(names.loc[o])}: {price_words(names.loc[o])}"
@@ -189,27 +199,6 @@ def _reason_tie(ranked: pd.DataFrame, top, tied: pd.DataFrame, n: int) -> list[s
                f"{' then '.join(TIE_BREAKERS)}, order only ties of the model's noise, not ties of price doubt)")
     return [f"Tie within the model's noise and the doubt of the prices ({n:,} joint Monte Carlo draws): "
             f"{describe(top)} (score {top['score']:.3f}) and {others}. {decided}. Prices: {prices}."]
-
-
-def price_words(win, today: _dt.date | None = None) -> str:
-    """Where an option's price comes from and how old it is, in words: "price from the provider's
-    page, 12 days old (doubt x0.95-x1.06 at P10-P90)" (``price_basis``, ``price_age_days``,
-    ``price_doubt_low``/``_high`` of ``cost.doubt``)."""
-    basis = win.get("price_basis")
-    where = {"catalog": "price from a maintained catalog", "provider_page": "price from the provider's page",
-             "transcription": "price from a third party's transcription",
-             "secondary": "secondary note"}.get(basis, "price of unknown basis")
-    valid = price_valid_date(win)
-    age = (f"{age_days(valid, today or _dt.date.today()):,.0f} days old" if valid is not None else "undated")
-    lo, hi = win.get("price_doubt_low"), win.get("price_doubt_high")
-    band = f" (doubt x{lo:.2f}-x{hi:.2f} at P10-P90)" if pd.notna(lo) and pd.notna(hi) else ""
-    n = win.get("duplicates")
-    dup = (f"; {n:.0f} catalog rows price this offer, {math.exp(win['duplicate_spread']) - 1:.0%} apart"
-           if pd.notna(n) and n > 1 else "")
-    rs = win.get("region_spread")
-    reg = (f"; region not stated, and the catalog prices this instance up to {math.exp(rs) - 1:.0%} apart "
-           "across its regions" if pd.notna(rs) and rs > 0 else "")
-    return f"{where}, {age}{band}{dup}{reg}"
 
 
 def _reason_price(win) -> list[str]:

@@ -166,11 +166,20 @@ def topology_options(acc: pd.Series) -> pd.DataFrame:
     return t[t["accelerator"] == name].reset_index(drop=True)
 
 
+@functools.lru_cache(maxsize=1)
+def _topology_table() -> dict:
+    """data/topology.csv as dicts grouped by accelerator, in file order (one ``to_dict`` per process,
+    not a filter and a conversion per accelerator)."""
+    out: dict = {}
+    for r in catalog.load("topology").to_dict("records"):
+        out.setdefault(r["accelerator"], []).append(r)
+    return {k: tuple(v) for k, v in out.items()}
+
+
 @functools.lru_cache(maxsize=None)
 def _topology_rows(name: str) -> tuple:
     """data/topology.csv rows of one accelerator as dicts (read once per process)."""
-    t = catalog.load("topology")
-    return tuple(t[t["accelerator"] == name].to_dict("records"))
+    return _topology_table().get(name, ())
 
 
 def tp_domain_chips(acc) -> int:
@@ -376,7 +385,21 @@ def _group_latency(gr: dict, kind: str, ll: bool):
     return out
 
 
-def collective_s(kind: str, bytes_, n, stride, topo: Topology, calls=1, group_terms: dict | None = None):
+def ring_band_s(bytes_, gr: dict, topo: Topology | None = None):
+    """The bandwidth term of a reduce-scatter or all-gather of ``bytes_`` over the group ``gr``
+    (``group``): the larger of the ring inside the domain and the scale-out part (``collective_s``);
+    an all-reduce moves twice it. Shared by the collectives of one buffer over one group
+    (``model.dataparallel``: the gradient buffer's all-reduce and reduce-scatters). ``topo``: the
+    network (default the group's)."""
+    M = np.asarray(bytes_, dtype=float)
+    k, m = gr["k"], gr["m"]
+    t_in = _safe_div((k - 1.0) / k * M, gr["bw_i"])
+    t_out = np.where(m > 1, _safe_div((m - 1.0) / m * M / k, np.full_like(m, (topo or gr["topo"]).inter_bytes_per_s)), 0.0)
+    return np.maximum(t_in, t_out)
+
+
+def collective_s(kind: str, bytes_, n, stride, topo: Topology, calls=1, group_terms: dict | None = None,
+                 ring_band=None):
     """Seconds for ``calls`` collectives of ``kind`` moving ``bytes_`` in total (summed over the
     calls) over groups of ``n`` chips whose consecutive members are ``stride`` ranks apart.
 
@@ -392,7 +415,8 @@ def collective_s(kind: str, bytes_, n, stride, topo: Topology, calls=1, group_te
     that is shorter; on a torus the domain steps are the ring hops along each spanned axis
     (scaling-book ch. 3, about 1 µs each). NCCL picks, per message, the faster of its Simple
     protocol and its low-latency LL protocol (lower latencies, a fraction of the bandwidth); where
-    data/topology.csv gives LL figures both are priced and the faster kept."""
+    data/topology.csv gives LL figures both are priced and the faster kept. ``ring_band``: the
+    bandwidth term ``ring_band_s`` already computed for these bytes and this group (not all-to-all)."""
     if kind not in KINDS:
         raise ValueError(f"kind: expected one of {', '.join(KINDS)}, got {kind!r}")
     gr = group(n, stride, topo) if group_terms is None else group_terms
@@ -411,9 +435,7 @@ def collective_s(kind: str, bytes_, n, stride, topo: Topology, calls=1, group_te
         t_out = np.where(m > 1, (n - k) / n * M / inter, 0.0)
         band = np.maximum(t_in, t_out)
     else:
-        t_in = _safe_div((k - 1.0) / k * M, gr["bw_i"])
-        t_out = np.where(m > 1, _safe_div((m - 1.0) / m * M / k, np.full_like(m, inter)), 0.0)
-        band = np.maximum(t_in, t_out)
+        band = ring_band_s(M, gr, topo) if ring_band is None else ring_band
         if kind == "all_reduce":
             band = 2.0 * band
     out = band + calls * _group_latency(gr, kind, False)

@@ -146,15 +146,26 @@ def data_parallel_comm(g: dict, st: dict, c: dict, topo: comm.Topology, overlap,
             groups[which] = comm.group(D_n, tp, topo) if which == "dense" else comm.group(D_e, tp * ep, topo)
         return groups[which]
 
-    def both(kind, n_bytes, e_bytes, calls_n, calls_e):
-        dense = comm.collective_s(kind, n_bytes, D_n, tp, topo, calls_n, group_terms=on("dense"))
+    bands = {}  # the bandwidth term of each buffer over each group (``comm.ring_band_s``): the gradients' all-reduce
+    # and two reduce-scatters share one, the weights' two all-gathers another; only the calls (latency) differ
+
+    def band(which, buf, nbytes):
+        if (which, buf) not in bands:
+            bands[(which, buf)] = comm.ring_band_s(nbytes, on(which), topo)
+        return bands[(which, buf)]
+
+    def both(kind, buf, n_bytes, e_bytes, calls_n, calls_e):
+        dense = comm.collective_s(kind, n_bytes, D_n, tp, topo, calls_n, group_terms=on("dense"),
+                                  ring_band=band("dense", buf, n_bytes))
         if dense_only and np.shape(dense) == np.broadcast_shapes(np.shape(dense), np.shape(D_e), np.shape(e_bytes)):
             return dense + 0.0
-        return dense + comm.collective_s(kind, e_bytes, D_e, tp * ep, topo, calls_e, group_terms=on("expert"))
+        return dense + comm.collective_s(kind, e_bytes, D_e, tp * ep, topo, calls_e, group_terms=on("expert"),
+                                         ring_band=band("expert", buf, e_bytes))
 
-    ar, rs, ag = (both(k, a, b, nb_n, nb_e) for k, a, b in (("all_reduce", G_n, G_e), ("reduce_scatter", G_n, G_e),
-                                                            ("all_gather", W_n, W_e)))
-    rs3, ag3 = both("reduce_scatter", G_n, G_e, L, L_e), both("all_gather", W_n, W_e, L, L_e)
+    ar, rs, ag = (both(k, buf, a, b, nb_n, nb_e) for k, buf, a, b in (("all_reduce", "grad", G_n, G_e),
+                                                                      ("reduce_scatter", "grad", G_n, G_e),
+                                                                      ("all_gather", "weight", W_n, W_e)))
+    rs3, ag3 = both("reduce_scatter", "grad", G_n, G_e, L, L_e), both("all_gather", "weight", W_n, W_e, L, L_e)
     fwd, bwd = c["t_fwd"], c["t_bwd"] + c["t_rc"]
     o, s, nb = overlap, slowdown, np.maximum(nb_n, nb_e)
     zero_mb = np.where(z == 2, overlapped_s(rs, bwd, o.dp, s, nb),

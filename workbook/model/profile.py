@@ -159,13 +159,25 @@ def profile_from_architecture(arch: Architecture, name: str = "custom") -> Profi
     )
 
 
+_MODEL_ROWS: list = []   # [(the models table, its rows as dicts by id)]: one ``to_dict`` per loaded table
+
+
+def _model_row(model_id: str) -> dict:
+    """The ``data/models.csv`` row of a model (id or alias) as a dict (``catalog.model`` re-indexes the
+    whole table on every call, a pandas row per model costs as much)."""
+    df = catalog.models()
+    if not _MODEL_ROWS or _MODEL_ROWS[0][0] is not df:
+        _MODEL_ROWS[:] = [(df, {r["model"]: r for r in df.to_dict("records")})]
+    return _MODEL_ROWS[0][1][catalog.resolve("models", model_id)]
+
+
 @functools.lru_cache(maxsize=None)
 def architecture_of(model_id: str) -> Architecture:
     """The Architecture of a model in ``data/models.csv`` (id or alias); blank cells take the defaults."""
-    row = catalog.model(model_id)
+    row = _model_row(model_id)
     data = {}
     for k in Architecture.model_fields:
-        if k not in row.index or row[k] is None or pd.isna(row[k]):
+        if k not in row or row[k] is None or pd.isna(row[k]):
             continue
         v = row[k]
         data[k] = v.item() if hasattr(v, "item") else v

@@ -17,6 +17,7 @@ from ..errors import InputError
 from ..scenario import Parallelism, Workload
 from . import comm, moe
 from .efficiency import Efficiency
+from .memo import Memo, hashable
 from .profile import Profile
 from .training import (DEFAULT_OVERLAP, RECOMPUTE, RESULT_COLUMNS, ZERO_STAGES, Overlap, _acc_name, _check_transformer,
                        _compute_parts, _divisors, _finish, _global_batch_seqs, _grid_arrays, _memory_bound_s, _num, _setup,
@@ -95,6 +96,7 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
         cp_opts = [c for c in cp_opts if c == 1 or ((min_cp_tokens is None or s / c >= min_cp_tokens)
                                                      and (max_cp is None or c <= max_cp))]
     rows = []
+    is_moe = p.is_moe  # a property: read once, not per (tp, cp, pp)
     for tp in tp_opts:
         for cp in cp_opts:
             if chips % (tp * cp):
@@ -110,7 +112,7 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
                     continue
                 if dp > B:
                     continue
-                eps = [e for e in _divisors(dp) if p.experts % e == 0] if p.is_moe else [1]
+                eps = [e for e in _divisors(dp) if p.experts % e == 0] if is_moe else [1]
                 if par.ep is not None:
                     eps = [e for e in eps if e == par.ep]
                 for ep in eps:
@@ -440,13 +442,30 @@ def _candidates(p: Profile, acc, chips: int, w: Workload, grid: dict, efficiency
     return {k: np.concatenate([np.broadcast_to(r[k], len(first)), np.broadcast_to(r2[k], len(later))])[back] for k in r}
 
 
+_GRIDS = Memo(1024)
+
+
+def _shared_grid(profile: Profile, chips: int, workload: Workload, parallelism: Parallelism | None, limits: dict) -> dict:
+    """``configurations`` remembered per process on its arguments, its arrays read-only: the searches of
+    one chip count on offers that differ only in their network (``model.offers``) share one grid."""
+    key = (profile, int(chips), hashable(workload), hashable(parallelism), tuple(sorted(limits.items())))
+
+    def build():
+        grid = configurations(profile, chips, workload, parallelism, **limits)
+        for v in grid.values():
+            if isinstance(v, np.ndarray):
+                v.flags.writeable = False
+        return grid
+    return dict(_GRIDS.get(key, build))
+
+
 def best_config(profile: Profile, acc: pd.Series, chips: int, workload: Workload, parallelism: Parallelism | None = None,
                 efficiency: Efficiency | None = None, *, topology: comm.Topology | None = None, overlap: Overlap = DEFAULT_OVERLAP,
                 memory_headroom: float | None = None, sync_loss: float | None = None, **limits) -> dict | None:
     """The fastest feasible configuration (the first row ``search`` would return, without building
     the table: only the layouts that can be the fastest are priced, ``_candidates``) as a dict of
     Python scalars with ``chips`` and ``accelerator`` added, or None when nothing fits in memory."""
-    grid = configurations(profile, chips, workload, parallelism, **limits)
+    grid = _shared_grid(profile, chips, workload, parallelism, limits)
     if len(grid["tp"]) == 0:
         return None
     r = _candidates(profile, acc, chips, workload, grid, efficiency, topology=topology, overlap=overlap,

@@ -39,6 +39,7 @@ parallelism (KV exchange around the CP ring, overlapped with attention); Lepikhi
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass, replace
 
@@ -151,9 +152,11 @@ def activation_inflight_factor(pp, microbatches, vpp=1):
 
 # --- helpers ------------------------------------------------------------------------------------
 
-def _divisors(n: int) -> list[int]:
+@functools.lru_cache(maxsize=4096)
+def _divisors(n: int) -> tuple[int, ...]:
+    """The divisors of ``n`` in increasing order (remembered: the layout grids ask for the same counts)."""
     small = [d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
+    return tuple(sorted(set(small + [n // d for d in small])))
 
 
 def _peak(acc: pd.Series, precision: str) -> float:
