@@ -31,6 +31,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -43,9 +44,9 @@ from ..paths import NOTEBOOK_DIR, PACKAGE_DIR, SCENARIO_DIR
 from ..scenario import load_scenario, resolve_path, scenario_names
 from . import outfolder
 from .assemble import headline, jinja_env, report_css, sha256_file, utc_now
-from .execute import render_scenario, shutdown_kernels, stop_workers, unwind_on_signals
-from .jobs import CELL_TIMEOUT_S, Job, Result
-from .pool import default_jobs, longest_first, pool_context, process_pool
+from .execute import render_scenario, shutdown_kernels, unwind_on_signals
+from .jobs import CELL_TIMEOUT_S, ENGINE_ENV, ENGINES, Job, Result, default_engine
+from .pool import default_jobs, longest_first, pool_context, pool_results
 from .sections import SECTION_METADATA, Section, available_sections, check_parameters
 
 __all__ = ["Section", "Job", "Result", "available_sections", "check_parameters", "inputs_sha256", "plan",
@@ -92,7 +93,7 @@ def _kernel_name(notebook: Path) -> str:
 
 def plan(scenarios: list[str], out: str | Path, notebook_dir: str | Path = NOTEBOOK_DIR,
          skip_unchanged: bool = False, timeout_s: float | None = None,
-         failures: list[str] | None = None) -> tuple[list[Job], list[str], list[str]]:
+         failures: list[str] | None = None, engine: str | None = None) -> tuple[list[Job], list[str], list[str]]:
     """Validate the batch: returns (jobs to run, problems, names skipped as unchanged).
 
     A scenario that does not validate is a problem (file and field named) and is left out, as is
@@ -111,7 +112,7 @@ def plan(scenarios: list[str], out: str | Path, notebook_dir: str | Path = NOTEB
     check_parameters(nb_paths)
     base = dict(notebook_dir=str(Path(notebook_dir).resolve()), missing=tuple(x.label for x in missing),
                 sections=tuple((x.key, x.notebook, x.label) for x in present), timeout_s=timeout_s or CELL_TIMEOUT_S,
-                kernel_name=_kernel_name(nb_paths[0]))
+                kernel_name=_kernel_name(nb_paths[0]), engine=engine or default_engine())
     out = Path(out)
     jobs, problems, skipped, seen = [], [], [], {}
     failed = problems if failures is None else failures
@@ -379,22 +380,16 @@ def _results(jobs: list[Job], workers: int, executor: cf.Executor | None):
         finally:
             shutdown_kernels()
         return
-    own = executor is None
-    ex = executor or process_pool(min(workers, len(jobs)))
-    try:
-        futures = {ex.submit(render_scenario, job): job for job in jobs}
-        for fut in cf.as_completed(futures):
-            job = futures[fut]
-            try:
-                yield job, fut.result()
-            except Exception as e:  # the worker itself died (killed, out of memory, lost)
-                yield job, _worker_failed(job, e, "worker failed: ")
-    except BaseException:  # interrupted (Ctrl-C, SIGTERM): stop the workers, whose kernels go with them
-        stop_workers(ex) if own else None
-        raise
-    finally:
-        if own:
-            ex.shutdown(wait=True, cancel_futures=True)
+    if executor is None:
+        yield from pool_results(jobs, workers, render_scenario, _worker_failed)
+        return
+    futures = {executor.submit(render_scenario, job): job for job in jobs}
+    for fut in cf.as_completed(futures):
+        job = futures[fut]
+        try:
+            yield job, fut.result()
+        except Exception as e:  # the worker itself died (killed, out of memory, lost)
+            yield job, _worker_failed(job, e, "worker failed: ")
 
 
 def _progress_bar(n: int):
@@ -490,6 +485,9 @@ def add_arguments(parser) -> None:
                              "of a local process pool; workers need this package and its notebooks installed")
     parser.add_argument("--timeout", type=float, default=CELL_TIMEOUT_S, metavar="SECONDS",
                         help="limit per notebook cell (default: 600)")
+    parser.add_argument("--engine", choices=ENGINES, default=None,
+                        help=f"how notebooks run: in-process (an IPython shell in each worker) or kernel (a Jupyter "
+                             f"kernel per worker); default: ${ENGINE_ENV}, else in-process")
     # The notebook folder (tests point it at fixtures); not part of the documented interface.
     parser.add_argument("--notebooks", default=str(NOTEBOOK_DIR), help=argparse.SUPPRESS)
 
@@ -544,13 +542,14 @@ def _run_locked(args, out: Path, names: list[str], t0: float) -> int:
     workers = max(1, args.jobs or default_jobs())
     if workers > 1 and len(names) > 1 and not (args.scheduler or args.skip_unchanged):
         pool_context(start=True)   # the workers' server imports while the batch is planned
-    jobs, problems, skipped = plan(names, out, args.notebooks, args.skip_unchanged, args.timeout, plan_failed)
+    engine = getattr(args, "engine", None) or default_engine()
+    jobs, problems, skipped = plan(names, out, args.notebooks, args.skip_unchanged, args.timeout, plan_failed, engine)
     if workers > 1:
         jobs = longest_first(jobs, out)
     present = _announce(args, problems, skipped)
     for line in plan_failed:
         _say(f"FAILED  {line}")
-    if jobs and not args.scheduler:
+    if jobs and not args.scheduler and (engine == "kernel" or not hasattr(signal, "SIGALRM")):
         problem = netcheck.loopback_problem()
         if problem:  # else each report would wait 60 s for "Kernel didn't respond"
             raise InputError(problem)
