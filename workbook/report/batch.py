@@ -45,7 +45,8 @@ from ..scenario import load_scenario, resolve_path, scenario_names
 from . import outfolder
 from .assemble import headline, jinja_env, report_css, sha256_file, utc_now
 from .execute import render_scenario, shutdown_kernels, unwind_on_signals
-from .jobs import CELL_TIMEOUT_S, ENGINE_ENV, ENGINES, Job, Result, default_engine
+from .command import add_arguments
+from .jobs import CELL_TIMEOUT_S, Job, Result, default_engine
 from .pool import default_jobs, longest_first, pool_context, pool_results
 from .sections import SECTION_METADATA, Section, available_sections, check_parameters
 
@@ -460,37 +461,6 @@ def _try_record(res: Result, out: Path, job: Job, say, quiet: bool = False) -> N
 
 
 # --- the `report` command ------------------------------------------------------------------------------
-
-def _positive_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return n
-
-
-def add_arguments(parser) -> None:
-    parser.add_argument("scenarios", nargs="*", metavar="SCENARIO",
-                        help="scenario names (data/scenarios/<name>.yaml) or YAML paths; default: every shipped scenario")
-    parser.add_argument("--out", default="reports", help="output folder (default: reports)")
-    parser.add_argument("--jobs", "-j", type=_positive_int, default=None,
-                        help="scenarios rendered in parallel (default: the number of CPUs)")
-    parser.add_argument("--skip-unchanged", action="store_true",
-                        help="skip scenarios whose inputs (scenario, catalogs, notebooks, package) are unchanged "
-                             "since their last good report")
-    parser.add_argument("--scheduler", metavar="ADDRESS",
-                        help="hand scenarios to a Dask distributed scheduler (e.g. tcp://10.0.0.5:8786) instead "
-                             "of a local process pool; workers need this package and its notebooks installed")
-    parser.add_argument("--timeout", type=float, default=CELL_TIMEOUT_S, metavar="SECONDS",
-                        help="limit per notebook cell (default: 600)")
-    parser.add_argument("--engine", choices=ENGINES, default=None,
-                        help=f"how notebooks run: in-process (an IPython shell in each worker) or kernel (a Jupyter "
-                             f"kernel per worker); default: ${ENGINE_ENV}, else in-process")
-    # The notebook folder (tests point it at fixtures); not part of the documented interface.
-    parser.add_argument("--notebooks", default=str(NOTEBOOK_DIR), help=argparse.SUPPRESS)
-
 
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)

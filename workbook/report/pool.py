@@ -22,10 +22,12 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-# imported once by the forkserver, so that every worker starts with them: the runner's modules, the
-# in-process engine (IPython's shell, Altair) and what the report notebooks import
-PRELOAD = ["workbook.report.batch", "papermill", "nbconvert", "workbook.analysis", "IPython.core.interactiveshell",
-           "workbook.report.inprocess", "workbook.views.charts", "workbook.views.buyer", "workbook.model.tables"]
+# imported once by the forkserver, so that every worker starts with them: ``command`` first (no
+# anywidget in a report process), the runner's modules with the in-process engine (IPython's shell,
+# Altair), and what the report notebooks import. Not vl-convert: its engine starts threads, which a
+# fork would not carry over.
+PRELOAD = ["workbook.report.command", "workbook.report.batch", "papermill", "nbconvert", "IPython.core.interactiveshell",
+           "workbook.analysis", "workbook.views.charts", "workbook.views.buyer", "workbook.model.tables"]
 
 
 def pool_context(start: bool = False):
