@@ -140,3 +140,29 @@ def test_language_info_is_ipykernels():
     from ipykernel.ipkernel import IPythonKernel
 
     assert inprocess.LANGUAGE_INFO == IPythonKernel.language_info
+
+
+@pytest.mark.parametrize("batch_env,absent", [("1", True), (None, False)])
+def test_only_a_report_process_goes_without_anywidget(batch_env, absent):
+    """``report.command`` marks anywidget absent in a report process (the runner sets
+    WORKBOOK_REPORT_BATCH, which the pool's forkserver inherits); imported elsewhere it changes nothing."""
+    import subprocess
+
+    from workbook import paths
+
+    env = {k: v for k, v in os.environ.items() if k != "WORKBOOK_REPORT_BATCH"}
+    env["PYTHONPATH"] = str(paths.ROOT)
+    if batch_env:
+        env["WORKBOOK_REPORT_BATCH"] = batch_env
+    code = ("import sys, workbook.report.command, altair\n"
+            "print(sys.modules.get('anywidget', 0) is None, 'ipywidgets' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == [str(absent), str(not absent)]
+
+
+def test_an_interrupt_in_a_cell_stops_the_run_instead_of_failing_the_notebook(tmp_path):
+    """IPython shows a KeyboardInterrupt as the cell's error; the runner must unwind instead (Ctrl-C,
+    or SIGTERM, which the runner turns into KeyboardInterrupt)."""
+    with pytest.raises(KeyboardInterrupt):
+        _in_process(_notebook(["raise KeyboardInterrupt", "after = 1"], tmp_path), tmp_path / "k.ipynb")
+    assert inprocess.shell().user_ns.get("after") is None

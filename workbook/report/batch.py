@@ -4,8 +4,9 @@ recovery after a killed run, the index, and the ``report`` command.
 
 - Every scenario is validated, and every notebook's section declaration and ``parameters`` cell are
   checked (``papermill.inspect_notebook``), before any kernel starts.
-- One kernel per scenario: the notebooks of a scenario run in turn in the same kernel, its namespace
-  reset between them (``%reset -f``), so the heavy imports are paid once per scenario.
+- The notebooks of a scenario run in turn in the worker's own IPython shell (``inprocess``; or, with
+  ``--engine kernel``, in the worker's kernel), the namespace reset between them (``%reset -f``), so
+  the heavy imports are paid once per worker.
 - Scenarios run in parallel in a process pool (``--jobs``), or on a Dask cluster (``--scheduler``)
   through Dask's ``concurrent.futures`` executor; workers return the files and the driver writes them.
 - Each report is written to a staging folder inside ``--out`` and renamed into place, so a failed run

@@ -404,6 +404,8 @@ def run_cell(sh, cell, index: int, timeout_s: float | None) -> bool:
         sink.flush()
     timing["shell.execute_reply"] = timing["iopub.status.idle"] = _now()
     cell["metadata"]["execution"] = timing
+    if result is not None and isinstance(result.error_in_exec, KeyboardInterrupt):
+        raise KeyboardInterrupt("interrupted in a cell")   # Ctrl-C, or SIGTERM to the runner: the batch unwinds
     if result is None or isinstance(result.error_in_exec, Timeout):
         timed_out = True
     if timed_out:
