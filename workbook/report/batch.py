@@ -46,9 +46,9 @@ from ..scenario import load_scenario, resolve_path, scenario_names
 from . import outfolder
 from .assemble import headline, jinja_env, report_css, sha256_file, utc_now
 from .execute import render_scenario, shutdown_kernels, unwind_on_signals
-from .command import add_arguments
+from .command import add_arguments, default_jobs, pool_context
 from .jobs import CELL_TIMEOUT_S, Job, Result, default_engine
-from .pool import default_jobs, longest_first, pool_context, pool_results
+from .pool import longest_first, pool_results
 from .sections import SECTION_METADATA, Section, available_sections, check_parameters
 
 __all__ = ["Section", "Job", "Result", "available_sections", "check_parameters", "inputs_sha256", "plan",

@@ -6,9 +6,13 @@ app (about 0.5 s of CPU, ``-X importtime``). A report process runs its notebooks
 shows a live widget (``widgets`` cells are removed; a report draws static SVG), so, as ``kernellaunch``
 does in a report kernel, ``sys.modules["anywidget"] = None`` and Altair defines its stand-in
 ``JupyterChart``; the pages are the same. ``run`` also sets ``WORKBOOK_REPORT_BATCH=1``, so that the
-pool's forkserver (which imports this module first, ``pool.PRELOAD``) and its workers start the same
+pool's forkserver (which imports this module first, ``PRELOAD``) and its workers start the same
 way. Importing this module elsewhere (the tests, ``--help``) changes nothing: it imports only
 ``jobs`` and ``paths``.
+
+The pool's forkserver is started here too, before ``batch`` is imported, when the run will use a
+pool (``start_pool_early``): its imports (``PRELOAD``, about 2 s of CPU) then run beside this
+process's own instead of after them.
 """
 from __future__ import annotations
 
@@ -22,6 +26,49 @@ from .jobs import CELL_TIMEOUT_S, ENGINE_ENV, ENGINES
 
 BATCH_ENV = "WORKBOOK_REPORT_BATCH"
 UNUSED = ("anywidget",)
+
+
+# imported once by the forkserver, so that every worker starts with them: this module first (no
+# anywidget in a report process), the runner's modules with the in-process engine (IPython's shell,
+# Altair), and what the report notebooks import. Not vl-convert: its engine starts threads, which a
+# fork would not carry over.
+PRELOAD = ["workbook.report.command", "workbook.report.batch", "papermill", "nbconvert", "IPython.core.interactiveshell",
+           "workbook.analysis", "workbook.views.charts", "workbook.views.buyer", "workbook.model.tables"]
+
+
+def default_jobs() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def pool_context(start: bool = False):
+    """The process pool's start method. forkserver: workers fork from a clean single-threaded server
+    that imported the heavy modules once (``PRELOAD``), rather than importing them each. ``start``:
+    start that server now, so that its imports run while this process imports and plans."""
+    import multiprocessing as mp
+
+    method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+    ctx = mp.get_context(method)
+    if method == "forkserver":
+        ctx.set_forkserver_preload(PRELOAD)
+        if start:
+            from multiprocessing import forkserver
+
+            forkserver.ensure_running()
+    return ctx
+
+
+def start_pool_early(args) -> bool:
+    """Start the pool's forkserver now when this run will render in a local pool (more than one
+    worker, not one named scenario, no Dask scheduler; ``--skip-unchanged`` may leave nothing to
+    render, so it waits); whether it did."""
+    workers = args.jobs or default_jobs()
+    if workers > 1 and len(args.scenarios) != 1 and not (args.scheduler or args.skip_unchanged):
+        pool_context(start=True)
+        return True
+    return False
 
 
 def batch_process() -> None:
@@ -75,6 +122,7 @@ def run(args) -> int:
     before = os.environ.get(BATCH_ENV)
     os.environ[BATCH_ENV] = "1"
     batch_process()
+    start_pool_early(args)
     try:
         return importlib.import_module("workbook.report.batch").run(args)
     finally:

@@ -1,6 +1,6 @@
-"""The batch's local process pool: its start method (a forkserver that imports the heavy modules
-once, started early), how many workers, the order jobs are handed out (longest first), and what
-happens when a worker dies (``pool_results``)."""
+"""The batch's local process pool (its start method and size: ``command.pool_context``,
+``command.default_jobs``), the order jobs are handed out (longest first), and what happens when a
+worker dies (``pool_results``)."""
 from __future__ import annotations
 
 import concurrent.futures as cf
@@ -11,41 +11,9 @@ import tempfile
 from pathlib import Path
 
 from .. import paths
+from .command import default_jobs, pool_context
 from .execute import read_progress, stop_workers, worker_init
 from .jobs import Job, Result
-
-
-def default_jobs() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
-# imported once by the forkserver, so that every worker starts with them: ``command`` first (no
-# anywidget in a report process), the runner's modules with the in-process engine (IPython's shell,
-# Altair), and what the report notebooks import. Not vl-convert: its engine starts threads, which a
-# fork would not carry over.
-PRELOAD = ["workbook.report.command", "workbook.report.batch", "papermill", "nbconvert", "IPython.core.interactiveshell",
-           "workbook.analysis", "workbook.views.charts", "workbook.views.buyer", "workbook.model.tables"]
-
-
-def pool_context(start: bool = False):
-    """The process pool's start method. forkserver: workers fork from a clean single-threaded server
-    that imported the heavy modules once (papermill and nbconvert take seconds to import), rather
-    than importing them each. ``start``: start that server now, so that its imports (about 1.5 s of
-    CPU) run while this process plans the batch rather than after."""
-    import multiprocessing as mp
-
-    method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-    ctx = mp.get_context(method)
-    if method == "forkserver":
-        ctx.set_forkserver_preload(PRELOAD)
-        if start:
-            from multiprocessing import forkserver
-
-            forkserver.ensure_running()
-    return ctx
 
 
 def process_pool(workers: int, progress_dir: str | None = None) -> cf.Executor:
