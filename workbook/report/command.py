@@ -33,7 +33,8 @@ UNUSED = ("anywidget",)
 # Altair), and what the report notebooks import. Not vl-convert: its engine starts threads, which a
 # fork would not carry over.
 PRELOAD = ["workbook.report.command", "workbook.report.batch", "papermill", "nbconvert", "IPython.core.interactiveshell",
-           "workbook.analysis", "workbook.views.charts", "workbook.views.buyer", "workbook.model.tables"]
+           "workbook.analysis", "workbook.report.kernelside", "workbook.views.charts", "workbook.views.buyer",
+           "workbook.model.tables"]
 
 
 def default_jobs() -> int:

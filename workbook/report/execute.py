@@ -236,6 +236,14 @@ def worker_init(runner_pid: int | None = None, progress_dir: str | None = None) 
     that no kernel outlives the batch (the running job's progress file then ends with ``STOPPED``).
     ``progress_dir``: where each job's progress file goes (``progress_line``)."""
     _PROGRESS["dir"] = progress_dir
+    if hasattr(os, "setsid"):
+        # a session of its own, as each kernel had (jupyter_client starts kernels so): a terminal's
+        # Ctrl-C reaches the runner, which stops the workers, and under load the scheduler gives each
+        # worker a group's share of the CPU, as it gave each kernel (Linux autogroups)
+        try:
+            os.setsid()
+        except OSError:
+            pass
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(sig, _die_with_kernels)
     if runner_pid:

@@ -39,6 +39,7 @@ Python cannot be interrupted by SIGALRM; the kernel engine (``WORKBOOK_REPORT_EN
 from __future__ import annotations
 
 import datetime as _dt
+import importlib
 import io
 import json
 import os
@@ -49,9 +50,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .. import paths
-from . import kernelside
 
 ENGINE = "workbook-in-process"
+KERNELSIDE = "workbook.report.kernelside"   # imported on first use, as in a kernel: it imports Altair,
+# which a runner that hands every scenario to pool workers never needs (about 1 s of CPU)
 # ipykernel's IPythonKernel.language_info, which nbclient copies into the notebook's metadata
 LANGUAGE_INFO = {"codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py",
                  "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
@@ -280,7 +282,7 @@ def _make_shell():
     if main is not None:
         sys.modules["__main__"] = main    # the shell takes __main__ only while cells run (``run_cell``)
     with _installed(shell):
-        kernelside.prepare(shell)
+        importlib.import_module(KERNELSIDE).prepare(shell)
     # ``import workbook`` registers its DataFrame formatter with the shell on the package's first use
     # in a cell; if it looked for a shell in this process before (and found none), let it look again
     package = sys.modules.get("workbook")
@@ -432,7 +434,7 @@ def register() -> None:
             if source_path is not None:
                 nb_man.nb.metadata.papermill["input_path"] = source_path
             if reset_namespace:
-                kernelside.reset_namespace(sh)
+                importlib.import_module(KERNELSIDE).reset_namespace(sh)
             for index, cell in enumerate(nb_man.nb.cells):
                 failed = False
                 try:
