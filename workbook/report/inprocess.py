@@ -124,14 +124,13 @@ class _Outputs:
     """The outputs of the running cell, in nbformat's form, as nbclient appends them."""
 
     def __init__(self):
-        self.cell_index = None
         self.outputs: list = []
         self.pending: list[tuple[str, str]] = []   # (stream name, text) written since the last flush
         self.clear_next = False
         self.display_ids: dict[str, list] = {}      # display id -> outputs showing it
 
-    def start(self, cell_index: int, outputs: list) -> None:
-        self.cell_index, self.outputs, self.pending, self.clear_next = cell_index, outputs, [], False
+    def start(self, outputs: list) -> None:
+        self.outputs, self.pending, self.clear_next = outputs, [], False
 
     def flush(self) -> None:
         """The text written since the last output: one ``stream`` output for stdout, then one for
@@ -376,20 +375,18 @@ def time_limit(seconds: float | None):
         signal.signal(signal.SIGALRM, old)
 
 
-def run_cell(sh, cell, index: int, timeout_s: float | None) -> bool:
+def run_cell(sh, cell, timeout_s: float | None) -> bool:
     """Execute one code cell in ``sh``, its outputs and execution count written into ``cell`` (as
     nbclient's ``execute_cell``); True when it ran without error. Raises nbclient's
     ``CellTimeoutError`` when it ran past ``timeout_s``."""
     sink = sh.sink
     timing = {"iopub.status.busy": _now()}
     cell.outputs = []
-    sink.start(index, cell.outputs)
-    count = sh.execution_count
-    cell["execution_count"] = count
+    sink.start(cell.outputs)
+    cell["execution_count"] = sh.execution_count   # the count this cell runs as (the result's too)
     out, err, main = sys.stdout, sys.stderr, sys.modules.get("__main__")
     sys.stdout, sys.stderr = _Stream("stdout", sink), _Stream("stderr", sink)
     sys.modules["__main__"] = sh.batch_main
-    timed_out = False
     timing["iopub.execute_input"] = _now()
     try:
         with time_limit(timeout_s):
@@ -409,8 +406,6 @@ def run_cell(sh, cell, index: int, timeout_s: float | None) -> bool:
     if result is not None and isinstance(result.error_in_exec, KeyboardInterrupt):
         raise KeyboardInterrupt("interrupted in a cell")   # Ctrl-C, or SIGTERM to the runner: the batch unwinds
     if result is None or isinstance(result.error_in_exec, Timeout):
-        timed_out = True
-    if timed_out:
         from nbclient.exceptions import CellTimeoutError
 
         raise CellTimeoutError.error_from_timeout_and_cell("Cell execution timed out", timeout_s, cell)
@@ -442,7 +437,7 @@ def register() -> None:
                     if cell.cell_type == "code" and cell.source.strip():
                         if on_cell is not None:
                             on_cell(nb_man.nb, index)
-                        failed = not run_cell(sh, cell, index, execution_timeout)
+                        failed = not run_cell(sh, cell, execution_timeout)
                     if failed:
                         nb_man.cell_exception(nb_man.nb.cells[index], cell_index=index)
                 except Exception:
