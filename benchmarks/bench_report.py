@@ -6,7 +6,8 @@
 Each run writes into a fresh temporary folder (nothing skipped) and prints the total wall time, the
 CPU time of the whole process tree (comparable on a shared, loaded machine where wall time is not),
 the load average, and each report's time as the runner logged it. The CPU time counts every process
-of the tree: the runner, the pool's forkserver and workers, and every kernel. On Linux this process
+of the tree: the runner, the pool's forkserver and workers (which run the notebooks in-process), and
+every kernel (with ``--engine kernel``, or an older commit). On Linux this process
 makes itself the tree's child subreaper (``PR_SET_CHILD_SUBREAPER``), so that a process orphaned by
 its parent (the forkserver outlives the runner by a moment; a kernel outlives a killed worker) is
 reparented here and reaped, its CPU counted in ``RUSAGE_CHILDREN``; elsewhere the figure is the larger

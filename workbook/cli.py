@@ -40,7 +40,7 @@ buyer, _yamlsafe = _Lazy("workbook.views.buyer"), _Lazy("workbook.yamlsafe")
 # ``add_arguments(parser)`` and ``run(args) -> int``; it is imported only when its verb runs.
 _COMMANDS = {
     "calibrate": ("workbook.calibrate.command", "compare the performance model with published runs"),
-    "report": ("workbook.report.batch", "render decision reports (HTML) for scenarios with Papermill"),
+    "report": ("workbook.report.command", "render decision reports (HTML) for scenarios with Papermill"),
     "prices": ("workbook.pricesync", "import or refresh price catalogs (SkyPilot vms.csv, gpuhunt, Azure Retail Prices API) into offerings"),
     "diff": ("workbook.diff", "what changed between two summary.json files or report folders"),
     "plan": ("workbook.plan.command", "plan a fleet over months for a portfolio of workloads (commitments and bursts)"),
@@ -176,7 +176,7 @@ def _report_with_sets(args) -> int:
     """``report --set``: each scenario with the overrides is written to a stable temporary YAML file
     (one folder per output folder, so a later run with other overrides replaces the same report) and
     rendered from there; the report's title names the overrides."""
-    report = importlib.import_module("workbook.report.batch")
+    report = importlib.import_module("workbook.report.command")
     if not args.sets:
         return report.run(args)
     folder = Path(tempfile.gettempdir()) / "workbook-set" / hashlib.sha256(

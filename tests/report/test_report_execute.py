@@ -83,20 +83,23 @@ def _notebooks_with_cell(tmp_path, code: str):
     return d
 
 
-@pytest.mark.parametrize("code,ename", [
-    ("import time\nif 'llama' in scenario: time.sleep(600)", "CellTimeoutError"),
-    ("import os\nif 'llama' in scenario: os._exit(1)", "DeadKernelError"),
+@pytest.mark.parametrize("code,ename,engine", [
+    ("import time\nif 'llama' in scenario: time.sleep(600)", "CellTimeoutError", "in-process"),
+    ("import time\nif 'llama' in scenario: time.sleep(600)", "CellTimeoutError", "kernel"),
+    ("import os\nif 'llama' in scenario: os._exit(1)", "DeadKernelError", "kernel"),
 ])
-def test_a_cell_past_its_timeout_or_a_dead_kernel_fails_that_scenario_alone_naming_the_cell(tmp_path, code, ename):
+def test_a_cell_past_its_timeout_or_a_dead_kernel_fails_that_scenario_alone_naming_the_cell(tmp_path, code, ename,
+                                                                                            engine):
     """Issue 28: a batch report once hung 14.6 min on one cell. Every cell has the batch's timeout;
     a cell past it, or a kernel that dies, fails its scenario with the cell named, and the next
-    scenario runs in a fresh kernel."""
+    scenario runs in a fresh kernel (a notebook that ends its process in-process: see
+    ``test_a_notebook_ending_its_worker_fails_that_scenario_alone``)."""
     import time
 
     d = _notebooks_with_cell(tmp_path, code)
     hung = copy_scenario(tmp_path, "llama-8b-finetune")
     fine = copy_scenario(tmp_path, "small-model-cheap")
-    jobs, problems, _ = batch.plan([str(hung), str(fine)], tmp_path / "out", d, timeout_s=8)
+    jobs, problems, _ = batch.plan([str(hung), str(fine)], tmp_path / "out", d, timeout_s=8, engine=engine)
     assert not problems
     t0 = time.monotonic()
     try:
@@ -108,6 +111,30 @@ def test_a_cell_past_its_timeout_or_a_dead_kernel_fails_that_scenario_alone_nami
     assert not bad.ok and good.ok, (bad.error, good.error)
     assert re.search(rf"01_workload_profile\.ipynb: cell 4 \(`import \w+`\): {ename}", bad.error), bad.error
     assert bad.error_detail["cell"] == 4
+
+
+@pytest.mark.slow
+def test_a_notebook_ending_its_worker_fails_that_scenario_alone(tmp_path):
+    """In-process, ``os._exit`` in a cell ends the pool worker and breaks the pool: the scenario that
+    ran it fails with its cell named (from the worker's progress file), the scenarios the pool
+    stopped with it, or had not started, are rendered again in a new pool and written."""
+    d = _notebooks_with_cell(tmp_path, "import os\nif 'llama' in scenario: os._exit(3)")
+    names = ["llama-8b-finetune", "small-model-cheap", "nightly-batch-8b"]
+    jobs, problems, _ = batch.plan([str(copy_scenario(tmp_path, n)) for n in names], tmp_path / "out", d,
+                                   engine="in-process")
+    assert not problems
+    lines = []
+    results = {r.scenario: r for r in batch.run_batch(jobs, tmp_path / "out", workers=2, progress=False,
+                                                      echo=lines.append)}
+    bad = results.pop("llama-8b-finetune")
+    assert not bad.ok
+    assert re.search(r"01_workload_profile\.ipynb: cell 4 \(`import os`\): WorkerDied: the process running the "
+                     r"notebook ended \(exit code 3\)$", bad.error), bad.error
+    assert bad.error_detail["cell"] == 4
+    assert all(r.ok for r in results.values()), [r.error for r in results.values()]
+    for name in results:
+        assert (tmp_path / "out" / name / "report.html").is_file()
+    assert (tmp_path / "out" / "_failed" / "llama-8b-finetune" / "error.txt").is_file()
 
 
 def test_every_planned_job_has_a_cell_timeout_and_no_widget_cell_reaches_the_kernel():

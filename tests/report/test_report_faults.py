@@ -297,7 +297,7 @@ LOOPBACK_DOWN = ("cannot start a Jupyter kernel: this machine cannot connect to 
 def test_no_loopback_is_one_line_and_exit_2_before_any_kernel_starts(tmp_path, capsys, no_kernels, monkeypatch):
     monkeypatch.setattr(netcheck, "loopback_problem", lambda *a, **k: LOOPBACK_DOWN)
     monkeypatch.setattr(batch, "render_scenario", execute.render_scenario)  # the real one: it would start one
-    code, err = report(capsys, "small-model-cheap", "--out", str(tmp_path))
+    code, err = report(capsys, "small-model-cheap", "--out", str(tmp_path), "--engine", "kernel")
     assert code == 2 and [x for x in err if not x.startswith("note: section")] == [LOOPBACK_DOWN]
     assert not (tmp_path / "small-model-cheap").exists() and not (tmp_path / outfolder.LOCK_FILE).exists()
 
@@ -308,20 +308,31 @@ def test_a_worker_without_loopback_fails_its_scenario_at_once(tmp_path, monkeypa
 
     monkeypatch.setattr(execute, "_start_kernel", no_kernel)
     monkeypatch.setattr(netcheck, "loopback_problem", lambda *a, **k: LOOPBACK_DOWN)
-    [job], _, _ = batch.plan(["small-model-cheap"], tmp_path, FIXTURE_NOTEBOOKS)
+    [job], _, _ = batch.plan(["small-model-cheap"], tmp_path, FIXTURE_NOTEBOOKS, engine="kernel")
     res = batch._safe_render(job)
     assert not res.ok and res.error == f"RuntimeError: {LOOPBACK_DOWN}"
 
 
+@pytest.mark.slow
+def test_the_in_process_engine_needs_no_loopback_and_starts_no_kernel(tmp_path, capsys, monkeypatch):
+    def no_kernel(*a, **k):
+        raise AssertionError("a kernel was started")
+
+    monkeypatch.setattr(execute, "_start_kernel", no_kernel)
+    monkeypatch.setattr(netcheck, "loopback_problem", lambda *a, **k: LOOPBACK_DOWN)
+    monkeypatch.delenv("WORKBOOK_REPORT_ENGINE", raising=False)
+    code, err = report(capsys, "small-model-cheap", "--out", str(tmp_path))
+    assert code == 0, err
+    assert 'data-section="workload"' in (tmp_path / "small-model-cheap" / "report.html").read_text()
+
+
 def _kernels_in(folder: Path) -> list[int]:
-    """Kernel processes running in ``folder`` (report kernels run in the notebook folder, started by
-    ``workbook.report.kernellaunch`` or ipykernel's own launcher)."""
+    """Processes running notebooks in ``folder``: report kernels run in the notebook folder, and so
+    does a worker while it runs notebooks in-process."""
     out = []
     for proc in Path("/proc").iterdir():
         try:
-            cmd = (proc / "cmdline").read_bytes() if proc.name.isdigit() else b""
-            if (b"ipykernel" in cmd or b"workbook.report.kernellaunch" in cmd) \
-                    and os.readlink(proc / "cwd") == str(folder):
+            if proc.name.isdigit() and int(proc.name) != os.getpid() and os.readlink(proc / "cwd") == str(folder):
                 out.append(int(proc.name))
         except OSError:
             continue
@@ -329,11 +340,12 @@ def _kernels_in(folder: Path) -> list[int]:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("engine", ["kernel", "in-process"])
 @pytest.mark.parametrize("sig", ["SIGTERM", "SIGKILL"])
-def test_a_killed_parallel_batch_leaves_no_kernel_behind(tmp_path, sig):
+def test_a_killed_parallel_batch_leaves_no_kernel_behind(tmp_path, sig, engine):
     """Issue 28: ``report --jobs 2`` killed left 4 kernels (370 MB) alive for over 100 s. Killed with
     SIGTERM the runner stops its workers; killed with -9 each worker sees the runner gone within a
-    second; either way the workers kill their kernels."""
+    second; either way the workers kill their kernels (or, in-process, end themselves)."""
     import signal
     import time
 
@@ -346,7 +358,7 @@ def test_a_killed_parallel_batch_leaves_no_kernel_behind(tmp_path, sig):
     (d / "01_workload_profile.ipynb").write_text(json.dumps(nb, indent=1))
     scenarios = [str(copy_scenario(tmp_path, n)) for n in ("small-model-cheap", "llama-8b-finetune")]
     proc = subprocess.Popen([sys.executable, "-m", "workbook", "report", *scenarios, "--jobs", "2",
-                             "--notebooks", str(d), "--out", str(tmp_path / "out")],
+                             "--notebooks", str(d), "--out", str(tmp_path / "out"), "--engine", engine],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 120

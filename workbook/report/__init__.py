@@ -11,7 +11,11 @@ and ``summary.json`` (the ``estimate`` output plus report metadata). ``reports/i
 - ``jobs``: the plain values handed to workers (``Job``) and back (``Result``).
 - ``sections``: which notebooks make the report (their metadata) and the ``parameters`` check.
 - ``assemble``: executed notebooks -> one offline HTML page, ``summary.json`` and the headline.
-- ``execute``: the shared-kernel Papermill engine, this worker's kernels, ``render_scenario``.
+- ``inprocess``: the default Papermill engine, the notebooks run in the worker's own IPython shell.
+- ``execute``: ``render_scenario``; the shared-kernel Papermill engine and this worker's kernels
+  (``--engine kernel``, and where the in-process engine cannot run).
+- ``pool``: the local process pool, and a worker ended by a notebook.
+- ``command``: the ``report`` command's arguments; a report process without anywidget.
 - ``batch``: sections from notebook metadata, planning (every check before a kernel starts), the
   atomic install, recovery, the index, and the ``report`` command.
 """

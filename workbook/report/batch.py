@@ -4,8 +4,9 @@ recovery after a killed run, the index, and the ``report`` command.
 
 - Every scenario is validated, and every notebook's section declaration and ``parameters`` cell are
   checked (``papermill.inspect_notebook``), before any kernel starts.
-- One kernel per scenario: the notebooks of a scenario run in turn in the same kernel, its namespace
-  reset between them (``%reset -f``), so the heavy imports are paid once per scenario.
+- The notebooks of a scenario run in turn in the worker's own IPython shell (``inprocess``; or, with
+  ``--engine kernel``, in the worker's kernel), the namespace reset between them (``%reset -f``), so
+  the heavy imports are paid once per worker.
 - Scenarios run in parallel in a process pool (``--jobs``), or on a Dask cluster (``--scheduler``)
   through Dask's ``concurrent.futures`` executor; workers return the files and the driver writes them.
 - Each report is written to a staging folder inside ``--out`` and renamed into place, so a failed run
@@ -31,6 +32,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -43,9 +45,10 @@ from ..paths import NOTEBOOK_DIR, PACKAGE_DIR, SCENARIO_DIR
 from ..scenario import load_scenario, resolve_path, scenario_names
 from . import outfolder
 from .assemble import headline, jinja_env, report_css, sha256_file, utc_now
-from .execute import render_scenario, shutdown_kernels, stop_workers, unwind_on_signals
-from .jobs import CELL_TIMEOUT_S, Job, Result
-from .pool import default_jobs, longest_first, pool_context, process_pool
+from .execute import render_scenario, shutdown_kernels, unwind_on_signals
+from .command import add_arguments, default_jobs, pool_context
+from .jobs import CELL_TIMEOUT_S, Job, Result, default_engine
+from .pool import longest_first, pool_results
 from .sections import SECTION_METADATA, Section, available_sections, check_parameters
 
 __all__ = ["Section", "Job", "Result", "available_sections", "check_parameters", "inputs_sha256", "plan",
@@ -92,7 +95,7 @@ def _kernel_name(notebook: Path) -> str:
 
 def plan(scenarios: list[str], out: str | Path, notebook_dir: str | Path = NOTEBOOK_DIR,
          skip_unchanged: bool = False, timeout_s: float | None = None,
-         failures: list[str] | None = None) -> tuple[list[Job], list[str], list[str]]:
+         failures: list[str] | None = None, engine: str | None = None) -> tuple[list[Job], list[str], list[str]]:
     """Validate the batch: returns (jobs to run, problems, names skipped as unchanged).
 
     A scenario that does not validate is a problem (file and field named) and is left out, as is
@@ -111,7 +114,7 @@ def plan(scenarios: list[str], out: str | Path, notebook_dir: str | Path = NOTEB
     check_parameters(nb_paths)
     base = dict(notebook_dir=str(Path(notebook_dir).resolve()), missing=tuple(x.label for x in missing),
                 sections=tuple((x.key, x.notebook, x.label) for x in present), timeout_s=timeout_s or CELL_TIMEOUT_S,
-                kernel_name=_kernel_name(nb_paths[0]))
+                kernel_name=_kernel_name(nb_paths[0]), engine=engine or default_engine())
     out = Path(out)
     jobs, problems, skipped, seen = [], [], [], {}
     failed = problems if failures is None else failures
@@ -379,22 +382,16 @@ def _results(jobs: list[Job], workers: int, executor: cf.Executor | None):
         finally:
             shutdown_kernels()
         return
-    own = executor is None
-    ex = executor or process_pool(min(workers, len(jobs)))
-    try:
-        futures = {ex.submit(render_scenario, job): job for job in jobs}
-        for fut in cf.as_completed(futures):
-            job = futures[fut]
-            try:
-                yield job, fut.result()
-            except Exception as e:  # the worker itself died (killed, out of memory, lost)
-                yield job, _worker_failed(job, e, "worker failed: ")
-    except BaseException:  # interrupted (Ctrl-C, SIGTERM): stop the workers, whose kernels go with them
-        stop_workers(ex) if own else None
-        raise
-    finally:
-        if own:
-            ex.shutdown(wait=True, cancel_futures=True)
+    if executor is None:
+        yield from pool_results(jobs, workers, render_scenario, _worker_failed)
+        return
+    futures = {executor.submit(render_scenario, job): job for job in jobs}
+    for fut in cf.as_completed(futures):
+        job = futures[fut]
+        try:
+            yield job, fut.result()
+        except Exception as e:  # the worker itself died (killed, out of memory, lost)
+            yield job, _worker_failed(job, e, "worker failed: ")
 
 
 def _progress_bar(n: int):
@@ -466,34 +463,6 @@ def _try_record(res: Result, out: Path, job: Job, say, quiet: bool = False) -> N
 
 # --- the `report` command ------------------------------------------------------------------------------
 
-def _positive_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return n
-
-
-def add_arguments(parser) -> None:
-    parser.add_argument("scenarios", nargs="*", metavar="SCENARIO",
-                        help="scenario names (data/scenarios/<name>.yaml) or YAML paths; default: every shipped scenario")
-    parser.add_argument("--out", default="reports", help="output folder (default: reports)")
-    parser.add_argument("--jobs", "-j", type=_positive_int, default=None,
-                        help="scenarios rendered in parallel (default: the number of CPUs)")
-    parser.add_argument("--skip-unchanged", action="store_true",
-                        help="skip scenarios whose inputs (scenario, catalogs, notebooks, package) are unchanged "
-                             "since their last good report")
-    parser.add_argument("--scheduler", metavar="ADDRESS",
-                        help="hand scenarios to a Dask distributed scheduler (e.g. tcp://10.0.0.5:8786) instead "
-                             "of a local process pool; workers need this package and its notebooks installed")
-    parser.add_argument("--timeout", type=float, default=CELL_TIMEOUT_S, metavar="SECONDS",
-                        help="limit per notebook cell (default: 600)")
-    # The notebook folder (tests point it at fixtures); not part of the documented interface.
-    parser.add_argument("--notebooks", default=str(NOTEBOOK_DIR), help=argparse.SUPPRESS)
-
-
 def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -544,13 +513,14 @@ def _run_locked(args, out: Path, names: list[str], t0: float) -> int:
     workers = max(1, args.jobs or default_jobs())
     if workers > 1 and len(names) > 1 and not (args.scheduler or args.skip_unchanged):
         pool_context(start=True)   # the workers' server imports while the batch is planned
-    jobs, problems, skipped = plan(names, out, args.notebooks, args.skip_unchanged, args.timeout, plan_failed)
+    engine = getattr(args, "engine", None) or default_engine()
+    jobs, problems, skipped = plan(names, out, args.notebooks, args.skip_unchanged, args.timeout, plan_failed, engine)
     if workers > 1:
         jobs = longest_first(jobs, out)
     present = _announce(args, problems, skipped)
     for line in plan_failed:
         _say(f"FAILED  {line}")
-    if jobs and not args.scheduler:
+    if jobs and not args.scheduler and (engine == "kernel" or not hasattr(signal, "SIGALRM")):
         problem = netcheck.loopback_problem()
         if problem:  # else each report would wait 60 s for "Kernel didn't respond"
             raise InputError(problem)

@@ -1,7 +1,14 @@
-"""Running a scenario's notebooks: one kernel per worker, shared by the notebooks of a scenario (its
-namespace reset between them) and reused for the next scenario; Papermill's Python API drives it
-through an engine that accepts that kernel. ``widgets`` cells are removed from each notebook before
-Papermill sees it. ``render_scenario`` is what a worker (process pool or Dask) runs for one ``Job``."""
+"""Running a scenario's notebooks through Papermill's Python API, with one of two engines (``Job.engine``):
+
+- "in-process" (the default): in the worker's own IPython shell (``report.inprocess``), no kernel;
+- "kernel": one Jupyter kernel per worker, shared by the notebooks of a scenario (its namespace reset
+  between them) and reused for the next scenario, through an engine that accepts that kernel; also
+  where the in-process engine cannot run (a thread other than the main one, as Dask's; no SIGALRM).
+
+``widgets`` cells are removed from each notebook before Papermill sees it. ``render_scenario`` is
+what a worker (process pool or Dask) runs for one ``Job``. A pool worker writes which cell it runs
+into a progress file (``progress_dir``), so that the batch can name the cell of a notebook that ended
+its worker (``os._exit``, a crash)."""
 from __future__ import annotations
 
 import json
@@ -16,6 +23,7 @@ from pathlib import Path
 from .. import netcheck, paths
 from ..analysis import SHARE_ENV
 from ..scenario import load_scenario
+from . import inprocess
 from .assemble import assemble_report, first_line, run_estimate, source_numbers, widget_cells
 from .jobs import Job, Result
 
@@ -212,21 +220,76 @@ def kill_kernels_now() -> int:
 
 def _die_with_kernels(signum, _frame) -> None:
     kill_kernels_now()
+    _progress_note(STOPPED)
     os._exit(128 + signum)
 
 
 RUNNER_POLL_S = 1.0
+STOPPED = "stopped"   # the last line of a progress file whose worker was told to stop
+_PROGRESS = {"dir": None, "file": None}   # this pool worker's progress folder, the running job's file
 
 
-def worker_init(runner_pid: int | None = None) -> None:
+def worker_init(runner_pid: int | None = None, progress_dir: str | None = None) -> None:
     """A batch worker process: on SIGTERM, SIGHUP or SIGINT (the batch stopped, ``kill``), and when
     the runner ``runner_pid`` is gone (killed with -9: a thread checks every ``RUNNER_POLL_S``; the
     pool's forkserver, the worker's parent, outlives it), kill this worker's kernels and exit, so
-    that no kernel outlives the batch."""
+    that no kernel outlives the batch (the running job's progress file then ends with ``STOPPED``).
+    ``progress_dir``: where each job's progress file goes (``progress_line``)."""
+    _PROGRESS["dir"] = progress_dir
+    if hasattr(os, "setsid"):
+        # a session of its own, as each kernel had (jupyter_client starts kernels so): a terminal's
+        # Ctrl-C reaches the runner, which stops the workers, and under load the scheduler gives each
+        # worker a group's share of the CPU, as it gave each kernel (Linux autogroups)
+        try:
+            os.setsid()
+        except OSError:
+            pass
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(sig, _die_with_kernels)
     if runner_pid:
         threading.Thread(target=_watch_runner, args=(runner_pid,), daemon=True, name="watch-runner").start()
+
+
+def progress_path(progress_dir: str | Path, scenario: str) -> Path:
+    return Path(progress_dir) / f"{scenario}.progress"
+
+
+def _progress_note(line: str) -> None:
+    """Append ``line`` to the running job's progress file (one write: safe in a signal handler)."""
+    path = _PROGRESS["file"]
+    if path is None:
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, (line.replace("\n", " ") + "\n").encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+def progress_line(pid: int, notebook: str, cell: int, source: str) -> str:
+    """A progress file's line for a cell started: pid, notebook, source cell number, first line."""
+    return f"{pid}\t{notebook}\t{cell}\t{first_line(source)}"
+
+
+def read_progress(progress_dir: str | Path, scenario: str) -> dict | None:
+    """The last line of a scenario's progress file: {"pid", "notebook", "cell", "source"}, or
+    {"stopped": True} when its worker was told to stop, or None when it never started a cell."""
+    try:
+        lines = progress_path(progress_dir, scenario).read_text().splitlines()
+    except OSError:
+        return None
+    if not lines:
+        return None
+    if lines[-1] == STOPPED:
+        return {"stopped": True}
+    try:
+        pid, notebook, cell, source = lines[-1].split("\t", 3)
+        return {"pid": int(pid), "notebook": notebook, "cell": int(cell), "source": source}
+    except ValueError:
+        return None
 
 
 def _watch_runner(pid: int) -> None:
@@ -366,9 +429,12 @@ def execute_notebooks(job: Job, workdir: Path) -> list[tuple[str, Path, float]]:
     """Run the scenario's notebooks in report order in this worker's kernel, its namespace reset
     before each notebook (``%reset -f``: a notebook sees only its own variables, as in JupyterLab);
     returns (section key, executed notebook path, seconds). Raises ``_NotebookFailed`` naming the
-    notebook; after a failure the kernel is stopped, so the next scenario gets a fresh one."""
+    notebook; after a failure the kernel is stopped, so the next scenario gets a fresh one. With the
+    in-process engine (``job.engine``, where ``inprocess.usable``) the notebooks run in this process."""
     import papermill as pm
 
+    if job.engine == "in-process" and inprocess.usable():
+        return _execute_in_process(job, workdir)
     _register_engine()
     logging.getLogger("papermill").setLevel(logging.WARNING)
     done = []
@@ -395,6 +461,45 @@ def execute_notebooks(job: Job, workdir: Path) -> list[tuple[str, Path, float]]:
         done.append((key, out_path, time.perf_counter() - t0))
     _estimate_in_kernel(kc, job, workdir / ESTIMATE_FILE)
     return done
+
+
+def _execute_in_process(job: Job, workdir: Path) -> list[tuple[str, Path, float]]:
+    """``execute_notebooks`` in this process's shell (``inprocess``); the summary's estimate too."""
+    import papermill as pm
+
+    inprocess.register()
+    logging.getLogger("papermill").setLevel(logging.WARNING)
+    done = []
+    with inprocess.session(job.notebook_dir, SHARE_ENV):
+        for key, notebook, _label in job.sections:
+            source, out_path = Path(job.notebook_dir) / notebook, workdir / notebook
+            t0 = time.perf_counter()
+            try:
+                pm.execute_notebook(
+                    batch_notebook(source), str(out_path), parameters={"scenario": job.parameter},
+                    engine_name=inprocess.ENGINE, kernel_name=job.kernel_name, progress_bar=False,
+                    request_save_on_cell_execute=False, execution_timeout=job.timeout_s,
+                    source_path=str(source), on_cell=_on_cell(notebook))
+            except Exception as e:
+                raise _NotebookFailed(notebook, e, out_path) from e
+            done.append((key, out_path, time.perf_counter() - t0))
+        path = workdir / ESTIMATE_FILE
+        try:
+            with inprocess.time_limit(job.timeout_s):
+                write_estimate(job.scenario_file, str(path))
+        except (Exception, inprocess.Timeout):  # noqa: BLE001 - the runner computes the estimate then
+            path.unlink(missing_ok=True)
+    return done
+
+
+def _on_cell(notebook: str):
+    """The engine's hook before each code cell: a pool worker notes the cell in its progress file."""
+    if _PROGRESS["file"] is None:
+        return None
+
+    def note(nb, index: int) -> None:
+        _progress_note(progress_line(os.getpid(), notebook, _source_cell_number(nb, index), nb.cells[index].source))
+    return note
 
 
 def _quietly(kc, code: str, timeout_s: float) -> bool:
@@ -433,12 +538,16 @@ def render_scenario(job: Job) -> Result:
     t0 = time.perf_counter()
     res = Result(scenario=job.scenario, ok=False, title=job.title)
     with tempfile.TemporaryDirectory(prefix=f"workbook-report-{job.scenario}-") as tmp:
+        if _PROGRESS["dir"]:
+            _PROGRESS["file"] = str(progress_path(_PROGRESS["dir"], job.scenario))
         try:
             executed = execute_notebooks(job, Path(tmp))
         except _NotebookFailed as f:
             res.error, res.error_detail, res.files = _failure(job, f.notebook, f.exc, f.executed_path)
             res.duration_s = time.perf_counter() - t0
             return res
+        finally:
+            _PROGRESS["file"] = None
         try:
             res.files, res.notes = assemble_report(job, executed, Path(tmp) / ESTIMATE_FILE)
             res.ok = True

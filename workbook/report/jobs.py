@@ -2,9 +2,21 @@
 a worker, a ``Result`` comes back. Nothing here imports from the workbook."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 CELL_TIMEOUT_S = 600.0   # every cell of a batch has a limit (a report once hung 14.6 min on one cell)
+# How a worker runs the notebooks: "in-process" (``report.inprocess``: an IPython shell in the worker,
+# the default) or "kernel" (a Jupyter kernel per worker, ``report.execute``; also where the in-process
+# engine cannot run: a thread other than the main one, as Dask's, or no SIGALRM)
+ENGINES = ("in-process", "kernel")
+ENGINE_ENV = "WORKBOOK_REPORT_ENGINE"
+
+
+def default_engine() -> str:
+    """``WORKBOOK_REPORT_ENGINE`` when it names an engine, else "in-process"."""
+    value = os.environ.get(ENGINE_ENV, "").strip()
+    return value if value in ENGINES else ENGINES[0]
 
 
 @dataclass(frozen=True)
@@ -21,6 +33,7 @@ class Job:
     title: str = ""
     timeout_s: float = CELL_TIMEOUT_S   # per cell, and for the estimate run in the kernel
     kernel_name: str = "python3"
+    engine: str = ENGINES[0]   # one of ENGINES
 
 
 @dataclass

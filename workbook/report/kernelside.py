@@ -1,4 +1,5 @@
-"""What the report runner runs inside its batch kernel, before and between notebooks.
+"""What the report runner runs in the shell that executes the notebooks, before and between them: the
+batch shell of the worker (``inprocess``) or, with the kernel engine, inside the batch kernel.
 
 - ``prepare()``: once, when the kernel starts: a larger first-generation threshold for the garbage
   collector. A notebook of the report allocates millions of short-lived containers (DataFrames,

@@ -1,45 +1,84 @@
-"""The batch's local process pool: its start method (a forkserver that imports the heavy modules
-once, started early), how many workers, and the order jobs are handed out (longest first)."""
+"""The batch's local process pool (its start method and size: ``command.pool_context``,
+``command.default_jobs``), the order jobs are handed out (longest first), and what happens when a
+worker dies (``pool_results``)."""
 from __future__ import annotations
 
 import concurrent.futures as cf
 import json
 import os
+import signal
+import tempfile
 from pathlib import Path
 
-from .execute import worker_init
-from .jobs import Job
+from .. import paths
+from .command import default_jobs, pool_context
+from .execute import read_progress, stop_workers, worker_init
+from .jobs import Job, Result
 
 
-def default_jobs() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
-def pool_context(start: bool = False):
-    """The process pool's start method. forkserver: workers fork from a clean single-threaded server
-    that imported the heavy modules once (papermill and nbconvert take seconds to import), rather
-    than importing them each. ``start``: start that server now, so that its imports (about 1.5 s of
-    CPU) run while this process plans the batch rather than after."""
-    import multiprocessing as mp
-
-    method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-    ctx = mp.get_context(method)
-    if method == "forkserver":
-        ctx.set_forkserver_preload(["workbook.report.batch", "papermill", "nbconvert", "jupyter_client",
-                                    "workbook.analysis"])
-        if start:
-            from multiprocessing import forkserver
-
-            forkserver.ensure_running()
-    return ctx
-
-
-def process_pool(workers: int) -> cf.Executor:
+def process_pool(workers: int, progress_dir: str | None = None) -> cf.Executor:
     return cf.ProcessPoolExecutor(max_workers=workers, mp_context=pool_context(), initializer=worker_init,
-                                  initargs=(os.getpid(),))
+                                  initargs=(os.getpid(), progress_dir))
+
+
+def pool_results(jobs: list[Job], workers: int, render, failed):
+    """(job, Result) as each finishes in a local process pool of ``workers``; ``render(job)`` runs in a
+    worker, ``failed(job, exc, prefix)`` makes a failed Result.
+
+    A worker that dies (a notebook calling ``os._exit``, a crash, the out-of-memory killer) breaks the
+    pool: every job not yet finished gets ``BrokenProcessPool``. Each job's progress file
+    (``execute.read_progress``) tells them apart: the job whose worker died in a cell fails, that
+    cell named; the jobs whose workers the pool stopped afterwards (their files end with "stopped")
+    and the jobs not yet started run again in a new pool. When no job can be blamed, those jobs fail
+    as before ("worker failed: BrokenProcessPool")."""
+    todo = list(jobs)
+    with tempfile.TemporaryDirectory(prefix="workbook-report-progress-") as progress:
+        while todo:
+            ex = process_pool(min(workers, len(todo)), progress)
+            broken = []
+            try:
+                futures = {ex.submit(render, job): job for job in todo}
+                procs = {p.pid: p for p in list((getattr(ex, "_processes", None) or {}).values())}
+                for fut in cf.as_completed(futures):
+                    job = futures[fut]
+                    try:
+                        yield job, fut.result()
+                    except cf.process.BrokenProcessPool as e:
+                        broken.append((job, e))
+                    except Exception as e:  # the worker itself failed (lost, unpicklable result)
+                        yield job, failed(job, e, "worker failed: ")
+            except BaseException:  # interrupted (Ctrl-C, SIGTERM): stop the workers, whose kernels go with them
+                stop_workers(ex)
+                raise
+            finally:
+                ex.shutdown(wait=True, cancel_futures=True)
+            todo = []
+            blamed = [(job, _died(job, progress, procs)) for job, _ in broken]
+            if broken and not any(res for _, res in blamed):
+                for job, e in broken:
+                    yield job, failed(job, e, "worker failed: ")
+                continue
+            for job, res in blamed:
+                if res is None:
+                    todo.append(job)
+                else:
+                    yield job, res
+
+
+def _died(job: Job, progress: str, procs: dict) -> Result | None:
+    """The failed Result of ``job`` when its worker died running one of its cells, else None."""
+    where = read_progress(progress, job.scenario)
+    if where is None or where.get("stopped"):
+        return None
+    proc = procs.get(where["pid"])
+    code = getattr(proc, "exitcode", None)
+    how = ("" if code is None else f" (exit code {code})" if code >= 0
+           else f" (killed by {signal.Signals(-code).name})" if -code in signal.valid_signals() else f" ({code})")
+    rel = paths.rel(Path(job.notebook_dir) / where["notebook"])
+    error = f"{rel}: cell {where['cell']} (`{where['source']}`): WorkerDied: the process running the notebook ended{how}"
+    return Result(scenario=job.scenario, ok=False, title=job.title, error=error,
+                  error_detail={"notebook": rel, "cell": where["cell"], "source": where["source"],
+                                "ename": "WorkerDied", "evalue": f"the process running the notebook ended{how}"})
 
 
 def _expected_s(out: Path, name: str) -> float | None:

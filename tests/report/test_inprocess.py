@@ -1,0 +1,168 @@
+"""The in-process engine (``report.inprocess``): a notebook run in this process's IPython shell comes out
+as a Jupyter kernel (Papermill's own nbclient engine) writes it, a failing cell is the same
+``PapermillExecutionError``, a cell past its timeout is stopped even when it catches ``Exception``,
+``input()`` is refused, and the process is left as it was (working directory, ``sys.path``,
+``__main__``, no IPython singleton)."""
+from __future__ import annotations
+
+import os
+import sys
+
+import nbformat
+import papermill as pm
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from nbclient.exceptions import CellTimeoutError
+from papermill.exceptions import PapermillExecutionError
+
+from workbook.analysis import SHARE_ENV
+from workbook.report import inprocess
+
+CELLS = [
+    "import sys\nprint('out'); print('err', file=sys.stderr); print('more')\n1 + 1",
+    "from IPython.display import display, Markdown, HTML\ndisplay(Markdown('**x**'))\n"
+    "display(HTML('<b>y</b>'), metadata={'k': (1, 2)})\n'last'",
+    "import pandas as pd\npd.DataFrame({f'c{i}': range(3) for i in range(30)})",
+    "from IPython.display import display, update_display\nh = display('one', display_id=True)\n"
+    "update_display('two', display_id=h.display_id)",
+    "from IPython.display import clear_output\nprint('gone')\nclear_output()\nprint('kept')",
+    "x = {1: (2, 3)}\nx;",
+    "x",
+    "",
+    "import os\nos.getcwd() == NOTEBOOK_DIR, os.environ.get('WORKBOOK_SHARE_ANALYSIS')",
+]
+
+
+def _notebook(cells, tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
+    nb.cells = [nbformat.v4.new_code_cell(f"NOTEBOOK_DIR = {str(tmp_path)!r}", metadata={"tags": ["parameters"]})]
+    nb.cells += [nbformat.v4.new_markdown_cell("# t")] + [nbformat.v4.new_code_cell(c) for c in cells]
+    return nb
+
+
+def _in_process(nb, out, **kw):
+    inprocess.register()
+    with inprocess.session(out.parent, SHARE_ENV):
+        return pm.execute_notebook(nb, str(out), engine_name=inprocess.ENGINE, kernel_name="python3",
+                                   progress_bar=False, request_save_on_cell_execute=False, **kw)
+
+
+def _comparable(nb):
+    """Cells' sources, execution counts and outputs (tracebacks aside: colours differ by shell)."""
+    rows = []
+    for c in nb.cells:
+        outs = [{k: v for k, v in o.items() if k != "traceback"} for o in c.get("outputs", [])]
+        rows.append((c.cell_type, c.source, c.get("execution_count"), outs))
+    return rows
+
+
+@pytest.mark.slow
+def test_outputs_are_those_a_kernel_gives(tmp_path):
+    mine = _in_process(_notebook(CELLS, tmp_path), tmp_path / "mine.ipynb")
+    kernel = pm.execute_notebook(_notebook(CELLS, tmp_path), str(tmp_path / "kernel.ipynb"), kernel_name="python3",
+                                 progress_bar=False, cwd=str(tmp_path))
+    assert _comparable(mine)[:-1] == _comparable(kernel)[:-1]
+    assert mine.cells[-1].outputs[0].data["text/plain"] == "(True, '1')"   # the kernel engine sets neither
+    assert mine.metadata.language_info == kernel.metadata.language_info
+    assert mine.cells[2].outputs[0].text == "out\nmore\n" and mine.cells[5].outputs[0].data["text/plain"] == "'two'"
+    # written files: the same keys per cell, papermill's and nbclient's metadata included
+    a, b = (nbformat.read(tmp_path / f, as_version=4) for f in ("mine.ipynb", "kernel.ipynb"))
+    assert [sorted(c.metadata) for c in a.cells] == [sorted(c.metadata) for c in b.cells]
+    assert [sorted(c.metadata.get("execution", {})) for c in a.cells] == \
+           [sorted(c.metadata.get("execution", {})) for c in b.cells]
+
+
+@pytest.mark.slow
+def test_an_error_stops_the_notebook_as_with_a_kernel(tmp_path):
+    cells = ["a = 1", "raise ValueError('boom\\nsecond line')", "a = 2"]
+    errors = []
+    for run in (lambda nb, out: _in_process(nb, out),
+                lambda nb, out: pm.execute_notebook(nb, str(out), kernel_name="python3", progress_bar=False)):
+        out = tmp_path / f"{len(errors)}.ipynb"
+        with pytest.raises(PapermillExecutionError) as e:
+            run(_notebook(cells, tmp_path), out)
+        kept = nbformat.read(out, as_version=4)
+        errors.append((e.value.cell_index, e.value.exec_count, e.value.ename, e.value.evalue,
+                       [(c.source, c.get("execution_count"), c.metadata.get("papermill", {}).get("status"))
+                        for c in kept.cells]))
+    assert errors[0] == errors[1]
+    assert errors[0][2:4] == ("ValueError", "boom\nsecond line")
+
+
+def test_a_cell_past_its_timeout_is_stopped_even_when_it_catches_exception(tmp_path):
+    cells = ["import time\ntry:\n    time.sleep(30)\nexcept Exception:\n    pass", "reached = True"]
+    out = tmp_path / "t.ipynb"
+    with pytest.raises(CellTimeoutError, match="after 1 seconds"):
+        _in_process(_notebook(cells, tmp_path), out, execution_timeout=1)
+    kept = nbformat.read(out, as_version=4)
+    statuses = [c.metadata.papermill.status for c in kept.cells]
+    assert statuses == ["completed", "completed", "completed", "pending"]
+    assert kept.cells[2].outputs[-1].ename == "Timeout"   # where the cell was when stopped
+    assert inprocess.shell().user_ns.get("reached") is None
+
+
+def test_a_cell_within_its_timeout_leaves_no_alarm_behind(tmp_path):
+    import signal
+
+    before = signal.getsignal(signal.SIGALRM)
+    nb = _in_process(_notebook(["import time\ntime.sleep(0.05)\n7"], tmp_path), tmp_path / "ok.ipynb",
+                     execution_timeout=5)
+    assert nb.cells[2].outputs[0].data["text/plain"] == "7"
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0) and signal.getsignal(signal.SIGALRM) is before
+
+
+def test_input_is_refused_and_the_process_is_left_as_it_was(tmp_path):
+    cwd, path, main, stdin = os.getcwd(), list(sys.path), sys.modules["__main__"], sys.stdin
+    with pytest.raises(PapermillExecutionError, match="StdinNotImplementedError"):
+        _in_process(_notebook(["input('name? ')"], tmp_path), tmp_path / "in.ipynb")
+    assert (os.getcwd(), sys.path, sys.modules["__main__"], sys.stdin) == (cwd, path, main, stdin)
+    assert not InteractiveShell.initialized()      # the batch shell is the singleton only while cells run
+    assert os.environ.get(SHARE_ENV) is None
+
+
+def test_the_namespace_is_reset_between_notebooks(tmp_path):
+    _in_process(_notebook(["leftover = 1"], tmp_path), tmp_path / "a.ipynb")
+    nb = _in_process(_notebook(["'leftover' in dir()"], tmp_path), tmp_path / "b.ipynb")
+    assert nb.cells[2].outputs[0].data["text/plain"] == "False" and nb.cells[2].execution_count == 2
+
+
+def test_wire_round_trips_values_as_a_kernel_message_does():
+    import datetime as dt
+
+    content = {"data": {"text/plain": "x", "application/json": {1: (1, 2), "t": dt.date(2026, 1, 2), "b": b"\x00"}}}
+    assert inprocess._wire(content) == {"data": {"text/plain": "x",
+                                                 "application/json": {"1": [1, 2], "t": "2026-01-02", "b": "AA=="}}}
+    assert inprocess._wire({"v": float("nan")}) == {"v": "nan"}
+
+
+def test_language_info_is_ipykernels():
+    from ipykernel.ipkernel import IPythonKernel
+
+    assert inprocess.LANGUAGE_INFO == IPythonKernel.language_info
+
+
+@pytest.mark.parametrize("batch_env,absent", [("1", True), (None, False)])
+def test_only_a_report_process_goes_without_anywidget(batch_env, absent):
+    """``report.command`` marks anywidget absent in a report process (the runner sets
+    WORKBOOK_REPORT_BATCH, which the pool's forkserver inherits); imported elsewhere it changes nothing."""
+    import subprocess
+
+    from workbook import paths
+
+    env = {k: v for k, v in os.environ.items() if k != "WORKBOOK_REPORT_BATCH"}
+    env["PYTHONPATH"] = str(paths.ROOT)
+    if batch_env:
+        env["WORKBOOK_REPORT_BATCH"] = batch_env
+    code = ("import sys, workbook.report.command, altair\n"
+            "print(sys.modules.get('anywidget', 0) is None, 'ipywidgets' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == [str(absent), str(not absent)]
+
+
+def test_an_interrupt_in_a_cell_stops_the_run_instead_of_failing_the_notebook(tmp_path):
+    """IPython shows a KeyboardInterrupt as the cell's error; the runner must unwind instead (Ctrl-C,
+    or SIGTERM, which the runner turns into KeyboardInterrupt)."""
+    with pytest.raises(KeyboardInterrupt):
+        _in_process(_notebook(["raise KeyboardInterrupt", "after = 1"], tmp_path), tmp_path / "k.ipynb")
+    assert inprocess.shell().user_ns.get("after") is None

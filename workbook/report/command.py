@@ -1,0 +1,133 @@
+"""The ``report`` command's front (``python -m workbook report``; ``cli`` names this module): its
+arguments, and ``run``, which marks ``anywidget`` absent before ``batch`` (and Altair) load.
+
+Why: Altair imports anywidget, and ipywidgets with it, for ``alt.JupyterChart``, the live chart of the
+app (about 0.5 s of CPU, ``-X importtime``). A report process runs its notebooks in-process and never
+shows a live widget (``widgets`` cells are removed; a report draws static SVG), so, as ``kernellaunch``
+does in a report kernel, ``sys.modules["anywidget"] = None`` and Altair defines its stand-in
+``JupyterChart``; the pages are the same. ``run`` also sets ``WORKBOOK_REPORT_BATCH=1``, so that the
+pool's forkserver (which imports this module first, ``PRELOAD``) and its workers start the same
+way. Importing this module elsewhere (the tests, ``--help``) changes nothing: it imports only
+``jobs`` and ``paths``.
+
+The pool's forkserver is started here too, before ``batch`` is imported, when the run will use a
+pool (``start_pool_early``): its imports (``PRELOAD``, about 2 s of CPU) then run beside this
+process's own instead of after them.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from ..paths import NOTEBOOK_DIR
+from .jobs import CELL_TIMEOUT_S, ENGINE_ENV, ENGINES
+
+BATCH_ENV = "WORKBOOK_REPORT_BATCH"
+UNUSED = ("anywidget",)
+
+
+# imported once by the forkserver, so that every worker starts with them: this module first (no
+# anywidget in a report process), the runner's modules with the in-process engine (IPython's shell,
+# Altair), and what the report notebooks import. Not vl-convert: its engine starts threads, which a
+# fork would not carry over.
+PRELOAD = ["workbook.report.command", "workbook.report.batch", "papermill", "nbconvert", "IPython.core.interactiveshell",
+           "workbook.analysis", "workbook.report.kernelside", "workbook.views.charts", "workbook.views.buyer",
+           "workbook.model.tables"]
+
+
+def default_jobs() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def pool_context(start: bool = False):
+    """The process pool's start method. forkserver: workers fork from a clean single-threaded server
+    that imported the heavy modules once (``PRELOAD``), rather than importing them each. ``start``:
+    start that server now, so that its imports run while this process imports and plans."""
+    import multiprocessing as mp
+
+    method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+    ctx = mp.get_context(method)
+    if method == "forkserver":
+        ctx.set_forkserver_preload(PRELOAD)
+        if start:
+            from multiprocessing import forkserver
+
+            forkserver.ensure_running()
+    return ctx
+
+
+def start_pool_early(args) -> bool:
+    """Start the pool's forkserver now when this run will render in a local pool (more than one
+    worker, not one named scenario, no Dask scheduler; ``--skip-unchanged`` may leave nothing to
+    render, so it waits); whether it did."""
+    workers = args.jobs or default_jobs()
+    if workers > 1 and len(args.scenarios) != 1 and not (args.scheduler or args.skip_unchanged):
+        pool_context(start=True)
+        return True
+    return False
+
+
+def batch_process() -> None:
+    """Mark the packages a report process never uses absent (before Altair is imported)."""
+    if "altair" not in sys.modules:
+        for name in UNUSED:
+            sys.modules.setdefault(name, None)
+
+
+if os.environ.get(BATCH_ENV) == "1":   # the pool's forkserver, started by a report run
+    batch_process()
+
+
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return n
+
+
+def add_arguments(parser) -> None:
+    """The ``report`` command's arguments."""
+    parser.add_argument("scenarios", nargs="*", metavar="SCENARIO",
+                        help="scenario names (data/scenarios/<name>.yaml) or YAML paths; default: every shipped scenario")
+    parser.add_argument("--out", default="reports", help="output folder (default: reports)")
+    parser.add_argument("--jobs", "-j", type=_positive_int, default=None,
+                        help="scenarios rendered in parallel (default: the number of CPUs)")
+    parser.add_argument("--skip-unchanged", action="store_true",
+                        help="skip scenarios whose inputs (scenario, catalogs, notebooks, package) are unchanged "
+                             "since their last good report")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="hand scenarios to a Dask distributed scheduler (e.g. tcp://10.0.0.5:8786) instead "
+                             "of a local process pool; workers need this package and its notebooks installed")
+    parser.add_argument("--timeout", type=float, default=CELL_TIMEOUT_S, metavar="SECONDS",
+                        help="limit per notebook cell (default: 600)")
+    parser.add_argument("--engine", choices=ENGINES, default=None,
+                        help=f"how notebooks run: in-process (an IPython shell in each worker) or kernel (a Jupyter "
+                             f"kernel per worker); default: ${ENGINE_ENV}, else in-process")
+    # The notebook folder (tests point it at fixtures); not part of the documented interface.
+    parser.add_argument("--notebooks", default=str(NOTEBOOK_DIR), help=argparse.SUPPRESS)
+
+
+
+
+def run(args) -> int:
+    """``batch.run`` in a report process (``batch_process``); ``WORKBOOK_REPORT_BATCH`` is set while it
+    runs (the pool's forkserver starts then) and put back after."""
+    before = os.environ.get(BATCH_ENV)
+    os.environ[BATCH_ENV] = "1"
+    batch_process()
+    start_pool_early(args)
+    try:
+        return importlib.import_module("workbook.report.batch").run(args)
+    finally:
+        if before is None:
+            os.environ.pop(BATCH_ENV, None)
+        else:
+            os.environ[BATCH_ENV] = before
