@@ -166,3 +166,15 @@ def test_an_interrupt_in_a_cell_stops_the_run_instead_of_failing_the_notebook(tm
     with pytest.raises(KeyboardInterrupt):
         _in_process(_notebook(["raise KeyboardInterrupt", "after = 1"], tmp_path), tmp_path / "k.ipynb")
     assert inprocess.shell().user_ns.get("after") is None
+
+
+def test_a_notebook_sees_pandas_display_options_as_a_new_kernel_has_them_and_the_process_keeps_its_own(tmp_path):
+    # a test, the CLI or an earlier scenario in the same worker may have changed them; a kernel starts afresh
+    import pandas as pd
+
+    cells = ["import pandas as pd\n(pd.get_option('display.max_columns'), pd.get_option('display.width'))"]
+    with pd.option_context("display.max_columns", 3, "display.width", 30):
+        nb = _in_process(_notebook(cells, tmp_path), tmp_path / "opts.ipynb")
+        assert (pd.get_option("display.max_columns"), pd.get_option("display.width")) == (3, 30)
+    shown = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "execute_result"]
+    assert shown[-1]["data"]["text/plain"] == "(20, 80)"

@@ -320,6 +320,27 @@ def _kernel_defaults() -> None:
         pd.set_option("display.max_columns", 20)
 
 
+@contextmanager
+def _pandas_as_in_a_new_kernel():
+    """pandas' display options as a newly started kernel has them (every ``display.*`` option at its
+    default, ``display.max_columns`` 20: ``_kernel_defaults``) while a scenario's notebooks run, and
+    the process's own afterwards: a notebook's tables do not depend on what ran before in this process
+    (another scenario, a test, the CLI)."""
+    import pandas as pd
+    from pandas._config import config as pd_config
+
+    keys = [k for k in pd_config._registered_options if k.startswith("display.")]
+    saved = [(k, pd.get_option(k)) for k in keys]
+    for k in keys:
+        pd.reset_option(k)
+    _kernel_defaults()
+    try:
+        yield
+    finally:
+        for k, v in saved:
+            pd.set_option(k, v)
+
+
 def shell():
     """This process's batch shell, made (and prepared: ``kernelside.prepare``) on first use."""
     global _SHELL
@@ -344,7 +365,7 @@ def session(notebook_dir: str | Path, share_env: str):
     os.environ[share_env] = "1"
     sys.stdin = _NoStdin()
     try:
-        with _installed(shell()):
+        with _installed(shell()), _pandas_as_in_a_new_kernel():
             yield
     finally:
         sys.stdin = stdin
