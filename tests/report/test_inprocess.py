@@ -58,7 +58,11 @@ def _comparable(nb):
 
 
 @pytest.mark.slow
-def test_outputs_are_those_a_kernel_gives(tmp_path):
+def test_outputs_are_those_a_kernel_gives(tmp_path, monkeypatch):
+    # a new batch shell, as in a new worker: one that ran a notebook importing workbook earlier in this
+    # process (another test) shows DataFrames with the workbook's table formatter, which a kernel
+    # running these cells (no ``import workbook``) does not have
+    monkeypatch.setattr(inprocess, "_SHELL", None)
     mine = _in_process(_notebook(CELLS, tmp_path), tmp_path / "mine.ipynb")
     kernel = pm.execute_notebook(_notebook(CELLS, tmp_path), str(tmp_path / "kernel.ipynb"), kernel_name="python3",
                                  progress_bar=False, cwd=str(tmp_path))
