@@ -169,20 +169,8 @@ def sorted_percentiles(y: np.ndarray, percents: np.ndarray = _PERCENTS) -> np.nd
     1996 type 7) of rows already sorted in ascending order, read at their ranks without another
     partition: the same virtual index (n - 1)·q, neighbours, bounds and interpolation (the
     two-sided ``_lerp`` of numpy 2.x), so the same floats. Shape (len(percents), rows)."""
-    n = y.shape[1]
-    virtual = (n - 1) * percents
-    prev = np.floor(virtual)
-    nxt = prev + 1
-    above, below = virtual >= n - 1, virtual < 0
-    prev[above], nxt[above] = -1, -1
-    prev[below], nxt[below] = 0, 0
-    prev, nxt = prev.astype(np.intp), nxt.astype(np.intp)
-    t = (virtual - prev)[:, None]
-    a, b = y[:, prev].T, y[:, nxt].T
-    diff = b - a
-    out = a + diff * t
-    np.subtract(b, diff * (1 - t), out=out, where=np.broadcast_to(t >= 0.5, out.shape))
-    return out
+    prev, nxt, t = mcgroups.rank_positions(y.shape[1], percents)
+    return mcgroups.lerp_ranks(y[:, prev].T, y[:, nxt].T, t)
 
 
 def _sorted(x: np.ndarray) -> np.ndarray:
