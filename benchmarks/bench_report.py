@@ -158,8 +158,9 @@ def _calibration_tables_into(folder: str) -> None:
     """Copy the calibration tables already cached on this machine (``calibrate.runs.calibration_table``'s
     pickles, about 0.6 s to compute) into ``folder``, but no drawn chart: the report figures measure
     drawing from scratch, as before the chart cache existed, with the calibration table cached as then."""
-    home = Path(os.environ.get("WORKBOOK_CACHE_DIR") or Path.home() / ".cache" / "workbook")
-    for pkl in home.glob("calibration-*.pkl"):
+    from workbook.paths import cache_dir
+
+    for pkl in cache_dir().glob("calibration-*.pkl"):
         shutil.copy2(pkl, folder)
 
 

@@ -23,6 +23,13 @@ APP_NOTEBOOK = NOTEBOOK_DIR / "app.ipynb"
 MAX_SHOWN_CHARS = 200   # a message shows at most this much of a path (a 100 kB name is not echoed)
 
 
+def cache_dir() -> Path:
+    """The workbook's per-machine cache folder: ``$WORKBOOK_CACHE_DIR``, default ``~/.cache/workbook``
+    (the calibration tables, ``calibrate.runs``; the drawn charts, ``views.charts.base``). Read on each
+    call, so that a test or a benchmark can point it elsewhere."""
+    return Path(os.environ.get("WORKBOOK_CACHE_DIR") or Path.home() / ".cache" / "workbook")
+
+
 def rel(path: str | Path) -> str:
     """``path`` relative to the working directory when it lies below it (for error messages that
     name a file the user can open), else as given; never raises (a symlink loop, a name longer than

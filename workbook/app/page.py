@@ -19,13 +19,13 @@ import signal
 import tempfile
 import threading
 import time
-from collections import OrderedDict
 
 import ipywidgets as W
 
 from .. import catalog, paths
 from ..analysis import shared_analyse as analyse
 from ..errors import InputError
+from ..model.memo import Memo
 from ..scenario import Scenario, load_scenario, scenario_names, with_overrides
 from ..terms import PRICING_MODEL_IDS, pricing_short
 from ..views import text, widgets
@@ -98,7 +98,7 @@ class Page:
         self.analysis = None
         self.stale = set()
         self.memo: dict = {}        # slow results that only some inputs change (scaling curves, SVGs)
-        self.views: OrderedDict = OrderedDict()   # what the page drew for the last KEPT_VIEWS inputs analysed
+        self.views = Memo(KEPT_VIEWS)   # what the page drew for the last KEPT_VIEWS inputs analysed
         self.shown: dict | None = None            # ... for the inputs shown (None: nothing kept)
         self.picker = W.Dropdown(options=[(_scenario_label(n), n) for n in names], value=scenario,
                                  description="Scenario", layout=W.Layout(width="100%", max_width="900px"),
@@ -377,13 +377,7 @@ class Page:
         the uploaded runs' included) and on the uploaded file's name, so a view is drawn again exactly
         when the analysis it shows can differ (a slider moved back to a value, Reset: no redraw)."""
         key = (s.model_dump_json(), paths.data_state([s.measurements] if s.measurements else []), self.runs_name)
-        if key in self.views:
-            self.views.move_to_end(key)
-        else:
-            self.views[key] = {}
-            while len(self.views) > KEPT_VIEWS:
-                self.views.popitem(last=False)
-        return self.views[key]
+        return self.views.get(key, dict)
 
     def _drawn(self, part: str, draw):
         """``draw()``, or what it gave for the inputs shown (``self.shown``)."""

@@ -33,7 +33,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -365,7 +364,7 @@ def calibration_table(runs: pd.DataFrame | None = None) -> pd.DataFrame:
         return _calibration_table(runs)
     key = _table_cache_key()
     if key not in _TABLES:
-        folder = Path(os.environ.get("WORKBOOK_CACHE_DIR") or Path.home() / ".cache" / "workbook")
+        folder = paths.cache_dir()
         path = folder / f"calibration-{key[:32]}.pkl"
         try:
             _TABLES[key] = pd.read_pickle(path)

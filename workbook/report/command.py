@@ -115,8 +115,6 @@ def add_arguments(parser) -> None:
     parser.add_argument("--notebooks", default=str(NOTEBOOK_DIR), help=argparse.SUPPRESS)
 
 
-
-
 def run(args) -> int:
     """``batch.run`` in a report process (``batch_process``); ``WORKBOOK_REPORT_BATCH`` is set while it
     runs (the pool's forkserver starts then) and put back after."""

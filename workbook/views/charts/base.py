@@ -11,6 +11,7 @@ import altair as alt
 import pandas as pd
 
 from ...model.memo import Memo
+from ... import paths
 from ...paths import TEMPLATE_DIR
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
@@ -295,7 +296,7 @@ def svg_cache_folder() -> Path | None:
     the drawing then depends on nothing but the spec, the converter and the options, which key it."""
     if alt.renderers.active != "svg" or os.environ.get("FONTCONFIG_FILE") != str(FONTS_CONF):
         return None
-    return Path(os.environ.get("WORKBOOK_CACHE_DIR") or Path.home() / ".cache" / "workbook") / "svg"
+    return paths.cache_dir() / "svg"
 
 
 def _drawn(spec: dict, key: str) -> dict:
