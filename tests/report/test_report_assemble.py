@@ -123,6 +123,44 @@ def test_external_resources_skips_data_payloads_and_finds_the_same_urls():
     assert found > 500
 
 
+def _random_json(rng, depth: int = 0):
+    kind = rng.randrange(9 if depth < 4 else 6)
+    if kind == 0:
+        return rng.choice(["", "a", 'q"uote', "back\\slash", "new\nline", "·…é", "\u2028", "tab\t", "{[,]}: "])
+    if kind == 1:
+        return rng.choice([0, 1, -7, 2**70, True, False])
+    if kind == 2:
+        return rng.choice([0.0, -0.0, 0.1, 1e-7, 1e22, 2.5e-300, 1 / 3, 123456.789])
+    if kind in (3, 4, 5):
+        return None if kind == 3 else rng.random() * 10 ** rng.randint(-5, 9)
+    n = rng.randint(0, 5)
+    if kind == 6:
+        return [_random_json(rng, depth + 1) for _ in range(n)]
+    if kind == 7:
+        return tuple(_random_json(rng, depth + 1) for _ in range(n))
+    keys = [rng.choice(["k", "a b", "é", 'x"y', "", 1, 2.5, True, None, "k2", "offers"]) for _ in range(n)]
+    return {k: _random_json(rng, depth + 1) for k in keys}
+
+
+def test_dumps_indented_writes_what_json_dumps_writes():
+    """``dumps_indented`` against ``json.dumps(indent=2, allow_nan=False)``: 3,000 random nested values
+    (flat and nested dicts, lists and tuples, empty ones, odd keys, floats, big ints, escapes), indents
+    1-4, and json's own errors for NaN and for an object json cannot encode."""
+    import json
+    import random
+
+    rng = random.Random(30)
+    for i in range(3000):
+        value, indent = _random_json(rng), 1 + i % 4
+        assert assemble.dumps_indented(value, indent) == json.dumps(value, indent=indent, allow_nan=False)
+    for bad, error in (({"a": [1, float("nan")]}, ValueError), ({"a": {"b": object()}}, TypeError)):
+        with pytest.raises(error) as got:
+            assemble.dumps_indented(bad)
+        with pytest.raises(error) as expected:
+            json.dumps(bad, indent=2, allow_nan=False)
+        assert str(got.value) == str(expected.value)
+
+
 def test_headline_reads_a_training_recommendation():
     summary = {"scenario": "s", "title": "T", "report": {"generated_utc": "2026-01-01T00:00:00Z"},
                "recommendation": {"accelerator": "H100-SXM5-80GB", "provider": "AWS", "offering": "p5.48xlarge",

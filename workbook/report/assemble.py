@@ -293,6 +293,48 @@ def build_summary(job: Job, durations: list[dict], estimate_file: Path | None = 
     return summary
 
 
+def dumps_indented(obj, indent: int = 2) -> str:
+    """``json.dumps(obj, indent=indent, allow_nan=False)``, the same text, in about a fifth of the time.
+
+    Why: with ``indent`` Python's json module encodes in pure Python, item by item (0.1-0.2 s for a
+    report's 3 MB ``summary.json``, 400,000 items); without it, in C. A dict or list that holds no
+    dict, list or tuple is written here by the C encoder with ``",\n" + indentation`` as its item
+    separator, which is what the pure-Python encoder writes between such items; only its first and
+    last line breaks are added by hand. Containers that hold containers are walked in Python. Keys,
+    strings (``ensure_ascii``), numbers (``float.__repr__``), ``true``/``false``/``null`` go through
+    the same rules either way. A value json cannot encode (NaN, an object) is encoded by
+    ``json.dumps`` itself, so that its error is the usual one."""
+    encoders: dict[int, object] = {}
+
+    def enc(level: int):
+        if level not in encoders:
+            encoders[level] = json.JSONEncoder(separators=(",\n" + " " * (indent * level), ": "),
+                                               allow_nan=False).encode
+        return encoders[level]
+
+    def walk(o, level: int) -> str:
+        is_dict = isinstance(o, dict)
+        if not (is_dict or isinstance(o, (list, tuple))):
+            return enc(0)(o)
+        if not o:
+            return "{}" if is_dict else "[]"
+        inner, outer = " " * (indent * (level + 1)), " " * (indent * level)
+        values = o.values() if is_dict else o
+        if not any(issubclass(t, (dict, list, tuple)) for t in set(map(type, values))):
+            text = enc(level + 1)(o)
+        elif is_dict:
+            text = "{" + f",\n{inner}".join(f"{enc(0)({k: None})[1:-7]}: {walk(v, level + 1)}"
+                                            for k, v in o.items()) + "}"
+        else:
+            text = "[" + f",\n{inner}".join(walk(v, level + 1) for v in o) + "]"
+        return f"{text[0]}\n{inner}{text[1:-1]}\n{outer}{text[-1]}"
+
+    try:
+        return walk(obj, 0)
+    except (TypeError, ValueError):
+        return json.dumps(obj, indent=indent, allow_nan=False)
+
+
 def _num(x) -> float | None:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
 
@@ -475,5 +517,5 @@ def assemble_report(job: Job, executed: list[tuple[str, Path, float]],
         raise ValueError(f"the report would load {len(ext)} resource(s) from a network, e.g. {ext[0]} "
                          "(charts must be static: import workbook.views.charts, which enables the svg renderer)")
     files["report.html"] = page.encode()
-    files["summary.json"] = (json.dumps(summary, indent=2, allow_nan=False) + "\n").encode()
+    files["summary.json"] = (dumps_indented(summary) + "\n").encode()
     return files, notes
