@@ -226,3 +226,11 @@ def test_the_stylesheet_is_inlined_unescaped():
     for name in ("index_page.html.j2", "report_page.html.j2"):
         src = jinja_env().loader.get_source(jinja_env(), name)[0]
         assert "{{ css | safe }}" in src, name
+
+
+def test_the_page_templates_are_compiled_once_per_process_and_reloaded_when_changed():
+    from workbook.report.assemble import jinja_env
+
+    env = jinja_env()
+    assert jinja_env() is env and env.auto_reload
+    assert env.get_template("report_page.html.j2") is env.get_template("report_page.html.j2")
