@@ -164,6 +164,31 @@ def test_only_a_report_process_goes_without_anywidget(batch_env, absent):
     assert out.split() == [str(absent), str(not absent)]
 
 
+@pytest.mark.parametrize("batch_env,absent", [("1", True), (None, False)])
+def test_a_report_process_goes_without_the_optional_packages_it_never_uses_and_says_nothing(batch_env, absent):
+    """``report.command`` marks charset_normalizer (requests' encoding guess) and soupsieve (BeautifulSoup's
+    CSS selectors) absent in a report process, silencing the warnings requests and bs4 give then;
+    papermill and nbconvert still import and export; elsewhere nothing changes."""
+    import subprocess
+
+    from workbook import paths
+
+    env = {k: v for k, v in os.environ.items() if k != "WORKBOOK_REPORT_BATCH"}
+    env["PYTHONPATH"] = str(paths.ROOT)
+    if batch_env:
+        env["WORKBOOK_REPORT_BATCH"] = batch_env
+    code = ("import sys, workbook.report.command, papermill, nbconvert, requests, bs4\n"
+            "from workbook.report.assemble import notebook_html\n"
+            "import nbformat\n"
+            "nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell('# Hi ![x](a.png)')])\n"
+            "assert 'Hi' in notebook_html(nb)\n"
+            "print(*[sys.modules.get(m, 0) is None for m in ('charset_normalizer', 'soupsieve')])")
+    done = subprocess.run([sys.executable, "-W", "default", "-c", code], env=env, capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.split() == [str(absent)] * 2
+    assert done.stderr == ""
+
+
 def test_an_interrupt_in_a_cell_stops_the_run_instead_of_failing_the_notebook(tmp_path):
     """IPython shows a KeyboardInterrupt as the cell's error; the runner must unwind instead (Ctrl-C,
     or SIGTERM, which the runner turns into KeyboardInterrupt)."""

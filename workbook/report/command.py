@@ -5,7 +5,9 @@ Why: Altair imports anywidget, and ipywidgets with it, for ``alt.JupyterChart``,
 app (about 0.5 s of CPU, ``-X importtime``). A report process runs its notebooks in-process and never
 shows a live widget (``widgets`` cells are removed; a report draws static SVG), so, as ``kernellaunch``
 does in a report kernel, ``sys.modules["anywidget"] = None`` and Altair defines its stand-in
-``JupyterChart``; the pages are the same. ``run`` also sets ``WORKBOOK_REPORT_BATCH=1``, so that the
+``JupyterChart``; the pages are the same. Likewise charset_normalizer and soupsieve, which requests
+(through papermill) and BeautifulSoup (through nbconvert) import for work a report never asks of them
+(``UNUSED_OPTIONAL``: 0.2 s of CPU). ``run`` also sets ``WORKBOOK_REPORT_BATCH=1``, so that the
 pool's forkserver (which imports this module first, ``PRELOAD``) and its workers start the same
 way. Importing this module elsewhere (the tests, ``--help``) changes nothing: it imports only
 ``jobs`` and ``paths``.
@@ -26,6 +28,16 @@ from .jobs import CELL_TIMEOUT_S, ENGINE_ENV, ENGINES
 
 BATCH_ENV = "WORKBOOK_REPORT_BATCH"
 UNUSED = ("anywidget",)
+# Optional packages that libraries of the report path import without needing them there, each with
+# the package that imports it and the warning that package gives when it is absent. papermill imports
+# requests (for notebooks at http:// addresses; a report reads local files), and requests its
+# character-set detector, charset_normalizer (0.1 s of CPU: a compiled module and its tables), used
+# only to guess the encoding of a response that declares none. nbconvert imports BeautifulSoup, and
+# BeautifulSoup soupsieve (0.08 s: about 40 regular expressions compiled) for CSS selectors, which
+# neither nbconvert's image embedding nor the report uses. Marked absent in a report process only.
+UNUSED_OPTIONAL = {"charset_normalizer": ("requests", "Unable to find acceptable character detection dependency"),
+                   "chardet": ("requests", "Unable to find acceptable character detection dependency"),
+                   "soupsieve": ("bs4", "The soupsieve package is not installed")}
 
 
 # imported once by the forkserver, so that every worker starts with them: this module first (no
@@ -72,11 +84,24 @@ def start_pool_early(args) -> bool:
     return False
 
 
-def batch_process() -> None:
-    """Mark the packages a report process never uses absent (before Altair is imported)."""
+def batch_process() -> list[str]:
+    """Mark the packages a report process never uses absent (``UNUSED`` before Altair is imported,
+    ``UNUSED_OPTIONAL`` before the package that would import them), and silence the warning their
+    importer gives then; the names marked here."""
+    import warnings
+
+    marked = []
     if "altair" not in sys.modules:
         for name in UNUSED:
-            sys.modules.setdefault(name, None)
+            if name not in sys.modules:
+                sys.modules[name] = None
+                marked.append(name)
+    for name, (importer, warning) in UNUSED_OPTIONAL.items():
+        if importer not in sys.modules and name not in sys.modules:
+            sys.modules[name] = None
+            marked.append(name)
+            warnings.filterwarnings("ignore", message=warning)
+    return marked
 
 
 if os.environ.get(BATCH_ENV) == "1":   # the pool's forkserver, started by a report run
@@ -120,7 +145,7 @@ def run(args) -> int:
     runs (the pool's forkserver starts then) and put back after."""
     before = os.environ.get(BATCH_ENV)
     os.environ[BATCH_ENV] = "1"
-    batch_process()
+    marked = batch_process()
     start_pool_early(args)
     try:
         return importlib.import_module("workbook.report.batch").run(args)
@@ -129,3 +154,6 @@ def run(args) -> int:
             os.environ.pop(BATCH_ENV, None)
         else:
             os.environ[BATCH_ENV] = before
+        for name in marked:   # a process that goes on (a test) may import them afterwards
+            if name in UNUSED_OPTIONAL and sys.modules.get(name, 0) is None:
+                del sys.modules[name]
