@@ -95,3 +95,16 @@ def test_the_launcher_lets_the_manager_time_the_refill():
     c = launcher.voila_config()
     assert c.VoilaKernelManager.fill_delay == 0
     assert c.VoilaConfiguration.multi_kernel_manager_class == "workbook.app.server.CullingKernelManager"
+
+
+def test_a_waiting_refill_gives_up_when_the_server_stops(events):
+    async def run():
+        km = manager()
+        task = asyncio.ensure_future(km.start_kernel(env=dict(REFILL_ENV)))
+        await settle()
+        await km.shutdown_all()
+        with pytest.raises(RuntimeError, match="shutting down"):
+            await task
+
+    asyncio.run(run())
+    assert events == []

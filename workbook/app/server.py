@@ -172,6 +172,7 @@ class CullingKernelManager(AsyncMappingKernelManager):
 
     def __init__(self, **kwargs):
         self._page_news = None    # the future a waiting refill awaits: True a page connected, False a new visitor
+        self._closing = False     # shutdown_all has begun
         super().__init__(**kwargs)
 
     def notify_connect(self, kernel_id):
@@ -191,7 +192,15 @@ class CullingKernelManager(AsyncMappingKernelManager):
         env = kwargs.get("env") or {}
         if env.get("VOILA_PREHEAT") == "True" and env.get("VOILA_REQUEST_URL"):
             await self.wait_for_page()
+            if self._closing:
+                raise RuntimeError("the server is shutting down: the pool is not refilled")
         return await super().start_kernel(*args, **kwargs)
+
+    async def shutdown_all(self, *args, **kwargs):
+        """A refill still waiting for a page gives up (Voila's shutdown awaits the pool's tasks)."""
+        self._closing = True
+        self._tell_refill(False)
+        return await ensure_async(super().shutdown_all(*args, **kwargs))
 
     async def wait_for_page(self) -> float:
         """Wait for the next page connection plus ``refill_grace_s``, for the next page request, or
