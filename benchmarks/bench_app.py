@@ -3,6 +3,8 @@
 Prints two figures against the issue's targets:
 * first render: from ``page.goto`` until the recommendation card is on screen, with the kernel
   pre-started (how ``make app`` runs: ``preheat_kernel=True``), and once without pre-start (cold);
+  each visit comes after ``--settle`` seconds and once the server's kernels are idle (the pool's
+  kernel has run the notebook: the visitor who comes later, whom pre-starting serves);
 * update: from a control change (utilization slider, one arrow key) until the app has redrawn the
   recommendation, the ranking and the chart (its update counter ``.wb-status[data-version]`` moved).
   The keys alternate left and right, so after the first change the slider goes back to values the
@@ -109,6 +111,24 @@ def kernel_rss_mb(server_pid: int) -> list[float]:
     return out
 
 
+def wait_for_kernels_idle(server_pid: int, at_least_s: float, quiet_s: float = 1.5,
+                          timeout_s: float = 180.0) -> float:
+    """Wait ``at_least_s``, then until the kernels under the server have used no CPU for ``quiet_s``
+    (the pool's kernel has finished running the notebook; on a loaded machine that takes longer than
+    any fixed wait); the seconds waited."""
+    t0 = time.monotonic()
+    time.sleep(at_least_s)
+    last, still = kernels_cpu_s(server_pid), time.monotonic()
+    while time.monotonic() - t0 < timeout_s:
+        time.sleep(0.25)
+        now = kernels_cpu_s(server_pid)
+        if now != last:
+            last, still = now, time.monotonic()
+        elif time.monotonic() - still >= quiet_s:
+            break
+    return time.monotonic() - t0
+
+
 def first_render_s(browser, url: str) -> float:
     page, guard = bh.open_page(browser, url)
     t0 = time.perf_counter()
@@ -139,7 +159,10 @@ def update_times_s(browser, url: str, changes: int, fresh: int = 0, server_pid: 
         print(f"  the page for the updates did not load: {e.__class__.__name__}: {str(e).splitlines()[0]}")
         page.context.close()
         return [], [], []
-    time.sleep(settle_s)
+    if server_pid:
+        wait_for_kernels_idle(server_pid, settle_s)
+    else:
+        time.sleep(settle_s)
     handle = page.locator(".wb-utilization .noUi-handle")
     out, cpu = [], []
     keys = ["ArrowLeft" if i % 2 == 0 else "ArrowRight" for i in range(changes)] + ["ArrowRight"] * fresh
@@ -170,7 +193,8 @@ def main(argv=None) -> int:
     ap.add_argument("--fresh", type=int, default=3,
                     help="then changes to the right, each to a value the kernel has not analysed")
     ap.add_argument("--settle", type=float, default=8.0,
-                    help="seconds to let the next pre-started kernel run the notebook between visits")
+                    help="seconds to let the next pre-started kernel run the notebook between visits "
+                         "(at least; then until the kernels are idle)")
     args = ap.parse_args(argv)
     if not bh.CHROMIUM.exists():
         print(f"bench_app: {bh.CHROMIUM} not found (apt-get install -y chromium); nothing measured")
@@ -189,9 +213,12 @@ def main(argv=None) -> int:
         warm, updates, fresh, cpu, rss = [], [], [], [], []
         try:
             wait_for_log(log, "is filled with 1 kernel")
+            waits = []
             for i in range(args.visits):
-                time.sleep(args.settle)   # the pool's kernel has run the notebook, as for a visitor who comes later
+                # the pool's kernel has run the notebook, as for a visitor who comes later
+                waits.append(wait_for_kernels_idle(proc.pid, args.settle))
                 warm.append(first_render_s(browser, url))
+            print(f"  waited {', '.join(f'{w:.1f}' for w in waits)} s before the visits (pool kernel idle)")
             updates, fresh, cpu = update_times_s(browser, url, args.changes, args.fresh, proc.pid, args.settle)
             rss = kernel_rss_mb(proc.pid)
         except TimeoutError as e:  # the pre-started kernel never came: every figure of this part is a miss

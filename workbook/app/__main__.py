@@ -11,7 +11,9 @@ What it does, and why each option is set (see ``docs/app.md`` for exposing it on
 * ``show_tracebacks=False``: a failing cell never sends a traceback to the browser (the app's own
   widgets catch expected errors and show them as sentences);
 * ``preheat_kernel=True``: one kernel has already run the notebook when the first visitor arrives
-  (the stack notes measured first render ~5 s cold, ~1.7 s preheated);
+  (the stack notes measured first render ~5 s cold, ~1.7 s preheated); the pool's next kernel
+  starts once that visitor's page has connected to its kernel, not while the page loads
+  (``fill_delay=0`` and ``server.CullingKernelManager.start_kernel``);
 * the ``workbook`` Voila template (``workbook/app_share/voila/templates/workbook``) is Voila's lab
   template without its two CDN stylesheets, so the page asks for nothing outside the machine;
   ``allow_template_override``/``allow_theme_override`` = ``NO``: ``?template=`` and ``?theme=`` in
@@ -92,6 +94,9 @@ def voila_config(cull_idle_min: float = 0, cull_unused_s: float = 120, max_kerne
     c.MappingKernelManager.cull_connected = False
     c.MappingKernelManager.cull_busy = True     # a closed page's kernel is culled even while it computes
     c.CullingKernelManager.connected_idle_timeout = float(cull_idle_min * 60)
+    # the pool's next kernel is asked for at once and starts once the visitor's page has drawn
+    # (CullingKernelManager.start_kernel), not a fixed second later, in the middle of that drawing
+    c.VoilaKernelManager.fill_delay = 0.0
     c.WorkbookVoila.max_kernels = max_kernels
     c.WorkbookVoila.allowed_hosts = list(allowed_hosts or [])
     return c

@@ -23,9 +23,11 @@ Why each guard (the probes of issue 13):
 """
 from __future__ import annotations
 
+import asyncio
 import html
 import ipaddress
 import re
+import time
 from datetime import timedelta
 
 import tornado.web
@@ -101,9 +103,13 @@ class Guard:
 
 
 class CappedPage:
-    """Mixin on the page route: 503 with a sentence once ``workbook_max_kernels`` kernels serve pages."""
+    """Mixin on the page route: 503 with a sentence once ``workbook_max_kernels`` kernels serve pages;
+    each request first tells the kernel manager that a visitor asks for a page (a refill of the pool
+    that waits for the previous visitor's page starts now: ``CullingKernelManager``)."""
 
     async def prepare(self, *args, **kwargs):
+        if self.request.method == "GET" and hasattr(self.kernel_manager, "page_requested"):
+            self.kernel_manager.page_requested()
         cap = self.settings.get("workbook_max_kernels", 0)
         if cap and self.request.method == "GET" and visitor_kernels(self.kernel_manager) >= cap:
             self.set_status(503)
@@ -146,9 +152,69 @@ def guarded(cls: type) -> type:
 
 class CullingKernelManager(AsyncMappingKernelManager):
     """Jupyter's culler (``cull_idle_timeout``: kernels no page is connected to) plus a second timeout
-    for kernels whose page is still open but idle (``connected_idle_timeout``, 0 = never)."""
+    for kernels whose page is still open but idle (``connected_idle_timeout``, 0 = never).
+
+    It also starts the pool's next kernel after the visitor's page has drawn, not while it loads. When
+    a visitor takes the pre-started kernel, Voila starts the next one at once (``fill_delay``) and runs
+    the notebook in it: a second of process start-up, then the imports and the first analysis, a core
+    busy for several seconds. On two cores that ran beside the browser's first render (Voila's
+    JavaScript, the widgets) and the server. Here a refill (a pool kernel started with the visitor's
+    ``VOILA_REQUEST_URL``; the first fill at server start has none) waits until a page connects its
+    kernel socket (the visitor's page has loaded its JavaScript and is fetching the widgets), then
+    ``refill_grace_s`` more; it starts at once when another visitor asks for a page meanwhile (that
+    visitor waits for it), and after ``refill_max_wait_s`` at most (a request that opens no page)."""
 
     connected_idle_timeout = Float(0, config=True, help="seconds an open page may stay idle (0: forever)")
+    refill_grace_s = Float(1.5, config=True,
+                           help="seconds between a page connecting to its kernel and the pool's next kernel starting")
+    refill_max_wait_s = Float(10.0, config=True,
+                              help="longest wait of the pool's next kernel for the visitor's page to connect")
+
+    def __init__(self, **kwargs):
+        self._page_news = None    # the future a waiting refill awaits: True a page connected, False a new visitor
+        self._closing = False     # shutdown_all has begun
+        super().__init__(**kwargs)
+
+    def notify_connect(self, kernel_id):
+        super().notify_connect(kernel_id)
+        self._tell_refill(True)
+
+    def page_requested(self) -> None:
+        """Another visitor asks for a page (``CappedPage``): a waiting refill starts now, as that
+        visitor waits for it."""
+        self._tell_refill(False)
+
+    def _tell_refill(self, connected: bool) -> None:
+        if self._page_news is not None and not self._page_news.done():
+            self._page_news.set_result(connected)
+
+    async def start_kernel(self, *args, **kwargs):
+        env = kwargs.get("env") or {}
+        if env.get("VOILA_PREHEAT") == "True" and env.get("VOILA_REQUEST_URL"):
+            await self.wait_for_page()
+            if self._closing:
+                raise RuntimeError("the server is shutting down: the pool is not refilled")
+        return await super().start_kernel(*args, **kwargs)
+
+    async def shutdown_all(self, *args, **kwargs):
+        """A refill still waiting for a page gives up (Voila's shutdown awaits the pool's tasks)."""
+        self._closing = True
+        self._tell_refill(False)
+        return await ensure_async(super().shutdown_all(*args, **kwargs))
+
+    async def wait_for_page(self) -> float:
+        """Wait for the next page connection plus ``refill_grace_s``, for the next page request, or
+        ``refill_max_wait_s`` in all; the seconds waited."""
+        t0 = time.monotonic()
+        if self._page_news is None or self._page_news.done():     # refills waiting at once share one
+            self._page_news = asyncio.get_running_loop().create_future()
+        try:
+            connected = await asyncio.wait_for(asyncio.shield(self._page_news), self.refill_max_wait_s)
+        except asyncio.TimeoutError:
+            connected = False
+        if connected:
+            await asyncio.sleep(self.refill_grace_s)
+        return time.monotonic() - t0
 
     async def cull_kernel_if_idle(self, kernel_id):
         kernel = self._kernels.get(kernel_id)
