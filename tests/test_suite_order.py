@@ -1,8 +1,13 @@
 """`make test`'s order of files (tests/conftest.py): the longest files first, then the rest in collection
 order, the tests of each file in their own order."""
+import importlib.util
+from pathlib import Path
 from types import SimpleNamespace
 
-import conftest
+# tests/conftest.py by its path (the name ``conftest`` may be another folder's conftest in a whole run)
+_spec = importlib.util.spec_from_file_location("tests_conftest", Path(__file__).with_name("conftest.py"))
+conftest = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(conftest)
 
 
 def test_every_file_run_first_exists_once(root):
