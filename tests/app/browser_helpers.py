@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -129,7 +130,25 @@ def stop_process(proc: subprocess.Popen, timeout_s: float = 15.0) -> None:
 
 
 def launch_chromium(playwright):
-    return playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+    return launch_chromium_type(playwright.chromium)
+
+
+@contextmanager
+def own_browser(browser):
+    """A second chromium process, launched like ``browser`` (through its Playwright), closed on the way
+    out: for a test whose page may take its browser down (JupyterLab's page once crashed chromium in
+    `make test`, and every later test of the module sharing that browser errored with 'Target page,
+    context or browser has been closed'); the shared browser is then untouched."""
+    b = launch_chromium_type(browser.browser_type)
+    try:
+        yield b
+    finally:
+        if b.is_connected():
+            b.close()
+
+
+def launch_chromium_type(browser_type):
+    return browser_type.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
 
 
 @dataclass

@@ -479,13 +479,14 @@ def test_jupyterlab_starts_and_opens_a_notebook(browser, tmp_path, root):
         cmd.append("--allow-root")    # JupyterLab refuses to start as root without it
     proc = bh.start_process(cmd, port, tmp_path / "lab.log", env=env)
     try:
-        page, guard = bh.open_page(browser, "")
-        page.goto(f"http://127.0.0.1:{port}/lab/tree/app.ipynb")
-        page.locator(".jp-RenderedMarkdown h1", has_text="Which accelerator").wait_for(timeout=60000)
-        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60000)
-        page.screenshot(path=str(tmp_path / "jupyterlab.png"))
-        assert_offline_and_clean(guard)
-        page.context.close()
+        with bh.own_browser(browser) as lab_browser:   # its own chromium: a crash here spares the module's browser
+            page, guard = bh.open_page(lab_browser, "")
+            page.goto(f"http://127.0.0.1:{port}/lab/tree/app.ipynb")
+            page.locator(".jp-RenderedMarkdown h1", has_text="Which accelerator").wait_for(timeout=60000)
+            page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=60000)
+            page.screenshot(path=str(tmp_path / "jupyterlab.png"))
+            assert_offline_and_clean(guard)
+            page.context.close()
     finally:
         bh.stop_process(proc)
 

@@ -35,6 +35,13 @@ def summary(table):
     return calruns.error_summary(table)
 
 
+@pytest.fixture(scope="module")
+def training_fit():
+    """``fit_training`` of the shipped runs, fitted once for the tests that read it (a training fit is
+    about a fifth of the whole refit's CPU)."""
+    return calfit.fit_training(calruns.reference_runs())
+
+
 def test_every_used_run_value_is_its_published_figure_converted():
     runs = calruns.reference_runs()
     for _, r in runs.iterrows():
@@ -109,13 +116,13 @@ def test_held_out_runs_are_predicted_within_bounds(summary, kind, bound):
 
 
 @pytest.mark.slow  # two training fits
-def test_holdout_runs_are_not_used_by_the_fit():
+def test_holdout_runs_are_not_used_by_the_fit(training_fit):
     """Changing a held-out run's published value must not change any fitted parameter."""
     runs = calruns.reference_runs()
     i = runs.index[runs["split"] == "holdout"][0]
     changed = runs.copy()
     changed.loc[i, "value"] = changed.loc[i, "value"] * 3
-    a, _ = calfit.fit_training(runs)
+    a, _ = training_fit
     b, _ = calfit.fit_training(changed)
     assert a == b
 
@@ -217,11 +224,11 @@ def test_fitted_matmul_ceilings_stay_below_the_measured_matmul_limit():
     assert ceilings["nvidia-hopper"] * frac["nvidia-hopper"] <= 795 / 989
 
 
-def test_a_network_loss_is_fitted_only_where_a_scaling_series_demands_it():
+def test_a_network_loss_is_fitted_only_where_a_scaling_series_demands_it(training_fit):
     """The communication model prices the network; a per-doubling loss is left only for families
     whose fit runs hold one model and code at three or more chip counts beyond one fast domain."""
     runs = calruns.reference_runs()
-    params, _ = calfit.fit_training(runs)
+    params, _ = training_fit
     with_loss = {s for (p, s) in params if p == "network_loss_per_doubling"}
     tr = runs[(runs["kind"] == "training") & (runs["split"] == "fit")]
     feats = calfit._training_features(tr[tr["family"].isin(with_loss | {"nvidia-ampere", "tpu-v5p"})], params)
