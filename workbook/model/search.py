@@ -389,9 +389,10 @@ def _take(d: dict, idx, n: int) -> dict:
 
 
 def _candidates(p: Profile, acc, chips: int, w: Workload, grid: dict, efficiency, *, topology, overlap, memory_headroom,
-                sync_loss, parallelism) -> dict | None:
-    """``training._price``'s columns for the layouts of ``grid`` that can be the fastest feasible one, in
-    grid order (None when none fits in memory): the same figures as pricing the whole grid, for fewer rows.
+                sync_loss, parallelism) -> list | None:
+    """``training._price``'s columns for the layouts of ``grid`` that can be the fastest feasible one, as
+    parts (rows, columns), the rows in grid order within a part (positions among the layouts that fit; None
+    when none fits in memory): the same figures as pricing the whole grid, for fewer rows.
 
     Every column is computed row by row (``training._finish``), so pricing a subset gives each row's
     figures exactly. The memory per chip is computed for every layout first and those that do not fit
@@ -417,7 +418,7 @@ def _candidates(p: Profile, acc, chips: int, w: Workload, grid: dict, efficiency
     c = _compute_parts(p, w, g, st, x["eff"], acc, x["peak"], grid)
     prunable = x["sync_factor"] >= 0.0 and (not p.is_moe or moe.host_s_per_layer(x["eff"], acc) >= 0.0)
     if n <= FIRST_ROWS or not prunable:
-        return _finish(p, acc, chips, w, grid, g, st, c, x, memory)
+        return [(np.arange(n), _finish(p, acc, chips, w, grid, g, st, c, x, memory))]
 
     def price(rows):
         return _finish(p, acc, chips, w, _take(grid, rows, n), _take(g, rows, n), _take(st, rows, n), _take(c, rows, n),
@@ -433,12 +434,7 @@ def _candidates(p: Profile, acc, chips: int, w: Workload, grid: dict, efficiency
     step = r["step_time_s"][np.isfinite(r["step_time_s"])]
     if len(step):
         later = later[bound[later] <= step.min() * (1.0 + PRUNE_MARGIN)]
-    if not len(later):
-        return r
-    rows = np.concatenate([first, later])
-    back = np.argsort(rows, kind="stable")
-    r2 = price(later)
-    return {k: np.concatenate([np.broadcast_to(r[k], len(first)), np.broadcast_to(r2[k], len(later))])[back] for k in r}
+    return [(first, r)] + ([(later, price(later))] if len(later) else [])
 
 
 _GRIDS = Memo(1024)
@@ -469,20 +465,32 @@ def best_config(profile: Profile, acc: pd.Series, chips: int, workload: Workload
         return None
     r = _candidates(profile, acc, chips, workload, grid, efficiency, topology=topology, overlap=overlap,
                     memory_headroom=memory_headroom, sync_loss=sync_loss, parallelism=parallelism)
-    return None if r is None else _pick(r, np.arange(len(r["step_time_s"])), chips, acc)
+    return None if r is None else _pick(r, [chips], acc)[0]
 
 
-def _pick(r: dict, rows, chips: int, acc) -> dict | None:
-    """``best_config``'s answer from priced columns ``r`` restricted to ``rows`` (in grid order): the fastest
-    that fits, ties to less memory, then smaller tp and pp, then the first in grid order."""
-    ok = rows[np.asarray(r["fits"])[rows] & np.isfinite(r["step_time_s"][rows])]
-    if len(ok) == 0:
-        return None
-    i = ok[np.lexsort((r["pp"][ok], r["tp"][ok], r["memory_per_chip_bytes"][ok], r["step_time_s"][ok]))[0]]
-    out = {k: _py(r[k][i]) for k in RESULT_COLUMNS}
-    out["recompute"] = str(out["recompute"])
-    out["fits"] = bool(out["fits"])
-    out.update(chips=int(chips), accelerator=_acc_name(acc))
+def _pick(parts: list, counts, acc, group=None) -> list:
+    """``best_config``'s answer per chip count of ``counts`` from priced parts [(rows, columns)] (``group``: each
+    row's count, by its index in ``counts``; None: one count): the fastest that fits, ties to less memory, then
+    smaller tp and pp, then the first in grid order; None where none fits."""
+    rows = np.concatenate([pos for pos, _ in parts])
+    col = {k: np.concatenate([np.broadcast_to(r[k], len(pos)) for pos, r in parts])
+           for k in ("fits", "step_time_s", "memory_per_chip_bytes", "tp", "pp")}
+    ok = np.flatnonzero(col["fits"] & np.isfinite(col["step_time_s"]))
+    out = []
+    for k, chips in enumerate(counts):
+        sel = ok if group is None else ok[group[rows[ok]] == k]
+        if not len(sel):
+            out.append(None)
+            continue
+        keys = (rows[sel], col["pp"][sel], col["tp"][sel], col["memory_per_chip_bytes"][sel], col["step_time_s"][sel])
+        i = int(sel[np.lexsort(keys)[0]])  # the last key first; the grid position breaks the last ties
+        for pos, r in parts:  # the part that holds it
+            if i < len(pos):
+                break
+            i -= len(pos)
+        cfg = {c: _py(np.broadcast_to(r[c], len(pos))[i]) for c in RESULT_COLUMNS}
+        out.append(cfg | {"recompute": str(cfg["recompute"]), "fits": bool(cfg["fits"]), "chips": int(chips),
+                          "accelerator": _acc_name(acc)})
     return out
 
 
@@ -560,15 +568,11 @@ def _batch(p: Profile, acc, w: Workload, parts: list) -> list:
     for k, rest in later:
         step = r["step_time_s"][(group[rows] == k) & np.isfinite(r["step_time_s"])]
         more.append(rest[bound[rest] <= step.min() * (1.0 + PRUNE_MARGIN)] if len(step) else rest)
+    priced = [(rows, r)]
     if more and sum(map(len, more)):
         extra = np.concatenate(more)
-        r2 = price(extra)
-        r = {key: np.concatenate([np.broadcast_to(r[key], len(rows)), np.broadcast_to(r2[key], len(extra))]) for key in r}
-        rows = np.concatenate([rows, extra])
-    back = np.argsort(rows, kind="stable")  # grid order, each count's rows together
-    r, rows = {key: np.broadcast_to(v, len(rows))[back] for key, v in r.items()}, rows[back]
-    grp = group[rows]
-    return [(j, _pick(r, np.flatnonzero(grp == k), chips_n, acc)) for k, (j, chips_n, _, _) in enumerate(parts)]
+        priced.append((extra, price(extra)))
+    return list(zip([pt[0] for pt in parts], _pick(priced, [pt[1] for pt in parts], acc, group)))
 
 
 def compute_share(profile: Profile, acc: pd.Series, chips: int, workload: Workload,
