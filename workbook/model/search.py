@@ -544,16 +544,17 @@ def _batch(p: Profile, acc, w: Workload, parts: list) -> list:
     sync = np.array([pt[3]["sync_factor"] for pt in parts], dtype=float)[group]
     c = _compute_parts(p, w, g, st, x["eff"], acc, x["peak"], grid)
     host_ok = not p.is_moe or moe.host_s_per_layer(x["eff"], acc) >= 0.0
-    t = c["t_fwd"] + c["t_bwd"] + c["t_rc"]
-    optimizer_s, dequant_s = _memory_bound_s(p, w, g, st, acc)
-    bound = g["m"] * t + (g["pp"] - 1.0) / g["v"] * t + optimizer_s + dequant_s
-    bound = bound + sync * bound
-    first, later = [], []
+    first, later, bound = [], [], None
     for k, pt in enumerate(parts):
         rows = np.flatnonzero(group == k)
         if len(rows) <= FIRST_ROWS or not (pt[3]["sync_factor"] >= 0.0 and host_ok):
             first.append(rows)
         else:
+            if bound is None:  # _candidates' bound, for every row
+                t = c["t_fwd"] + c["t_bwd"] + c["t_rc"]
+                optimizer_s, dequant_s = _memory_bound_s(p, w, g, st, acc)
+                bound = g["m"] * t + (g["pp"] - 1.0) / g["v"] * t + optimizer_s + dequant_s
+                bound = bound + sync * bound
             order = rows[np.argsort(bound[rows], kind="stable")]
             first.append(np.sort(order[:FIRST_ROWS]))
             later.append((k, order[FIRST_ROWS:]))
