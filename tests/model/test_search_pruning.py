@@ -85,4 +85,5 @@ def test_candidates_price_fewer_rows_than_the_grid_on_a_large_search():
     r = search._candidates(p, a, 1024, w, grid, Efficiency.from_csv(), topology=None, overlap=search.DEFAULT_OVERLAP,
                            memory_headroom=None, sync_loss=None, parallelism=None)
     assert len(grid["tp"]) > 2 * search.FIRST_ROWS
-    assert search.FIRST_ROWS <= len(r["tp"]) < len(grid["tp"]) / 2
+    priced = sum(len(cols["tp"]) for _, cols in r)  # the priced parts (rows, columns)
+    assert search.FIRST_ROWS <= priced < len(grid["tp"]) / 2

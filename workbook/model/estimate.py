@@ -25,7 +25,8 @@ from ..scenario import Parallelism, Scenario, Workload
 from . import generic, moe, search, serving
 from .efficiency import (FP4_REFUSAL, Efficiency, band, band_scope, candidate_precision, compute_efficiency, default,
                          matmul_precision, network_loss, peak, scope_of)
-from .memo import Memo, hashable
+from .memo import Memo, Record, hashable
+from .memo import record_key as _acc_key
 from .profile import (Profile, activation_bytes, fine_tune_flops_per_token, optimizer_bytes_per_trainable_param, trainable_params,
                       training_state_bytes_per_param, training_weight_bytes_per_param, workload_profile)
 
@@ -195,17 +196,6 @@ def _first_feasible(p: Profile, acc: dict, s: Scenario, counts: np.ndarray, eff:
 
 
 
-def _acc_key(acc) -> tuple:
-    """A hashable key of an accelerator record (NaN as None, so equal records give equal keys)."""
-    return tuple((k, None if isinstance(v, float) and v != v else v) for k, v in dict(acc).items())
-
-
-class Record(dict):
-    """An accelerator record as the layout search reads it (``rec[k]``, ``rec.get(k)``, ``rec.name``
-    None as on a Series built from a dict): a dict, a tenth of the cost of building a pandas Series."""
-    name = None
-
-
 def training_config(p: Profile, acc, chips: int, w: Workload, parallelism: Parallelism | None = None,
                     headroom: float = 0.1, eff: Efficiency | None = None, **limits) -> dict | None:
     """The fastest parallel layout of ``chips`` chips (``search.best_config`` over
@@ -217,8 +207,7 @@ def training_config(p: Profile, acc, chips: int, w: Workload, parallelism: Paral
     eff = default(eff)
     if w.global_batch_tokens is None:
         w = w.model_copy(update={"global_batch_tokens": float(w.seq_len) * int(chips)})
-    key = (p, _acc_key(acc), int(chips), hashable(w), hashable(parallelism), float(headroom),
-           tuple(sorted(limits.items())), eff)
+    key = _config_key(p, acc, chips, w, parallelism, headroom, eff, limits)
 
     def compute():
         a = Record(acc)
@@ -233,6 +222,32 @@ def training_config(p: Profile, acc, chips: int, w: Workload, parallelism: Paral
     if isinstance(cfg, InputError):
         raise cfg
     return None if cfg is None else dict(cfg)
+
+
+def _config_key(p: Profile, acc, chips: int, w: Workload, par, headroom: float, eff: Efficiency, limits: dict, hw=None) -> tuple:
+    return (p, _acc_key(acc), int(chips), hashable(w) if hw is None else hw, hashable(par), float(headroom),
+            tuple(sorted(limits.items())), eff)
+
+
+def prefetch_training_configs(p: Profile, acc, counts, w: Workload, par: Parallelism | None, headroom: float, eff: Efficiency) -> None:
+    """``training_config``'s answers (an ``InputError`` too) for counts of one plan, cached by one search over layouts
+    x counts (``search.best_configs``); with a global batch that grows with the count, or on a failure, nothing."""
+    if w.global_batch_tokens is None:
+        return
+    hw = hashable(w)
+    todo = {int(n): _config_key(p, acc, n, w, par, headroom, eff, {}, hw) for n in counts}
+    todo = {n: k for n, k in todo.items() if k not in _CONFIGS}
+    if len(todo) < 2:
+        return
+    a = Record(acc)
+    try:  # training_config computes (and raises) them one by one
+        found = search.best_configs(p, a, list(todo), w, par, eff, memory_headroom=headroom, sync_loss=network_loss(eff, a),
+                                    **search.practical_limits(a, seq_len=w.seq_len, experts=p.experts, framework=w.training_framework))
+    except Exception:  # noqa: BLE001
+        return
+    for key, cfg in zip(todo.values(), found):
+        if cfg is None or isinstance(cfg, (dict, InputError)):
+            _CONFIGS.put(key, cfg)
 
 
 def _pinned_unit(acc: dict, par: Parallelism | None) -> tuple[int, int | None]:
@@ -351,6 +366,8 @@ class _Planner:
             mid = self._regula_falsi(lo, d_lo, hi)
             if mid <= lo:
                 break
+            if mid - self.unit > lo:  # searched next if mid meets the deadline: both in one grid
+                prefetch_training_configs(self.p, self.acc, (mid, mid - self.unit), self.w, self.par, self.headroom, self.eff)
             c = self.cfg_at(mid)
             if c is not None and self.days(mid, c) <= self.dl:
                 hi = (mid, c)

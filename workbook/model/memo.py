@@ -1,4 +1,5 @@
-"""Caches keyed on values: a hashable view of pydantic models, dicts and lists (``hashable``) and a
+"""Caches keyed on values: a hashable view of pydantic models, dicts and lists (``hashable``), of an accelerator
+record (``record_key``, with ``Record``, the record as the layout search reads it) and a
 bounded least-recently-used cache that counts its misses (``Memo``), for the per-process caches of
 ``model.estimate`` (layout searches, training plans, serving estimates), ``analysis`` (comparisons,
 shared analyses) and ``views.charts.base`` (drawn charts)."""
@@ -23,6 +24,17 @@ def hashable(x):
     return x
 
 
+def record_key(acc) -> tuple:
+    """A hashable key of an accelerator record (NaN as None, so equal records give equal keys)."""
+    return tuple((k, None if isinstance(v, float) and v != v else v) for k, v in dict(acc).items())
+
+
+class Record(dict):
+    """An accelerator record as the layout search reads it (``rec[k]``, ``rec.get(k)``, ``rec.name``
+    None as on a Series built from a dict): a dict, a tenth of the cost of building a pandas Series."""
+    name = None
+
+
 class Memo:
     """A bounded least-recently-used cache keyed on ``hashable`` views of the arguments."""
 
@@ -34,6 +46,17 @@ class Memo:
 
     def clear(self) -> None:
         self.data.clear()
+
+    def __contains__(self, key) -> bool:
+        return key in self.data
+
+    def put(self, key, value) -> None:
+        """Store a value computed elsewhere (counted as a miss, as ``get`` counts what it computes)."""
+        self.misses += 1
+        self.data[key] = value
+        self.data.move_to_end(key)
+        if len(self.data) > self.size:
+            self.data.popitem(last=False)
 
     def get(self, key, compute):
         if key in self.data:

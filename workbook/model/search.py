@@ -9,6 +9,8 @@ calibration use, so that the calibrated efficiency and the estimates see the sam
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
@@ -127,26 +129,24 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
                              f"(tp·pp·dp·cp must equal the chip count, dp ≤ {B} sequences per batch"
                              + (f", ep must divide dp and the {p.experts} experts" if p.is_moe else "") + ")")
         return empty
+    # The product base x micro-batch x interleaving x (recompute, ZeRO), filtered, as indices into the base rows
+    # (gathered once at the end): the same rows in the same order as expanding the arrays step by step.
     base = np.array(rows, dtype=np.int64)
+    dp_base = base[:, 3]
     mb_grid = MICRO_BATCHES if micro_batches is None else tuple(micro_batches)
     mbs = np.array([par.micro_batch] if par.micro_batch is not None else mb_grid, dtype=np.int64)
-    # base x micro-batch
-    g = np.repeat(base, len(mbs), axis=0)
-    mb = np.tile(mbs, len(base))
+    bi, mb = np.repeat(np.arange(len(base)), len(mbs)), np.tile(mbs, len(base))
     if par.micro_batch is None:  # no micro-batch larger than a data-parallel rank's share of the batch
-        keep = mb <= np.ceil(B / g[:, 3])
-        g, mb = g[keep], mb[keep]
-    m = np.ceil(B / (g[:, 3] * mb)).astype(np.int64)
+        keep = mb <= np.ceil(B / dp_base[bi])
+        bi, mb = bi[keep], mb[keep]
+    m = np.ceil(B / (dp_base[bi] * mb)).astype(np.int64)
     # x interleaving
     vs = np.array([vpp] if vpp is not None else (INTERLEAVE if interleave is None else tuple(interleave)), dtype=np.int64)
-    g = np.repeat(g, len(vs), axis=0)
-    mb = np.repeat(mb, len(vs))
-    m = np.repeat(m, len(vs))
-    v = np.tile(vs, len(g) // len(vs))
-    pp = g[:, 2]
+    bi, mb, m, v = np.repeat(bi, len(vs)), np.repeat(mb, len(vs)), np.repeat(m, len(vs)), np.tile(vs, len(bi))
+    pp = base[bi, 2]
     layers_per_chunk = np.ceil(p.layers / (pp * v))
-    keep = (v == 1) | ((pp > 1) & (m % pp == 0) & (layers_per_chunk >= 1) & (pp * v <= p.layers))
-    g, mb, m, v = g[keep], mb[keep], m[keep], v[keep]
+    keep = np.flatnonzero((v == 1) | ((pp > 1) & (m % pp == 0) & (layers_per_chunk >= 1) & (pp * v <= p.layers)))
+    bi, mb, m, v = bi[keep], mb[keep], m[keep], v[keep]
     # x recompute x ZeRO
     rc_opts = _recompute_options(w, par)
     if recompute_choices is not None and len(rc_opts) > 1:
@@ -154,16 +154,15 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
     rcs = np.array(rc_opts, dtype=object)
     stages = ZERO_STAGES if zero_stages is None else tuple(zero_stages)
     zs = np.array([par.zero] if par.zero is not None else stages if distributed_optimizer else (0,), dtype=np.int64)
-    n_base = len(g)
     reps = len(rcs) * len(zs)
-    g = np.repeat(g, reps, axis=0)
-    mb, m, v = np.repeat(mb, reps), np.repeat(m, reps), np.repeat(v, reps)
-    rc = np.tile(np.repeat(rcs, len(zs)), n_base)
-    z = np.tile(np.tile(zs, len(rcs)), n_base)
-    keep = (z == 0) | (g[:, 3] * g[:, 1] > 1) | (par.zero is not None)  # ZeRO needs data-parallel replicas
-    g, mb, m, v, rc, z = g[keep], mb[keep], m[keep], v[keep], rc[keep], z[keep]
-    return {"tp": g[:, 0], "cp": g[:, 1], "pp": g[:, 2], "dp": g[:, 3], "ep": g[:, 4], "micro_batch": mb,
-            "microbatches": m, "vpp": v, "recompute": rc, "zero": z} | software
+    combo_rc, combo_z = np.repeat(rcs, len(zs)), np.tile(zs, len(rcs))
+    ri, ci = np.repeat(np.arange(len(bi)), reps), np.tile(np.arange(reps), len(bi))
+    replicas = (dp_base * base[:, 1] > 1)[bi]  # ZeRO needs data-parallel replicas
+    keep = np.flatnonzero((combo_z == 0)[ci] | replicas[ri] | (par.zero is not None))
+    ri, ci = ri[keep], ci[keep]
+    g = base[bi[ri]]
+    return {"tp": g[:, 0], "cp": g[:, 1], "pp": g[:, 2], "dp": g[:, 3], "ep": g[:, 4], "micro_batch": mb[ri],
+            "microbatches": m[ri], "vpp": v[ri], "recompute": combo_rc[ci], "zero": combo_z[ci]} | software
 
 
 # Limits of the practical search (``practical_limits``): what ``model.estimate`` and the
@@ -390,9 +389,10 @@ def _take(d: dict, idx, n: int) -> dict:
 
 
 def _candidates(p: Profile, acc, chips: int, w: Workload, grid: dict, efficiency, *, topology, overlap, memory_headroom,
-                sync_loss, parallelism) -> dict | None:
-    """``training._price``'s columns for the layouts of ``grid`` that can be the fastest feasible one, in
-    grid order (None when none fits in memory): the same figures as pricing the whole grid, for fewer rows.
+                sync_loss, parallelism) -> list | None:
+    """``training._price``'s columns for the layouts of ``grid`` that can be the fastest feasible one, as
+    parts (rows, columns), the rows in grid order within a part (positions among the layouts that fit; None
+    when none fits in memory): the same figures as pricing the whole grid, for fewer rows.
 
     Every column is computed row by row (``training._finish``), so pricing a subset gives each row's
     figures exactly. The memory per chip is computed for every layout first and those that do not fit
@@ -418,7 +418,7 @@ def _candidates(p: Profile, acc, chips: int, w: Workload, grid: dict, efficiency
     c = _compute_parts(p, w, g, st, x["eff"], acc, x["peak"], grid)
     prunable = x["sync_factor"] >= 0.0 and (not p.is_moe or moe.host_s_per_layer(x["eff"], acc) >= 0.0)
     if n <= FIRST_ROWS or not prunable:
-        return _finish(p, acc, chips, w, grid, g, st, c, x, memory)
+        return [(np.arange(n), _finish(p, acc, chips, w, grid, g, st, c, x, memory))]
 
     def price(rows):
         return _finish(p, acc, chips, w, _take(grid, rows, n), _take(g, rows, n), _take(st, rows, n), _take(c, rows, n),
@@ -434,12 +434,7 @@ def _candidates(p: Profile, acc, chips: int, w: Workload, grid: dict, efficiency
     step = r["step_time_s"][np.isfinite(r["step_time_s"])]
     if len(step):
         later = later[bound[later] <= step.min() * (1.0 + PRUNE_MARGIN)]
-    if not len(later):
-        return r
-    rows = np.concatenate([first, later])
-    back = np.argsort(rows, kind="stable")
-    r2 = price(later)
-    return {k: np.concatenate([np.broadcast_to(r[k], len(first)), np.broadcast_to(r2[k], len(later))])[back] for k in r}
+    return [(first, r)] + ([(later, price(later))] if len(later) else [])
 
 
 _GRIDS = Memo(1024)
@@ -470,18 +465,115 @@ def best_config(profile: Profile, acc: pd.Series, chips: int, workload: Workload
         return None
     r = _candidates(profile, acc, chips, workload, grid, efficiency, topology=topology, overlap=overlap,
                     memory_headroom=memory_headroom, sync_loss=sync_loss, parallelism=parallelism)
-    if r is None:
-        return None
-    ok = np.flatnonzero(np.asarray(r["fits"]) & np.isfinite(r["step_time_s"]))
-    if len(ok) == 0:
-        return None
-    order = np.lexsort((r["pp"][ok], r["tp"][ok], r["memory_per_chip_bytes"][ok], r["step_time_s"][ok]))
-    i = ok[order[0]]
-    out = {k: _py(r[k][i]) for k in RESULT_COLUMNS}
-    out["recompute"] = str(out["recompute"])
-    out["fits"] = bool(out["fits"])
-    out.update(chips=int(chips), accelerator=_acc_name(acc))
+    return None if r is None else _pick(r, [chips], acc)[0]
+
+
+def _pick(parts: list, counts, acc, group=None) -> list:
+    """``best_config``'s answer per chip count of ``counts`` from priced parts [(rows, columns)] (``group``: each
+    row's count, by its index in ``counts``; None: one count): the fastest that fits, ties to less memory, then
+    smaller tp and pp, then the first in grid order; None where none fits."""
+    rows = np.concatenate([pos for pos, _ in parts])
+    col = {k: np.concatenate([np.broadcast_to(r[k], len(pos)) for pos, r in parts])
+           for k in ("fits", "step_time_s", "memory_per_chip_bytes", "tp", "pp")}
+    ok = np.flatnonzero(col["fits"] & np.isfinite(col["step_time_s"]))
+    out = []
+    for k, chips in enumerate(counts):
+        sel = ok if group is None else ok[group[rows[ok]] == k]
+        if not len(sel):
+            out.append(None)
+            continue
+        keys = (rows[sel], col["pp"][sel], col["tp"][sel], col["memory_per_chip_bytes"][sel], col["step_time_s"][sel])
+        i = int(sel[np.lexsort(keys)[0]])  # the last key first; the grid position breaks the last ties
+        for pos, r in parts:  # the part that holds it
+            if i < len(pos):
+                break
+            i -= len(pos)
+        cfg = {c: _py(np.broadcast_to(r[c], len(pos))[i]) for c in RESULT_COLUMNS}
+        out.append(cfg | {"recompute": str(cfg["recompute"]), "fits": bool(cfg["fits"]), "chips": int(chips),
+                          "accelerator": _acc_name(acc)})
     return out
+
+
+def _network_key(topo: comm.Topology) -> tuple:
+    """A topology's fields but the domain count (which no collective reads), NaN as None: equal keys, one network."""
+    return tuple((f.name, None if isinstance(v, float) and v != v else v)
+                 for f in dataclasses.fields(topo) if f.name != "n_domains" for v in (getattr(topo, f.name),))
+
+
+def best_configs(profile: Profile, acc, counts, workload: Workload, parallelism: Parallelism | None = None,
+                 efficiency: Efficiency | None = None, *, overlap: Overlap = DEFAULT_OVERLAP,
+                 memory_headroom: float | None = None, sync_loss: float | None = None, **limits) -> list:
+    """``best_config`` of each chip count of ``counts`` (everything else shared), as a list in their order:
+    a dict, None, or the exception that count raised (returned, not raised). Counts on one network (the
+    same ``comm.topology`` apart from its domain count) are priced as one grid over layouts x counts, so
+    the ~500 numpy calls of a search are paid once: the grids are concatenated with each row's chip
+    count and γ·log2(chips / domain chips) as columns, and ``_candidates``' rule runs per count (the
+    memory filter, the ``FIRST_ROWS`` layouts of smallest bound, then those whose bound does not exceed
+    that count's fastest step). Every column is computed row by row, so each count's answer is
+    ``best_config``'s to the bit (``tests/model/test_search_batch.py``)."""
+    out, nets = [None] * len(counts), {}
+    for j, n in enumerate(int(c) for c in counts):
+        try:
+            grid = _shared_grid(profile, n, workload, parallelism, limits)
+            if len(grid["tp"]):
+                x = _setup(profile, acc, n, workload, efficiency, None, overlap, memory_headroom, sync_loss, parallelism)
+                nets.setdefault(_network_key(x["topo"]), []).append((j, n, grid, x))
+        except Exception as e:  # noqa: BLE001 - handed back per count, as best_config would raise it
+            out[j] = e
+    for parts in nets.values():
+        for j, answer in _batch(profile, acc, workload, parts):
+            out[j] = answer
+    return out
+
+
+def _batch(p: Profile, acc, w: Workload, parts: list) -> list:
+    """(index, answer) of each count of ``parts`` ((index, chips, grid, ``_setup``), one network) by one grid."""
+    x = dict(parts[0][3])
+    sizes = [len(grid["tp"]) for _, _, grid, _ in parts]
+    grid = {k: (np.concatenate([pt[2][k] for pt in parts]) if isinstance(v, np.ndarray) else v)
+            for k, v in parts[0][2].items()}
+    group = np.repeat(np.arange(len(parts)), sizes)
+    g = _grid_arrays(grid)
+    st = _stage_shape(p, w, g, x["fp32_grads"], x["fp8_params"])
+    n = len(group)
+    memory = memory_per_chip_bytes(p, w, g, st, {"tok_chip": tokens_per_chip(w, g)})
+    fit = np.flatnonzero(memory <= x["mem_cap"])
+    grid, g, st, memory, group = _take(grid, fit, n), _take(g, fit, n), _take(st, fit, n), memory[fit], group[fit]
+    n = len(fit)
+    chips = np.array([pt[1] for pt in parts], dtype=np.int64)[group]
+    sync = np.array([pt[3]["sync_factor"] for pt in parts], dtype=float)[group]
+    c = _compute_parts(p, w, g, st, x["eff"], acc, x["peak"], grid)
+    host_ok = not p.is_moe or moe.host_s_per_layer(x["eff"], acc) >= 0.0
+    first, later, bound = [], [], None
+    for k, pt in enumerate(parts):
+        rows = np.flatnonzero(group == k)
+        if len(rows) <= FIRST_ROWS or not (pt[3]["sync_factor"] >= 0.0 and host_ok):
+            first.append(rows)
+        else:
+            if bound is None:  # _candidates' bound, for every row
+                t = c["t_fwd"] + c["t_bwd"] + c["t_rc"]
+                optimizer_s, dequant_s = _memory_bound_s(p, w, g, st, acc)
+                bound = g["m"] * t + (g["pp"] - 1.0) / g["v"] * t + optimizer_s + dequant_s
+                bound = bound + sync * bound
+            order = rows[np.argsort(bound[rows], kind="stable")]
+            first.append(np.sort(order[:FIRST_ROWS]))
+            later.append((k, order[FIRST_ROWS:]))
+
+    def price(rows):
+        return _finish(p, acc, chips[rows], w, _take(grid, rows, n), _take(g, rows, n), _take(st, rows, n),
+                       _take(c, rows, n), x | {"sync_factor": sync[rows]}, memory[rows])
+
+    rows = np.concatenate(first)
+    r = price(rows)
+    more = []
+    for k, rest in later:
+        step = r["step_time_s"][(group[rows] == k) & np.isfinite(r["step_time_s"])]
+        more.append(rest[bound[rest] <= step.min() * (1.0 + PRUNE_MARGIN)] if len(step) else rest)
+    priced = [(rows, r)]
+    if more and sum(map(len, more)):
+        extra = np.concatenate(more)
+        priced.append((extra, price(extra)))
+    return list(zip([pt[0] for pt in parts], _pick(priced, [pt[1] for pt in parts], acc, group)))
 
 
 def compute_share(profile: Profile, acc: pd.Series, chips: int, workload: Workload,
