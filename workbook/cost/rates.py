@@ -199,7 +199,8 @@ def spare_instances_over_rates(instances, interruptions_per_hour, restart_h, ava
     arguments, found with a few evaluations per fleet instead of a search per (fleet, rate).
 
     The count grows with the rate: at rate r the number out is Poisson with mean (n + k)·r·R, and
-    P(N > k) grows with the mean (a Poisson tail is increasing in its mean: d/dm P(N > k) = p_k(m) > 0),
+    P(N > k) grows with the mean (d/dm P(N > k) = p_k(m) > 0, from P(N <= k) = Q(k + 1, m), Abramowitz &
+    Stegun 6.5.13 and 26.4.21),
     so the smallest passing k at a higher rate is at least the one at a lower rate. Along the rates in
     ascending order k is therefore a step function: it is evaluated at both ends of a run of rates
     (``spare_instances`` on the run's ends of every fleet at once), a run whose ends agree takes their
