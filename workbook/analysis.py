@@ -194,8 +194,8 @@ def _analyse(s: Scenario, n_draws: int, seed: int, measurements: bool, share: bo
         rec.nearest_changes = list(rec.nearest_changes) + extra
         rec.flip_conditions = [c["text"] for c in extra] + list(rec.flip_conditions)
     tied = [t["option"] for t in rec.ties]
-    return Analysis(s, perf_df, priced, mc, rec, fit, decision.offers_table(s, priced, mc, tied, reorderable(rec.ties)),
-                    runs, adjustments)
+    offers = decision.offers_table(s, priced, mc, tied, reorderable(rec.ties), ranked=rec.ranked)
+    return Analysis(s, perf_df, priced, mc, rec, fit, offers, runs, adjustments)
 
 
 def _decision_row(label: str, a: Analysis, chips: list[str], key: str) -> dict:

@@ -211,3 +211,22 @@ def test_below_one_replica_count_zero_is_tested_first():
     tails = cost.poisson_sf(ks, (n + ks) * rho)
     assert tails[0] <= eps and np.all(tails[2:23] > eps) and tails[23] <= eps
     assert cost.spare_instances(n, rho, 1.0, 1 - eps) == 0
+
+
+@pytest.mark.parametrize("seed", range(150))
+def test_spares_over_many_rates_equal_the_broadcast_search(seed):
+    """``rates.spare_instances_over_rates`` (a few evaluations per fleet along the sorted rates, the
+    Monte Carlo's path in ``bill``) gives the (fleets x rates) array that ``spare_instances`` gives on
+    the broadcast arguments: fleets below one replica, unknown sizes, replicas of several instances,
+    rates from rare to rR >= 1 (inf), tight and loose targets."""
+    from workbook.cost import rates
+    rng = np.random.default_rng(seed)
+    f, n = int(rng.integers(1, 6)), int(rng.integers(1, 2500))
+    fleet = rng.choice([0.5, 1.0, 2.0, 3.0, 10.0, 57.0, 300.0, 1e4, 2e5, np.nan], f)
+    lam = rng.choice([0.01, 0.05, 0.3, 2.0]) * np.exp(rng.normal(0.0, rng.choice([0.1, 1.0, 3.0]), n))
+    restart = rng.choice([0.05, 0.17, 0.5, 2.0], f)
+    target = rng.choice([0.9, 0.99, 0.999, 0.99999], f)
+    unit = rng.choice([1.0, 2.0, 4.0], f)
+    fast = rates.spare_instances_over_rates(fleet[:, None], lam[None, :], restart[:, None], target[:, None], unit[:, None])
+    slow = rates.spare_instances(fleet[:, None], lam[None, :], restart[:, None], target[:, None], unit[:, None])
+    np.testing.assert_array_equal(fast, slow)

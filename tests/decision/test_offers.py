@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from workbook import analysis, cost, decision
-from workbook.decision.rank import break_ties
+from workbook.decision.rank import break_ties, reorderable
 from workbook.scenario import load_scenario, parse_scenario
 
 from pricing_helpers import TRAIN, offering, offers, price, scenario, train_perf
@@ -163,3 +163,17 @@ def test_a_tie_with_many_offers_names_the_first_three_and_counts_the_rest(monkey
     [text] = rec_mod._reason_tie(ranked, ranked.iloc[0], tied, 2000)
     assert all(f"<{o}>" in text for o in "abcd") and "<e>" not in text and "<f>" not in text
     assert "and 2 more tied offer(s), in the ranking with their scores" in text
+
+
+@pytest.mark.parametrize("name", ["llama-70b-pretrain", "chat-70b-realtime", "small-model-cheap"])
+def test_offers_table_from_the_recommendations_ranking_equals_ranking_again(analysed, name):
+    """``analyse`` hands ``offers_table`` the ranking ``recommend`` made (``Recommendation.ranked``);
+    the table is the one ranking afresh gives."""
+    a = analysed(name)
+    rec = a.recommendation
+    tied = [t["option"] for t in rec.ties]
+    reorder = reorderable(rec.ties)
+    assert rec.ranked is not None and len(rec.ranked)
+    pd.testing.assert_frame_equal(decision.offers_table(a.scenario, a.priced, a.mc, tied, reorder, ranked=rec.ranked),
+                                  decision.offers_table(a.scenario, a.priced, a.mc, tied, reorder))
+    pd.testing.assert_frame_equal(a.offers, decision.offers_table(a.scenario, a.priced, a.mc, tied, reorder))

@@ -115,12 +115,22 @@ def resolve(off: pd.DataFrame) -> pd.DataFrame:
     whose price the group keeps; None where this row's price is kept), ``duplicates`` (live rows
     in the group, this one included), ``duplicate_spread`` (ln of max / min live price of the
     group; 0 alone) and ``region_spread`` (``_region_spread``: rows that do not name their region).
-    Vectorised: one sort and one groupby per way to pay."""
-    key = pd.DataFrame({k: _norm(off[k]) for k in KEY}, index=off.index)
+    On numpy arrays: one stable lexsort per way to pay (the order of the former pandas
+    ``sort_values``: each key's missing values last) and the groups as integer codes of the
+    normalised (provider, instance, region) (tests/cost/test_resolve_equivalence.py keeps the pandas
+    sort-and-group-by as the reference)."""
+    norm = {k: _norm(off[k]).to_numpy(object) for k in KEY}
+    group = _codes(norm["provider"], norm["instance"], norm["region"])     # one code per (provider, instance, region)
+    pair = _codes(norm["provider"], norm["instance"])                      # one per (provider, instance)
+    unstated = np.isin(norm["region"], UNSTATED_REGIONS)
     when = _price_dates(off)
     read = pd.to_datetime(off["as_of"].astype(str), errors="coerce") if "as_of" in off else when
-    order = basis_of(off).map(BASIS_ORDER).fillna(len(BASIS_ORDER))
-    old = catalog.is_superseded(off) if "notes" in off else off["offering"].str.endswith("-superseded")
+    when_i, when_nat = _date_key(when)
+    read_i, read_nat = _date_key(read)
+    order = basis_of(off).map(BASIS_ORDER).fillna(len(BASIS_ORDER)).to_numpy(float)
+    old = (catalog.is_superseded(off) if "notes" in off else off["offering"].str.endswith("-superseded")).to_numpy(bool)
+    offering = off["offering"].to_numpy(object)
+    rows = off.index.to_numpy()
     parts = []
     for model, col in PRICE_COLUMN.items():
         if col not in off:
@@ -128,26 +138,31 @@ def resolve(off: pd.DataFrame) -> pd.DataFrame:
         price = pd.to_numeric(off[col], errors="coerce")
         if model == "capacity_block" and "other_price_model" in off:
             price = price.where(off["other_price_model"].fillna("").astype(str).str.startswith("capacity_block"))
-        have = price.notna()
-        if not have.any():
+        price = price.to_numpy(float)
+        have = np.flatnonzero(~np.isnan(price))
+        if not len(have):
             continue
-        g = key[have].assign(row=off.index[have], offering=off.loc[have, "offering"].to_numpy(),
-                             price=price[have], when=when[have], read=read[have], order=order[have],
-                             live=~old[have])
+        live = ~old[have]
         # kept first: live rows, newest valid date (undated last), firmest basis, read last, dearest
-        g = g.sort_values(["live", "when", "order", "read", "price"],
-                          ascending=[False, False, True, False, False], na_position="last", kind="stable")
-        g["lp"] = np.log(g["price"].where(g["live"]))
-        grp = g.groupby(KEY, sort=False)
-        first = grp["offering"].transform("first")
-        spread = grp["lp"].transform("max") - grp["lp"].transform("min")
-        n = grp["live"].transform("sum")
-        kept = ~g.duplicated(KEY, keep="first")
-        parts.append(pd.DataFrame({"row": g["row"].to_numpy(), "pricing_model": model,
+        # (np.lexsort: the last key is the primary one; stable, so equal rows keep the catalog's order)
+        o = np.lexsort((-price[have], -read_i[have], read_nat[have], order[have],
+                        -when_i[have], when_nat[have], ~live))
+        g = have[o]
+        live = live[o]
+        p = price[g]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lp = np.where(live, np.log(p), np.nan)
+        code = group[g]
+        _, first_at, inverse = np.unique(code, return_index=True, return_inverse=True)
+        kept = first_at[inverse] == np.arange(len(g))
+        first = offering[g][first_at][inverse]
+        n = np.bincount(inverse, weights=live, minlength=len(first_at)).astype(int)[inverse]
+        spread = _group_spread(inverse, lp, len(first_at))[inverse]
+        parts.append(pd.DataFrame({"row": rows[g], "pricing_model": model,
                                    "duplicate_of": np.where(kept, None, first),
-                                   "duplicates": n.to_numpy(int),
-                                   "duplicate_spread": spread.fillna(0.0).to_numpy(float),
-                                   "region_spread": _region_spread(g).to_numpy(float)}))
+                                   "duplicates": n,
+                                   "duplicate_spread": np.nan_to_num(spread, nan=0.0, posinf=np.inf, neginf=-np.inf),
+                                   "region_spread": _region_spread(pair[g], unstated[g], lp)}))
     if not parts:
         return pd.DataFrame(columns=RESOLVED)
     out = pd.concat(parts, ignore_index=True)
@@ -160,19 +175,51 @@ RESOLVED = ["row", "pricing_model", "duplicate_of", "duplicates", "duplicate_spr
 UNSTATED_REGIONS = ("", "unspecified")
 
 
-def _region_spread(g: pd.DataFrame) -> pd.Series:
+def _codes(*cols: np.ndarray) -> np.ndarray:
+    """An integer code per row for the tuple of the (string) columns ``cols``: equal tuples, equal codes."""
+    if len(cols[0]) == 0:
+        return np.zeros(0, dtype=np.intp)
+    return pd.MultiIndex.from_arrays(list(cols)).factorize()[0] if len(cols) > 1 else pd.factorize(cols[0])[0]
+
+
+def _date_key(d: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(the dates as int64 nanoseconds, 0 where missing; missing) for a lexsort that puts missing last."""
+    nat = d.isna().to_numpy(bool)
+    return np.where(nat, 0, d.to_numpy("datetime64[ns]").view(np.int64)), nat
+
+
+def _group_spread(inverse: np.ndarray, lp: np.ndarray, n_groups: int) -> np.ndarray:
+    """max - min of ``lp`` per group (missing values left out; NaN for a group with none), as pandas'
+    group-by max and min give them."""
+    ok = ~np.isnan(lp)
+    hi = np.full(n_groups, -np.inf)
+    lo = np.full(n_groups, np.inf)
+    np.maximum.at(hi, inverse[ok], lp[ok])
+    np.minimum.at(lo, inverse[ok], lp[ok])
+    seen = np.bincount(inverse[ok], minlength=n_groups) > 0
+    with np.errstate(invalid="ignore"):
+        return np.where(seen, hi - lo, np.nan)
+
+
+def _region_spread(pair: np.ndarray, unstated: np.ndarray, lp: np.ndarray) -> np.ndarray:
     """ln(max / min) of a region-unstated row's live price and the live prices of the same (provider,
-    instance) in named regions (``g``: one way to pay, ``lp`` = ln live price); 0 for a row in a named
-    region, for one whose instance is priced in no named region, and for evidence rows."""
-    unstated = g["region"].isin(UNSTATED_REGIONS)
-    out = pd.Series(0.0, index=g.index)
+    instance) in named regions (``pair``: the (provider, instance) code of each row of one way to pay,
+    ``lp`` = ln live price); 0 for a row in a named region, for one whose instance is priced in no
+    named region, and for evidence rows."""
+    out = np.zeros(len(lp))
     if not unstated.any():
         return out
-    named = g[~unstated & g["lp"].notna()].groupby(["provider", "instance"])["lp"].agg(["min", "max"])
-    u = g.loc[unstated & g["lp"].notna(), ["provider", "instance", "lp"]]
-    m = u.join(named, on=["provider", "instance"], how="inner")
-    if len(m):
-        out.loc[m.index] = np.maximum(m["max"], m["lp"]) - np.minimum(m["min"], m["lp"])
+    has = ~np.isnan(lp)
+    named = ~unstated & has
+    size = int(pair.max()) + 1
+    hi = np.full(size, -np.inf)
+    lo = np.full(size, np.inf)
+    np.maximum.at(hi, pair[named], lp[named])
+    np.minimum.at(lo, pair[named], lp[named])
+    seen = np.bincount(pair[named], minlength=size) > 0
+    u = unstated & has & seen[pair]
+    with np.errstate(invalid="ignore"):
+        out[u] = np.maximum(hi[pair[u]], lp[u]) - np.minimum(lo[pair[u]], lp[u])
     return out
 
 

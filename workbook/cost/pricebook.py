@@ -177,6 +177,8 @@ def _offer_prices(s: Scenario, offerings: pd.DataFrame | None = None, systems: p
     if s.candidates.clouds:
         off = off[off["provider"].isin(s.candidates.clouds)]
     superseded = catalog.is_superseded(off)
+    res = resolved_arrays(res, full.index)
+    at = full.index.get_indexer(off.index)
     rows = []
     models = requested_models(s)
     for model in models:
@@ -196,7 +198,7 @@ def _offer_prices(s: Scenario, offerings: pd.DataFrame | None = None, systems: p
         base["sticker_usd_per_instance_hour"] = (off["spot_usd_per_hour"] if model == "spot" else price)
         base["price_derivation"] = basis
         base["price_basis"] = doubt.basis_of(off)
-        _duplicates(base, res, model if model in doubt.PRICE_COLUMN else None)
+        _duplicates(base, res, model if model in doubt.PRICE_COLUMN else None, at)
         rows.append(base[price.notna()])
     if "purchase" in models:
         hw = catalog.hardware() if systems is None else systems
@@ -209,21 +211,48 @@ def _offer_prices(s: Scenario, offerings: pd.DataFrame | None = None, systems: p
     return out.join(doubt.doubt_columns(out, undated, scale=s.pricing.price_doubt_scale))
 
 
-def _duplicates(base: pd.DataFrame, res: pd.DataFrame, model: str | None) -> None:
-    """``duplicate_of``, ``duplicates``, ``duplicate_spread`` and ``region_spread`` of one way to pay, in place (``base``
-    is indexed like the catalog rows). A derived commitment (on-demand x (1 - discount)) follows its
-    on-demand price: ``model`` is then ``on_demand``'s resolution where the row publishes none."""
-    r = res[res["pricing_model"] == model].set_index("row") if model else res.iloc[:0].set_index("row")
-    base["duplicate_of"] = base.index.map(r["duplicate_of"]).astype(object)
-    base["duplicates"] = base.index.map(r["duplicates"]).astype(float)
-    base["duplicate_spread"] = base.index.map(r["duplicate_spread"]).astype(float)
-    base["region_spread"] = base.index.map(r["region_spread"]).astype(float)
-    if model in ("commit_1y", "commit_3y"):
-        od = res[res["pricing_model"] == "on_demand"].set_index("row")
-        own = base.index.isin(r.index)
-        for c in ("duplicate_of", "duplicates", "duplicate_spread", "region_spread"):
-            base.loc[~own, c] = base.index[~own].map(od[c])
-    base["duplicates"] = base["duplicates"].fillna(1.0)
-    base["duplicate_spread"] = base["duplicate_spread"].fillna(0.0)
-    base["region_spread"] = base["region_spread"].fillna(0.0)
-    base["duplicate_of"] = base["duplicate_of"].where(base["duplicate_of"].notna(), None)
+def resolved_arrays(res: pd.DataFrame, index: pd.Index) -> dict[str, tuple[np.ndarray, ...]]:
+    """``doubt.resolve``'s long frame ``res`` as arrays aligned to the catalog rows ``index``, per way to
+    pay: (``duplicate_of`` (None where unresolved), ``duplicates``, ``duplicate_spread``, ``region_spread``
+    (NaN where unresolved), whether the row is resolved)."""
+    pos = index.get_indexer(res["row"])
+    models = res["pricing_model"].to_numpy(object)
+    dup_of = res["duplicate_of"].to_numpy(object)
+    nums = [res[c].to_numpy(float) for c in ("duplicates", "duplicate_spread", "region_spread")]
+    out = {}
+    for m in dict.fromkeys(models):
+        sel = (models == m) & (pos >= 0)
+        at = pos[sel]
+        d = np.full(len(index), None, dtype=object)
+        d[at] = dup_of[sel]
+        arrays = [d]
+        for v in nums:
+            a = np.full(len(index), np.nan)
+            a[at] = v[sel]
+            arrays.append(a)
+        own = np.zeros(len(index), dtype=bool)
+        own[at] = True
+        out[m] = (*arrays, own)
+    return out
+
+
+def _duplicates(base: pd.DataFrame, res: dict, model: str | None, at: np.ndarray) -> None:
+    """``duplicate_of``, ``duplicates``, ``duplicate_spread`` and ``region_spread`` of one way to pay, in place
+    (``base``'s rows are the catalog rows at positions ``at`` of ``res``, ``resolved_arrays``). A derived
+    commitment (on-demand x (1 - discount)) follows its on-demand price: ``model`` is then ``on_demand``'s
+    resolution where the row publishes none."""
+    n = len(base)
+    r = res.get(model) if model else None
+    if r is None:
+        dup, dups, dspread, rspread = (np.full(n, None, dtype=object), np.full(n, np.nan), np.full(n, np.nan),
+                                       np.full(n, np.nan))
+        own = np.zeros(n, dtype=bool)
+    else:
+        dup, dups, dspread, rspread, own = (a[at] for a in r)
+    if model in ("commit_1y", "commit_3y") and not own.all() and "on_demand" in res:
+        od = [a[at] for a in res["on_demand"]]
+        dup, dups, dspread, rspread = (np.where(own, a, b) for a, b in zip((dup, dups, dspread, rspread), od))
+    base["duplicate_of"] = pd.Series(dup, index=base.index, dtype=object)
+    base["duplicates"] = np.where(np.isnan(dups), 1.0, dups)
+    base["duplicate_spread"] = np.where(np.isnan(dspread), 0.0, dspread)
+    base["region_spread"] = np.where(np.isnan(rspread), 0.0, rspread)

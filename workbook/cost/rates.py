@@ -188,6 +188,64 @@ def spare_instances(instances, interruptions_per_hour, restart_h, availability_t
     return out if n.ndim else float(out)
 
 
+SPLIT = 16  # runs a run of rates is cut into (spare_instances_over_rates)
+
+
+def spare_instances_over_rates(instances, interruptions_per_hour, restart_h, availability_target,
+                               instances_per_replica=1.0) -> np.ndarray:
+    """``spare_instances`` of F fleets (``instances``, ``restart_h``, ``availability_target`` and
+    ``instances_per_replica``: shape (F,) or (F, 1)) at each of N interruption rates (shape (N,) or
+    (1, N), a Monte Carlo's draws): the (F, N) array ``spare_instances`` gives on the broadcast
+    arguments, found with a few evaluations per fleet instead of a search per (fleet, rate).
+
+    The count grows with the rate: at rate r the number out is Poisson with mean (n + k)·r·R, and
+    P(N > k) grows with the mean (d/dm P(N > k) = p_k(m) > 0, from P(N <= k) = Q(k + 1, m), Abramowitz &
+    Stegun 6.5.13 and 26.4.21),
+    so the smallest passing k at a higher rate is at least the one at a lower rate. Along the rates in
+    ascending order k is therefore a step function: it is evaluated at both ends of a run of rates
+    (``spare_instances`` on the run's ends of every fleet at once), a run whose ends agree takes their
+    count, and any other run is cut into ``SPLIT`` runs; a handful of ``spare_instances`` calls in all
+    (log_16 N rounds), each on a few dozen (fleet, rate) pairs per step of k."""
+    rates = np.asarray(interruptions_per_hour, dtype=float).reshape(-1)
+    cols = np.broadcast_arrays(*(np.asarray(v, dtype=float).reshape(-1) for v in (
+        instances, restart_h, availability_target, instances_per_replica)))
+    n, rh, tgt, u = (np.array(c) for c in cols)
+    F, N = n.size, rates.size
+    order = np.argsort(rates, kind="stable")
+    r = rates[order]
+    k = np.full((F, N), np.nan)
+    known = np.zeros((F, N), dtype=bool)
+    if F == 0 or N == 0:
+        return k
+
+    def count(f, j):
+        got = np.asarray(spare_instances(n[f], r[j], rh[f], tgt[f], u[f]), dtype=float)
+        k[f, j], known[f, j] = got, True
+        return got
+
+    f = np.arange(F)
+    lo, hi = np.zeros(F, dtype=np.intp), np.full(F, N - 1, dtype=np.intp)
+    k_lo, k_hi = count(f, lo), count(f, hi)
+    while f.size:
+        split = ~((k_lo == k_hi) | (np.isnan(k_lo) & np.isnan(k_hi))) & (hi - lo > 1)
+        f, lo, hi, k_lo, k_hi = f[split], lo[split], hi[split], k_lo[split], k_hi[split]
+        if not f.size:
+            break
+        # the run cut at SPLIT - 1 rates evenly between its ends (fewer, repeated, when it is shorter)
+        cut = lo[:, None] + (hi - lo)[:, None] * np.arange(1, SPLIT)[None, :] // SPLIT
+        k_cut = count(np.repeat(f, SPLIT - 1), cut.reshape(-1)).reshape(cut.shape)
+        ends = np.column_stack([lo, cut, hi])
+        k_ends = np.column_stack([k_lo, k_cut, k_hi])
+        f = np.repeat(f, SPLIT)
+        lo, hi = ends[:, :-1].reshape(-1), ends[:, 1:].reshape(-1)
+        k_lo, k_hi = k_ends[:, :-1].reshape(-1), k_ends[:, 1:].reshape(-1)
+    # every rate not evaluated lies inside a run whose ends agree: the count of the nearest evaluated rate below
+    at = np.maximum.accumulate(np.where(known, np.arange(N), 0), axis=1)
+    out = np.empty((F, N))
+    out[:, order] = np.take_along_axis(k, at, axis=1)
+    return out
+
+
 def spot_spares_factor(instances, interruptions_per_hour, restart_h, availability_target, instances_per_replica=1.0):
     """Instance-hours paid per instance-hour the load needs for a latency-bound fleet on spot:
     (n + k) / n with k = ``spare_instances``. Every one of the n + k slots is paid every hour (a

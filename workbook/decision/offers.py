@@ -27,7 +27,8 @@ OFFER_KEYS = ["rank", "offering", "provider", "region", "accelerator", "instance
 
 
 def offers_table(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = None,
-                 tied: list[str] | None = None, reorder: list[str] | None = None) -> pd.DataFrame:
+                 tied: list[str] | None = None, reorder: list[str] | None = None,
+                 ranked: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every priced (offering, pricing model) with the issue-11 keys (``OFFER_KEYS``): ranked ones
     first by rank, then the excluded ones with their reason (a duplicate row's price kept as evidence:
     ``duplicate_of``). ``price_basis``, ``price_age_days`` (None undated) and ``price_doubt_low``/``_high``
@@ -37,7 +38,8 @@ def offers_table(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = No
     purchases (the whole term the run pays for). ``tied``: the options tied with the top one
     (``Recommendation.ties``), ordered by the tie-breakers as the recommendation orders them;
     ``tie`` marks them and the top one; ``reorder``: those the tie-breakers reorder (``rank.reorderable``;
-    default: all of ``tied``)."""
+    default: all of ``tied``); ``ranked``: that ranking already made for these ``priced`` and ``mc`` (its
+    ``option``, ``rank`` and ``score``: ``Recommendation.ranked``), else ranked here."""
     metric = metric_of(s)
     df = priced[priced["offering"].notna()].copy()
     df["usd_per_chip_hour"] = df["usd_per_instance_hour"] / df["chips_per_instance"].astype(float)
@@ -45,7 +47,8 @@ def offers_table(s: Scenario, priced: pd.DataFrame, mc: pd.DataFrame | None = No
         df["inter_node_bytes_per_s"] = df["inter_node_bytes_per_s"].where(
             df["inter_node_bytes_per_s"].notna(),
             df["network_bytes_per_s_per_chip"] * df["chips_per_instance"].astype(float))
-    ranked = break_ties(rank(s, priced, mc), list(tied or []) if reorder is None else list(reorder))
+    if ranked is None:
+        ranked = break_ties(rank(s, priced, mc), list(tied or []) if reorder is None else list(reorder))
     df["tie"] = False
     if tied and len(ranked):
         df["tie"] = df["option"].isin([*tied, ranked["option"].iloc[0]])

@@ -65,6 +65,8 @@ class Recommendation:
     nearest_changes: list[dict] = field(default_factory=list)  # nothing feasible: nearest.nearest_changes
     ties: list = field(default_factory=list)  # offers tied with the choice (rank.ties), as records
     unit: str = ""  # the words after the ranking figure (terms.metric_unit)
+    # every ranked option (``option``, ``rank``, ``score``) after the tie-breakers: offers_table's ranks, not ranked twice
+    ranked: pd.DataFrame | None = None
 
     def headline(self) -> str:
         """The choice in one sentence."""
@@ -586,4 +588,5 @@ def recommend(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, mc: pd.D
                           reasons, _runner_up(s, ru, metric), flips, ranking_table(ranked, s), excluded, metric,
                           {**_figures(s, win, metric), **{k: v for k, v in api.items() if k.startswith("hosted_api")}},
                           describe(win) + _port_note(win), recommendation_warnings(s, perf_df, win),
-                          ties=tied.to_dict("records"), unit=_unit(s))
+                          ties=tied.to_dict("records"), unit=_unit(s),
+                          ranked=ranked[["option", "rank", "score"]].copy())

@@ -95,14 +95,17 @@ def demand(w: PortfolioWorkload, s: Scenario, offers: pd.DataFrame, months: int)
     hour fractional), cut at the horizon's end."""
     T = months * HOURS
     out = np.zeros((len(offers), T))
-    if s.is_training:
-        for i, (n, h) in enumerate(zip(offers["instances"].to_numpy(float), offers["job_hours"].to_numpy(float))):
-            for m in job_starts(w, months):
-                t0 = (m - 1) * HOURS
-                full = int(math.floor(h))
-                out[i, t0:min(T, t0 + full)] += n
-                if t0 + full < T:
-                    out[i, t0 + full] += n * (h - full)
+    if s.is_training:  # every offer at once, job by job (each hour's terms added in the order of the jobs)
+        n, h = offers["instances"].to_numpy(float), offers["job_hours"].to_numpy(float)
+        full = np.array([int(math.floor(x)) for x in h], dtype=np.int64)
+        rows = np.arange(len(offers))
+        for m in job_starts(w, months):
+            t0 = (m - 1) * HOURS
+            width = min(T - t0, int(full.max())) if len(full) else 0
+            if width > 0:  # the job's whole hours (adding 0.0 elsewhere in the window changes nothing)
+                out[:, t0:t0 + width] += np.where(np.arange(width)[None, :] < full[:, None], n[:, None], 0.0)
+            last = t0 + full < T  # the last, fractional hour
+            out[rows[last], t0 + full[last]] += n[last] * (h[last] - full[last])
         return out
     t = np.arange(T)
     share = serving_shares(w, s)[(t % int(HOURS_PER_DAY))]

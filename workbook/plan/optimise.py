@@ -38,6 +38,14 @@ class Need:
     task: str
     offers: pd.DataFrame
     demand: np.ndarray
+    _columns: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def col(self, name: str) -> np.ndarray:
+        """Column ``name`` of ``offers`` as an array, made once (the search reads single cells thousands
+        of times: an array index, not a pandas lookup)."""
+        if name not in self._columns:
+            self._columns[name] = self.offers[name].to_numpy()
+        return self._columns[name]
 
 
 @dataclass(frozen=True)
@@ -53,13 +61,24 @@ class Pool:
     cost_usd: float
 
 
+def _sort_key(d: np.ndarray) -> np.ndarray:
+    """``d`` itself, or as int16 when every value is a whole number within int16's range (a serving demand
+    in instances): the same order, and numpy's stable sort of 16-bit integers is a radix sort (about 7x
+    faster than the float sort on 8,760 hours)."""
+    if len(d) and np.abs(d).max() < 2.0 ** 15:
+        whole = d.astype(np.int16)
+        if np.array_equal(whole, d):
+            return whole
+    return d
+
+
 def commitment_curve(demand, burst_usd_per_hour, commit_usd_per_hour: float, paid_hours: float):
     """``(b, cost)`` for every integer b from 0 to ceil(max demand): b * c * paid_hours plus the
     burst above b, sum_t p_t max(d_t - b, 0), from suffix sums over the sorted demand (one sort,
     one ``searchsorted``; O(T log T))."""
     d = np.asarray(demand, float).ravel()
     p = np.broadcast_to(np.asarray(burst_usd_per_hour, float), d.shape).ravel()
-    order = np.argsort(d, kind="stable")
+    order = np.argsort(_sort_key(d), kind="stable")
     ds, ps = d[order], p[order]
     suf_pd = np.concatenate([np.cumsum((ps * ds)[::-1])[::-1], [0.0]])
     suf_p = np.concatenate([np.cumsum(ps[::-1])[::-1], [0.0]])
@@ -91,7 +110,7 @@ def pooled(needs: list[Need], members: tuple[tuple[int, int], ...]) -> tuple[np.
     """Summed demand and the demand-weighted burst price per hour of ``members`` ((need, row) pairs
     on one offering)."""
     d = sum(needs[i].demand[j] for i, j in members)
-    pd_ = sum(needs[i].demand[j] * needs[i].offers["burst_usd_per_hour"].iat[j] for i, j in members)
+    pd_ = sum(needs[i].demand[j] * needs[i].col("burst_usd_per_hour")[j] for i, j in members)
     p = np.divide(pd_, d, out=np.zeros_like(d), where=d > 0)
     return d, p
 
@@ -99,10 +118,10 @@ def pooled(needs: list[Need], members: tuple[tuple[int, int], ...]) -> tuple[np.
 def pool_cost(needs: list[Need], members: tuple[tuple[int, int], ...], months: int) -> Pool:
     """The cheapest of bursts only and each term some member allows, on one offering."""
     d, p = pooled(needs, members)
-    offering = needs[members[0][0]].offers["offering"].iat[members[0][1]]
+    offering = needs[members[0][0]].col("offering")[members[0][1]]
     best = Pool(offering, tuple(i for i, _ in members), None, (), math.nan, float((d * p).sum()))
     for term in COMMIT_MODELS:
-        prices = [needs[i].offers[f"{term}_usd_per_hour"].iat[j] for i, j in members]
+        prices = [needs[i].col(f"{term}_usd_per_hour")[j] for i, j in members]
         prices = [x for x in prices if x == x]
         if not prices or not d.any():
             continue
@@ -135,7 +154,7 @@ class _Search:
         return self.cache[key]
 
     def porting(self, i: int, j: int) -> float:
-        return float(self.needs[i].offers["porting_usd"].iat[j])
+        return float(self.needs[i].col("porting_usd")[j])
 
     def total(self, choice: list[int]) -> float:
         pools = _groups(self.needs, choice).values()
@@ -145,7 +164,7 @@ class _Search:
 def _groups(needs: list[Need], choice: list[int]) -> dict[str, list]:
     groups: dict[str, list] = {}
     for i, j in enumerate(choice):
-        groups.setdefault(needs[i].offers["offering"].iat[j], []).append((i, j))
+        groups.setdefault(needs[i].col("offering")[j], []).append((i, j))
     return groups
 
 
@@ -160,7 +179,7 @@ def _moves(needs: list[Need], choice: list[int], rows: list[dict[str, int]], alo
     for o in sorted(shared):
         yield [rows[i].get(o, choice[i]) for i in range(len(needs))]
     for i in range(len(needs)):
-        used = {needs[k].offers["offering"].iat[choice[k]] for k in range(len(needs)) if k != i}
+        used = {needs[k].col("offering")[choice[k]] for k in range(len(needs)) if k != i}
         for j in sorted({int(np.argmin(alone[i]))} | {rows[i][o] for o in used if o in rows[i]}):
             yield choice[:i] + [j] + choice[i + 1:]
 
@@ -196,12 +215,12 @@ def commitment_alternatives(needs: list[Need], alone: list[list[Pool]], choice: 
     for i, n in enumerate(needs):
         best = None
         for j, p in enumerate(alone[i]):
-            total = p.cost_usd + float(n.offers["porting_usd"].iat[j])
+            total = p.cost_usd + float(n.col("porting_usd")[j])
             if p.term and (best is None or total < best[0]):
                 best = (total, j, p)
         if best is None:
             continue
-        chosen = alone[i][choice[i]].cost_usd + float(n.offers["porting_usd"].iat[choice[i]])
+        chosen = alone[i][choice[i]].cost_usd + float(n.col("porting_usd")[choice[i]])
         total, j, p = best
         out.append({"workload": n.name, "offering": p.offering, "pricing_model": p.term, "instances": max(p.counts),
                     "cost_usd": total, "usd_more_than_chosen_alone": total - chosen})
