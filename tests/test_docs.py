@@ -69,9 +69,11 @@ def test_a_command_shown_in_the_docs_runs(page, command, monkeypatch, capsys):
 
 @pytest.mark.slow
 def test_the_site_builds_strict_offline_and_loads_nothing_remote(tmp_path):
+    """The strict build of the site, into a temporary folder, or into ``$WORKBOOK_DOCS_SITE_DIR``: `make test`
+    sets it to site/, so that this build is also `make docs`'s (one build instead of two; issue 30)."""
     pytest.importorskip("mkdocs")
     pytest.importorskip("material")
-    site = tmp_path / "site"
+    site = Path(os.environ.get("WORKBOOK_DOCS_SITE_DIR") or tmp_path / "site")
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(ROOT), "NO_MKDOCS_2_WARNING": "1"})
