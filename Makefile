@@ -30,14 +30,11 @@ report: $(STAMP)  ## render every shipped scenario into reports/ (HTML + summary
 # One pytest for the package's tests and the notebooks (nbval: each notebook's cells in order, in one
 # kernel), across the cores: whole files per worker (--dist loadfile, for their module fixtures), longest
 # files first (tests/conftest.py RUN_FIRST; --no-loadscope-reorder keeps that order). The docs site is
-# built (strict) beside it; its log is printed at the end; either failing fails `make test`.
-test: $(STAMP)  ## run every test: package, notebooks (nbval), report path, browser, the docs site (strict); across the cores (pytest-xdist, one file per worker)
-	@log=$$(mktemp); $(MAKE) --no-print-directory docs > $$log 2>&1 & docs=$$!; \
-	$(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder \
-	  --nbval-lax --nbval-current-env -p no:randomly tests notebooks; rc=$$?; \
-	wait $$docs; drc=$$?; cat $$log; rm -f $$log; \
-	if [ $$drc -ne 0 ]; then echo "make docs failed (exit $$drc)"; fi; \
-	test $$rc -eq 0 -a $$drc -eq 0
+# built (strict) into site/ by tests/test_docs.py's strict-build test (WORKBOOK_DOCS_SITE_DIR): the same
+# build as `make docs`, made once; its failure fails `make test`.
+test: $(STAMP)  ## run every test: package, notebooks (nbval), report path, browser, the docs site (strict, into site/); across the cores (pytest-xdist, one file per worker)
+	WORKBOOK_DOCS_SITE_DIR=$(CURDIR)/site $(BIN)/python -m pytest -n $(TEST_JOBS) --dist loadfile \
+	  --no-loadscope-reorder --nbval-lax --nbval-current-env -p no:randomly tests notebooks
 
 docs: $(STAMP)  ## the documentation site into site/, offline; --strict: a broken link or anchor fails the build (never with --quiet: it hides the warnings strict counts)
 	PYTHONPATH=$(CURDIR) $(BIN)/python -m mkdocs build --strict

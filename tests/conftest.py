@@ -11,7 +11,9 @@ sys.path.insert(0, str(ROOT))
 collect_ignore = ["fixtures"]
 
 # The files that take longest (wall seconds per file of one `pytest -n 2 --dist loadfile tests` run on a
-# loaded 2-core machine, 2 December 2026), longest first. `make test` runs whole files per worker
+# loaded 2-core machine, 2 December 2026; "~": that figure scaled by the file's CPU ratio after branch
+# s8-suitetests ran its commands in-process, which also took test_prices_azure.py, test_scenario.py,
+# views/test_output_words.py and test_catalog.py below 38 s), longest first. `make test` runs whole files per worker
 # (--dist loadfile, for their module fixtures: servers, browsers, fits) in collection order
 # (--no-loadscope-reorder: xdist's default order, most tests first, left the one-test heavy files for
 # the end, one worker busy for minutes while the other idled); starting with the longest and ending
@@ -20,23 +22,19 @@ collect_ignore = ["fixtures"]
 RUN_FIRST = [
     "tests/app/test_app_browser.py",                # 324 s: Voila, chromium, JupyterLab
     "tests/test_invariants.py",                     # 171 s: property-based, the whole pipeline
-    "tests/prices/test_prices_refresh.py",          # 150 s
     "tests/report/test_report_execute.py",          # 134 s: kernels, a cell timeout
     "tests/calibrate/test_calibration.py",          # 134 s: the calibration refit
     "tests/app/test_app_kernel_cap.py",             # 120 s: mostly waiting for the culling (little CPU)
     "tests/report/test_report_faults.py",           # 109 s
     "tests/app/test_app_security.py",               # 105 s
-    "tests/test_docs.py",                           # 85 s: two strict site builds, the docs' commands
     "tests/app/test_app_updates.py",                # 74 s
     "tests/app/test_app_own_runs.py",               # 67 s
-    "tests/test_estimate.py",                       # 62 s
     "tests/report/test_report_real.py",             # 60 s
-    "tests/prices/test_prices_azure.py",            # 55 s
+    "tests/test_docs.py",                           # ~54 s: two strict site builds (commands in-process: s8-suitetests)
     "tests/plan/test_portfolio.py",                 # 52 s
-    "tests/test_scenario.py",                       # 51 s
     "tests/cost/test_cost_bill.py",                 # 50 s
-    "tests/views/test_output_words.py",             # 44 s
-    "tests/test_catalog.py",                        # 39 s
+    "tests/prices/test_prices_refresh.py",          # ~41 s (was 150 s; the CLI in-process: s8-suitetests)
+    "tests/test_estimate.py",                       # ~40 s (was 62 s; one run per scenario: s8-suitetests)
     "tests/report/test_report_batch.py",            # 38 s
 ]
 

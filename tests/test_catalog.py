@@ -1,10 +1,9 @@
 """Catalogs: every row sourced and dated, ids from the reference resolve, bad rows named by file/row/column."""
 import shutil
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
+from cli_helpers import run_workbook
 
 from workbook import catalog, paths
 from workbook.errors import InputError
@@ -119,7 +118,7 @@ def test_offering_with_unknown_accelerator_is_caught(tmp_path):
 
 @pytest.mark.parametrize("name", ["accelerators", "offerings", "models", "software"])
 def test_cli_catalog_prints_a_table(name):
-    r = subprocess.run([sys.executable, "-m", "workbook", "catalog", name], capture_output=True, text=True)
+    r = run_workbook("catalog", name)  # in this process (tests/cli_helpers.py)
     assert r.returncode == 0, r.stderr
     assert len(r.stdout.splitlines()) == len(catalog.load(name)) + 1
 

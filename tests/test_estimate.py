@@ -1,4 +1,6 @@
 """`python -m workbook estimate SCENARIO --json`: the contract scripts and scheduled jobs rely on."""
+import copy
+import functools
 import json
 import subprocess
 import sys
@@ -11,6 +13,13 @@ INFERENCE_KEYS = ["accelerator", "chips", "fits", "ttft_ms", "tpot_ms", "output_
 
 
 def estimate_json(name: str) -> dict:
+    """The command's output for a shipped scenario, run once per scenario and test process (a fresh
+    interpreter each: the contract is the process's stdout); each caller gets its own copy."""
+    return copy.deepcopy(_estimate_json(name))
+
+
+@functools.cache
+def _estimate_json(name: str) -> dict:
     r = subprocess.run([sys.executable, "-m", "workbook", "estimate", name, "--json"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)  # strict JSON: no NaN

@@ -1,9 +1,8 @@
 """The scenario file: every shipped one validates; every bad input gives one clear line naming file and field."""
 import json
-import subprocess
-import sys
 
 import pytest
+from cli_helpers import run_workbook
 
 from workbook.errors import InputError
 from workbook.scenario import load_scenario, scenario_names, scenario_schema, with_overrides
@@ -143,7 +142,8 @@ def test_json_schema_is_generated_and_committed(root):
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "workbook", *args], capture_output=True, text=True)
+    """The command in this test's process (tests/cli_helpers.py)."""
+    return run_workbook(*args)
 
 
 def test_cli_validate_ok_exit_0():

@@ -1,12 +1,11 @@
 """Price-catalog import (issue 12): both public formats on recorded samples, name mapping, merge, bad files."""
 import datetime as dt
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from price_helpers import prices_cli
 
 from workbook import catalog, paths, prices, pricesync
 from workbook.errors import InputError
@@ -177,8 +176,8 @@ def test_merged_file_still_loads_in_the_catalog(tmp_path):
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "workbook", "prices", "import", *map(str, args)],
-                          capture_output=True, text=True, cwd=paths.ROOT)
+    """``python -m workbook prices import ARGS``, in this process (price_helpers.prices_cli)."""
+    return prices_cli("import", *args)
 
 
 def test_cli_out_writes_the_imported_rows_and_leaves_the_catalog(tmp_path):

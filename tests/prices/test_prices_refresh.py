@@ -134,8 +134,11 @@ def test_a_failed_download_leaves_the_catalog_byte_identical(tmp_path):
 
 
 class _Slow(QuietHandler):
+    lambda_asked = threading.Event()
+
     def do_GET(self):
         if "lambda" in self.path:
+            self.lambda_asked.set()
             time.sleep(30)
         super().do_GET()
 
@@ -143,13 +146,16 @@ class _Slow(QuietHandler):
 def test_a_kill_during_the_refresh_leaves_the_catalog_byte_identical(tmp_path):
     out = _base_catalog(tmp_path)
     before = out.read_bytes()
+    _Slow.lambda_asked.clear()
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Slow, directory=str(SKY)))
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
         p = subprocess.Popen([sys.executable, "-m", "workbook", "prices", "refresh", "--source", "skypilot",
                               "--from", f"http://127.0.0.1:{httpd.server_address[1]}", "--out", str(out)],
                              cwd=paths.ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(6)  # the AWS file is read; the Lambda download hangs
+        # the AWS file is read; the Lambda download hangs (waiting for its request, not a fixed 6 s sleep)
+        assert _Slow.lambda_asked.wait(120), "the refresh never asked for the Lambda file"
+        time.sleep(0.2)
         assert p.poll() is None
         p.send_signal(signal.SIGKILL)
         p.wait()
@@ -279,5 +285,6 @@ def test_a_fifo_as_price_file_is_one_line_not_a_hang(tmp_path):
     fifo = tmp_path / "aws" / "vms.csv"
     fifo.parent.mkdir()
     os.mkfifo(fifo)
-    r = _cli("import", fifo, "--format", "skypilot", "--out", tmp_path / "o.csv", timeout=60)
+    r = _cli("import", fifo, "--format", "skypilot", "--out", tmp_path / "o.csv", timeout=60,
+             process=True)  # a hang must end in the timeout, not block the suite
     assert r.returncode == 2 and "not a regular file" in r.stderr and "Traceback" not in r.stderr

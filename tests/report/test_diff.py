@@ -2,10 +2,9 @@
 recommendation, its costs, the prices and the assumptions."""
 import copy
 import json
-import subprocess
-import sys
 
 import pytest
+from cli_helpers import run_workbook
 
 from workbook import diff
 from workbook.errors import InputError
@@ -64,11 +63,9 @@ def test_cli_reads_files_and_folders_and_rejects_a_missing_one(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "summary.json").write_text(json.dumps(OLD))
     (tmp_path / "b.json").write_text(json.dumps(_new(**{"recommendation.figures.cost_usd": 90.0})))
-    r = subprocess.run([sys.executable, "-m", "workbook", "diff", str(tmp_path / "a"), str(tmp_path / "b.json")],
-                       capture_output=True, text=True)
+    r = run_workbook("diff", tmp_path / "a", tmp_path / "b.json")  # in this process (tests/cli_helpers.py)
     assert r.returncode == 0 and "cost -10.0%" in r.stdout
-    r = subprocess.run([sys.executable, "-m", "workbook", "diff", str(tmp_path / "x"), str(tmp_path / "b.json")],
-                       capture_output=True, text=True)
+    r = run_workbook("diff", tmp_path / "x", tmp_path / "b.json")
     assert r.returncode == 2 and "file not found" in r.stderr and "Traceback" not in r.stderr
     with pytest.raises(InputError):
         diff.load_summary(tmp_path / "missing.json")

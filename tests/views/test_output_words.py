@@ -1,9 +1,8 @@
 """What a person or a script reads from the command line and the cards: the "no option" case in
 words with the nearest change, the exit status, warnings and the figures that answer the question."""
 import json
-import subprocess
-import sys
 
+from cli_helpers import run_workbook
 from workbook.views import text
 
 NOFIT = """\
@@ -15,7 +14,8 @@ constraints: {deadline_days: 1, max_chips: 64}
 
 
 def _run(*args):
-    return subprocess.run([sys.executable, "-m", "workbook", *args], capture_output=True, text=True)
+    """The command in this test's process (``cli_helpers.run_workbook``; exit status = ``cli.main``'s return)."""
+    return run_workbook(*args)
 
 
 def test_no_option_is_said_in_words_with_the_nearest_change_and_exit_status_1(write_yaml):
