@@ -83,6 +83,19 @@ def test_no_number_of_spares_helps_when_an_instance_is_out_longer_than_up():
     assert np.isinf(cost.spare_instances(3, 2.0, 0.5, 0.99))
 
 
+def test_an_unbuyable_number_of_spares_is_inf_and_the_search_ends():
+    """rR = 1 - 1e-7 needs about 1.4e15 spares for one instance at 0.9999: beyond MAX_SPARES the answer
+    is inf (the search had run for minutes, found by the property test below); rR = 1 - 1e-5 still
+    has its count, about 1.38e11, which meets the target and its predecessor does not."""
+    assert np.isinf(cost.spare_instances(1, 1.0 - 1e-7, 1.0, 0.9999))
+    assert np.isinf(cost.spare_instances([1, 50], 1.0 - 1e-13, 1.0, 0.9999)).all()
+    k = cost.spare_instances(1, 1.0 - 1e-5, 1.0, 0.9999)
+    assert 1e11 < k < cost.rates.MAX_SPARES
+    rho = 1.0 - 1e-5
+    assert cost.poisson_sf(k, (1 + k) * rho) <= 1e-4 + 1e-12
+    assert cost.poisson_sf(k - 1, (k) * rho) > 1e-4 - 1e-12
+
+
 @settings(max_examples=60, deadline=None)
 @given(n=st.integers(1, 300), rate=st.floats(0.001, 1.0), restart_min=st.floats(1.0, 60.0),
        target=st.floats(0.5, 0.9999))

@@ -44,6 +44,7 @@ def spot_serving_factor(interruptions_per_hour, restart_h):
 
 
 _LGAMMA = np.frompyfunc(math.lgamma, 1, 1)
+MAX_SPARES = 1e12  # spare instances above which spare_instances answers inf (no such count is bought)
 _TAIL_TOL = 2.0 ** -56  # a term below this fraction of the partial sum no longer changes it in float64
 
 
@@ -134,7 +135,10 @@ def spare_instances(instances, interruptions_per_hour, restart_h, availability_t
 
     Returns the smallest k >= 0 with P(N > k) <= 1 - target, N ~ Poisson((n + k)·r·R), for any
     fleet size (``poisson_sf`` holds for any mean); inf when rR >= 1 (an instance is out more than
-    it is up: each spare adds rR >= 1 to the mean, no count catches up); NaN where n is unknown.
+    it is up: each spare adds rR >= 1 to the mean, no count catches up), and when k would exceed
+    ``MAX_SPARES`` (1e12 spares, reached only with rR within about 1e-5 of 1: no such count can be
+    bought, and each test of the sum would take over 1e7 terms; rR = 1 - 1e-7 had made the search
+    run for minutes); NaN where n is unknown.
     Example: n = 1, r = 0.05/h, R = 10 min: P(N > 0) = 1 - e^-0.00833 = 0.0083, so a 0.99 target
     needs no spare and a 0.999 target needs one; 100,000 instances at 0.99: mean 850, 921 spares.
 
@@ -166,12 +170,15 @@ def spare_instances(instances, interruptions_per_hour, restart_h, availability_t
     lo, hi = np.full(idx.size, -1.0), np.full(idx.size, np.inf)
     step = np.ones(idx.size)
     cand = _first_guess(nn, rr, ee)
+    # beyond MAX_SPARES no count is bought (and each test would sum ~9 sqrt(m) > 1e7 terms): inf
+    hi[cand > MAX_SPARES] = np.inf
+    lo[cand > MAX_SPARES] = np.inf
     # below one replica (n < 1) the fall of g(k) is not shown at k = 0: test it first
     small = np.flatnonzero(nn < 1.0)
     if small.size:
         zero = small[poisson_sf(0, nn[small] * rr[small]) <= ee[small]]
         hi[zero], cand[zero] = 0.0, 0.0
-    live = np.flatnonzero(hi > 0.0)
+    live = np.flatnonzero((hi > 0.0) & (lo < np.inf))
     cand = cand[live]
     while live.size:
         ok = poisson_sf(cand, (nn[live] + cand) * rr[live]) <= ee[live]
@@ -182,6 +189,8 @@ def spare_instances(instances, interruptions_per_hour, restart_h, availability_t
         mid = np.floor((l + h) / 2.0)  # bracketed by two tests (l >= 0, h finite): bisect; else gallop
         cand = np.where(np.isinf(h), l + s, np.where(l >= 0.0, mid, np.maximum(h - s, mid)))
         step[live] = 2.0 * s
+        keep = cand <= MAX_SPARES    # a gallop past MAX_SPARES: none passes below it, the answer is inf
+        live, cand = live[keep], cand[keep]
     flat = out.ravel()
     flat[idx] = hi
     out = flat.reshape(n.shape) * np.broadcast_to(u, n.shape)
