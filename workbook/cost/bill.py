@@ -71,7 +71,7 @@ from . import energy
 from .location import add_user_rtt
 from .pricebook import offer_prices, requested_models
 from .rates import (CAPACITY_BLOCK_MAX_DAYS, CAPACITY_BLOCK_MAX_INSTANCES, capacity_block_hours, ops_staff_usd_per_month,
-                    reserved_factor, spare_instances, spare_instances_over_rates, spot_spares_factor)
+                    reserved_factor, spare_instances, spare_instances_over_rates, spares_factor, spot_spares_factor)
 from .goodput import contract_hours, goodput_rows
 from .reliability import STORAGE_TIERS, checkpoint_write_s, lead_time, p_meets_deadline
 
@@ -473,8 +473,7 @@ def _spot_factor(col, rows, sp, lam, shape, rec) -> np.ndarray:
             if shared and np.size(lam_lat) > 1:  # a Monte Carlo's rates: the spares of each fleet along the sorted rates
                 n_f = np.asarray(n_lat[first], dtype=float)
                 k = spare_instances_over_rates(n_f, lam_lat, lost[first], tgt[first], unit[first])
-                n_f = n_f.reshape(len(first), -1)
-                spot_f[lat] = ((n_f + k) / n_f)[inv.reshape(-1)]  # spot_spares_factor's (n + k) / n
+                spot_f[lat] = spares_factor(n_f.reshape(len(first), -1), k)[inv.reshape(-1)]
             elif shared and len(first) < len(lat):
                 spot_f[lat] = spot_spares_factor(n_lat[first], lam_lat, lost[first], tgt[first],
                                                  unit[first])[inv.reshape(-1)]

@@ -262,9 +262,16 @@ def spot_spares_factor(instances, interruptions_per_hour, restart_h, availabilit
     lost-hours term; >= 1 always: spot never costs less than n + k instances at the spot price.
     ``instances_per_replica``: spares as whole replicas (``spare_instances``)."""
     n = np.asarray(instances, dtype=float)
-    k = spare_instances(n, interruptions_per_hour, restart_h, availability_target, instances_per_replica)
+    return spares_factor(n, spare_instances(n, interruptions_per_hour, restart_h, availability_target,
+                                            instances_per_replica))
+
+
+def spares_factor(instances, spares):
+    """(n + k) / n: the instance-hours paid per instance-hour the load needs with k spares
+    (``spot_spares_factor``); inf or NaN where n is 0 or unknown, without a warning."""
+    n = np.asarray(instances, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return (n + k) / n
+        return (n + spares) / n
 
 
 def breakeven_interruptions_spot_spares(spot_usd_per_hour, on_demand_usd_per_hour, restart_h, instances,
