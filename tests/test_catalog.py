@@ -388,3 +388,18 @@ def test_validate_frame_parses_each_text_once_and_reports_the_first_bad_cell_of_
     bad = raw.assign(kind=["a", "a", "a", "c"], x=["1", "11", "1", "1"])  # row 3 column x before row 5 column kind
     with pytest.raises(InputError, match=r"t.csv: row 3: x: expected a value between"):
         catalog.validate_frame(bad, schema, "t.csv")
+
+
+@pytest.mark.parametrize("bounds, text, expected", [
+    ((1, 10), "11", "expected a value between 1 and 10, got 11"),
+    ((1, None), "0", "expected a value of at least 1, got 0"),
+    ((None, 10), "11", "expected a value of at most 10, got 11"),
+])
+def test_out_of_range_cell_names_the_bound_it_breaks(bounds, text, expected):
+    """A numeric column may set only a lower or only an upper bound: the error names the file, row,
+    column and the bound, and is an InputError (it was a TypeError formatting the missing bound)."""
+    col = catalog.Col("float", False, *bounds)
+    with pytest.raises(InputError) as e:
+        catalog._parse(text, col, "t.csv", 3, "x")
+    assert str(e.value) == f"t.csv: row 3: x: {expected}"
+    assert catalog._parse("5", col, "t.csv", 3, "x") == 5.0

@@ -53,8 +53,17 @@ def _parse(value, col: Col, file: str, row: int, name: str):
         raise InputError(f"{where}: expected one of {', '.join(col.choices)}, got {text!r}")
     if col.kind in ("float", "int"):
         if col.min is not None and out < col.min or col.max is not None and out > col.max:
-            raise InputError(f"{where}: expected a value between {col.min:g} and {col.max:g}, got {text}")
+            raise InputError(f"{where}: expected {_bounds_text(col)}, got {text}")
     return out
+
+
+def _bounds_text(col: Col) -> str:
+    """The allowed range of a numeric column in words; a column may set only ``min`` or only ``max``."""
+    if col.min is not None and col.max is not None:
+        return f"a value between {col.min:g} and {col.max:g}"
+    if col.min is not None:
+        return f"a value of at least {col.min:g}"
+    return f"a value of at most {col.max:g}"
 
 
 _UNSEEN = object()
