@@ -61,3 +61,23 @@ def test_calibration_table_cache_key_follows_the_package_source(monkeypatch, tmp
     k1 = calibrate._table_cache_key()
     (pkg / "model" / "efficiency.py").write_text("A = 2\n")
     assert calibrate._table_cache_key() != k1
+
+
+def test_prune_keeps_the_most_recently_used_tables(tmp_path):
+    """Each source state writes a new ``calibration-*.pkl``; pruning keeps the ``keep`` most recently
+    used (by modification time, which a read refreshes) and leaves other files alone."""
+    import os
+
+    files = []
+    for i in range(11):
+        f = tmp_path / f"calibration-{i:032d}.pkl"
+        f.write_bytes(b"x")
+        os.utime(f, (1_000_000 + i, 1_000_000 + i))
+        files.append(f)
+    other = tmp_path / "svg"
+    other.mkdir()
+    removed = calibrate.prune_table_cache(tmp_path, keep=8)
+    assert sorted(removed) == files[:3]
+    assert [f.exists() for f in files] == [False] * 3 + [True] * 8
+    assert other.exists()
+    assert calibrate.prune_table_cache(tmp_path, keep=8) == []

@@ -368,6 +368,10 @@ def calibration_table(runs: pd.DataFrame | None = None) -> pd.DataFrame:
         path = folder / f"calibration-{key[:32]}.pkl"
         try:
             _TABLES[key] = pd.read_pickle(path)
+            try:
+                os.utime(path)  # marks it used: pruning keeps the most recently used tables
+            except OSError:
+                pass
         except Exception:  # missing, unreadable or from another pandas: compute it
             _TABLES[key] = _calibration_table(reference_runs())
             try:
@@ -375,9 +379,34 @@ def calibration_table(runs: pd.DataFrame | None = None) -> pd.DataFrame:
                 tmp = path.with_name(f".{path.name}.{os.getpid()}")
                 _TABLES[key].to_pickle(tmp)
                 os.replace(tmp, path)
+                prune_table_cache(folder)
             except OSError:  # read-only home: the in-memory cache still holds
                 pass
     return _TABLES[key].copy()
+
+
+KEEP_TABLES = 8   # cached calibration tables kept per cache folder (each is ~100 kB; one per source state)
+
+
+def prune_table_cache(folder: Path, keep: int = KEEP_TABLES) -> list[Path]:
+    """Delete all but the ``keep`` most recently used ``calibration-*.pkl`` of ``folder`` (a read or a
+    write marks a table used). Every edit of the package or a data file writes a new table, so without
+    this the folder grows by one file per source state. Returns the files removed; a file that
+    vanished meanwhile (another process pruning) is skipped."""
+    tables = []
+    for f in folder.glob("calibration-*.pkl"):
+        try:
+            tables.append((f.stat().st_mtime, f))
+        except OSError:
+            continue
+    removed = []
+    for _, f in sorted(tables, reverse=True)[keep:]:
+        try:
+            f.unlink()
+            removed.append(f)
+        except OSError:
+            pass
+    return removed
 
 
 def _calibration_table(runs: pd.DataFrame) -> pd.DataFrame:
