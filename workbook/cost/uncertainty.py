@@ -79,11 +79,28 @@ def mc_draws(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0, p
 
     Returns arrays (options x draws): ``cost`` (training USD per run, serving USD per month),
     ``metric`` (the ranking figure: cost per run or USD per million tokens), ``days``."""
-    g = _draws(s, priced, n, seed, price_doubt)
+    return _drawn(_draws(s, priced, n, seed, price_doubt))
+
+
+def _drawn(g: dict) -> dict:
+    """``mc_draws``' answer for the draws ``g`` (``_draws``) of the whole frame."""
+    priced = g["priced"]
     out = _evaluate(g, 0, len(priced))
     return {"cost": out["cost"], "metric": out["metric"], "days": out["days"], "options": priced["option"].to_numpy(),
             "accelerators": priced["accelerator"].to_numpy(), "utilization": g["u"][0],
             "interruptions_per_hour": g["lam"][0]}
+
+
+def mc_draws_both(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0) -> tuple[dict, dict]:
+    """(``mc_draws(..., price_doubt=True)``, ``mc_draws(..., price_doubt=False)``) from one set of draws: the
+    generator gives the efficiency, spot, utilization and interruption draws first and the price draws last
+    (``_draws``), so the draws without price doubt are those with it less the price draws; the same arrays as two
+    calls (one evaluation where no price carries a doubt)."""
+    g = _draws(s, priced, n, seed, True)
+    with_doubt = _drawn(g)
+    if g["z_price"] is None:
+        return with_doubt, with_doubt
+    return with_doubt, _drawn(dict(g, arrays={}, z_price=None, price_rows=None, price_sigma=None))
 
 
 class _Rows:
