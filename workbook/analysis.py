@@ -80,6 +80,8 @@ def offer_performance(s: Scenario, perf_df: pd.DataFrame, eff: Efficiency | None
         q[r["accelerator"]] = reliability.deadline_quantile(float(r["training_days_low"]) / d,
                                                             float(r["training_days_high"]) / d,
                                                             s.constraints.deadline_confidence)
+    # the columns the plans and the start days read, not every price column of the offers
+    ok = ok[[c for c in ("offering", "accelerator", "provider", "chips_per_instance", "inter_node_bytes_per_s") if c in ok]]
     planned = model_offers.plan_offers(s, ok, lambda sh, n: reliability.lead_time(
         sh["provider"], sh["accelerator"], n, s.constraints.start_days)["start_days"], q, eff=eff)
     rest = shapes[~shapes["offering"].isin(ok["offering"])][["offering", "accelerator"]]

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from .. import catalog
@@ -54,8 +55,8 @@ def _host_index() -> dict[str, dict]:
     once per catalog load (callers only read it)."""
     full = catalog.offerings()
     if _HOSTS[0] is not full:
-        off = full.drop_duplicates("offering")
-        off = off[[c for c in _HOST_COLUMNS if c in off]]   # what balance_flags reads, not every column
+        off = full[[c for c in _HOST_COLUMNS if c in full]]   # what balance_flags reads, not every column
+        off = off.drop_duplicates("offering")
         _HOSTS[:] = [full, dict(zip(off["offering"], off.to_dict("records")))]
     return _HOSTS[1]
 
@@ -135,10 +136,14 @@ def balance_table(s: Scenario, options: pd.DataFrame) -> pd.DataFrame:
                         "host_memory_bytes", "local_nvme_bytes") if c in options]
     memo: dict = {}   # the ways to pay of one offering share their host and plan: checked once
     out = []
-    for r in options[cols].to_dict("records"):
-        key = tuple(None if isinstance(v, float) and v != v else v for v in r.values())
+    # the rows as ``to_dict("records")`` gives them (numpy scalars of object columns as Python ones), a column
+    # at a time; a row's dict is built only for a row not checked before
+    values = [options[c].tolist() if options[c].dtype != object else
+              [v.item() if isinstance(v, np.generic) else v for v in options[c].tolist()] for c in cols]
+    for row in zip(*values):
+        key = tuple(None if isinstance(v, float) and v != v else v for v in row)
         if key not in memo:
-            memo[key] = balance_flags(s, r, wb, hosts)
+            memo[key] = balance_flags(s, dict(zip(cols, row)), wb, hosts)
         out.append(memo[key])
     return pd.DataFrame({"host_warnings": [" ".join(f) for f, _ in out],
                          "host_checks": [",".join(c) for _, c in out]}, index=options.index)
