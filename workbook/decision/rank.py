@@ -361,15 +361,20 @@ def _constraint_flips(s: Scenario, priced: pd.DataFrame, ranked: pd.DataFrame, m
     c = s.constraints
     training = s.is_training
     metric = "cost_usd" if training else "usd_per_million_tokens"
+    # the columns the criteria, the score and the sentences read, not every priced column
+    cols = [c for c in ("option", "accelerator", "pricing_model", "provider", "instance", "region", metric, "cost_usd",
+                        "usd_total", "training_days", "tpot_ms", "chips") if c in priced]
+    cols = list(dict.fromkeys(cols))
     ex = priced[priced["excluded_reason"].notna() & priced[metric].notna()]
     codes = [tuple(c) for c in ex["excluded_codes"]]
+    ex = ex[cols]
     out, ranked_rows = [], None
     for key in ("budget", "deadline", "chips"):
         only = ex[np.array([c == (key,) for c in codes], dtype=bool)]
         if only.empty:
             continue
         if ranked_rows is None:  # the ranked options' priced rows, looked up once
-            ranked_rows = priced.loc[ranked["option"].map(dict(zip(priced["option"], priced.index)))]
+            ranked_rows = priced.loc[ranked["option"].map(dict(zip(priced["option"], priced.index))), cols]
         cand = pd.concat([ranked_rows, only])
         cand = cand.drop_duplicates("option")
         crit = _criteria(s, cand, None)
