@@ -80,6 +80,8 @@ def offer_performance(s: Scenario, perf_df: pd.DataFrame, eff: Efficiency | None
         q[r["accelerator"]] = reliability.deadline_quantile(float(r["training_days_low"]) / d,
                                                             float(r["training_days_high"]) / d,
                                                             s.constraints.deadline_confidence)
+    # the columns the plans and the start days read, not every price column of the offers
+    ok = ok[[c for c in ("offering", "accelerator", "provider", "chips_per_instance", "inter_node_bytes_per_s") if c in ok]]
     planned = model_offers.plan_offers(s, ok, lambda sh, n: reliability.lead_time(
         sh["provider"], sh["accelerator"], n, s.constraints.start_days)["start_days"], q, eff=eff)
     rest = shapes[~shapes["offering"].isin(ok["offering"])][["offering", "accelerator"]]
@@ -263,13 +265,18 @@ def records(df: pd.DataFrame) -> list[dict]:
     cols = list(df.columns)
     if not cols or not df.columns.is_unique:
         return [jsonable(row) for row in df.to_dict("records")]
-    fast = [isinstance(dt, np.dtype) and dt.kind in "fiub" for dt in df.dtypes]
-    text = [isinstance(dt, pd.StringDtype) for dt in df.dtypes]
+    dtypes = list(df.dtypes)
+    fast = [isinstance(dt, np.dtype) and dt.kind in "fiub" for dt in dtypes]
+    text = [isinstance(dt, pd.StringDtype) for dt in dtypes]
     columns = []
     for i, (c, f) in enumerate(zip(cols, fast)):
         if f:
-            v = df.iloc[:, i].to_numpy().tolist()
-            columns.append([x if math.isfinite(x) else None for x in v] if df.dtypes.iloc[i].kind == "f" else v)
+            a = df.iloc[:, i].to_numpy()
+            v = a.tolist()
+            if a.dtype.kind == "f":  # NaN and infinities to None: only where numpy finds them
+                for j in np.flatnonzero(~np.isfinite(a)).tolist():
+                    v[j] = None
+            columns.append(v)
         elif text[i]:  # strings as they are, a missing value (NaN or NA) through ``jsonable`` (None)
             columns.append([x if type(x) is str else jsonable(x) for x in df.iloc[:, i].to_numpy(dtype=object).tolist()])
         else:  # object and extension columns (nullable ints and booleans, lists): each value as it is

@@ -108,3 +108,30 @@ def test_percentiles_read_from_sorted_rows_are_numpys_to_the_bit(n):
         want = np.percentile(y, [10, 50, 90], axis=1)
         got = sorted_percentiles(y)
     assert np.array_equal(want, got, equal_nan=True)
+
+
+def test_monte_carlo_spares_made_once_equal_those_of_each_block(analysed, monkeypatch):
+    """The Monte Carlo's spares of latency-bound spot fleets, made once for every block of rows
+    (``cost.mcspares``), give the same summary as each block computing its own (the frame to the bit), on the
+    shipped serving scenarios with such fleets; and a block reads them (the table is used, not recomputed)."""
+    import importlib
+
+    from workbook import load_scenario
+    bill_mod = importlib.import_module("workbook.cost.mcspares")
+    unc = importlib.import_module("workbook.cost.uncertainty")
+    for name in ("embedding-service", "small-model-cheap"):
+        s, priced = load_scenario(name), analysed(name, n_draws=200).priced
+        used = []
+        real = bill_mod.known
+
+        def spy(*a):
+            k = real(*a)
+            used.append(k is not None)
+            return k
+        monkeypatch.setattr(bill_mod, "known", spy)
+        once = cost.monte_carlo(s, priced, n=3000, seed=5)
+        monkeypatch.setattr(unc, "mc_spares", lambda *a: None)
+        each = cost.monte_carlo(s, priced, n=3000, seed=5)
+        monkeypatch.undo()
+        pd.testing.assert_frame_equal(once, each, check_exact=True)
+        assert any(used)

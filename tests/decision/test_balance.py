@@ -65,3 +65,26 @@ def test_balance_table_marks_every_option_and_catalog_rows_are_checked():
     t = balance_table(s, opts)
     # p5.48xlarge: vCPUs and RAM (SkyPilot) and 8 x 3.84 TB NVMe (the Capacity Blocks page) are all checked
     assert list(t["host_checks"]) == ["cpu,ram,nvme", ""] and list(t["host_warnings"]) == ["", ""]
+
+
+def test_column_values_are_to_dict_records_value_for_value_and_type_for_type(analysed):
+    """``balance._column_values`` (the host index and ``balance_table`` read their columns as lists) gives what
+    ``to_dict("records")`` gave: the same values of the same types (NA as None, numpy scalars as Python ones)."""
+    import importlib
+
+    from workbook import catalog
+    b = importlib.import_module("workbook.decision.balance")
+
+    def check(df):
+        cols = list(df.columns)
+        want = df.to_dict("records")
+        got = [dict(zip(cols, row)) for row in zip(*b._column_values(df, cols))]
+        assert len(got) == len(want)
+        for x, y in zip(want, got):
+            for c in cols:
+                assert type(x[c]) is type(y[c]) and (x[c] is y[c] or x[c] == y[c] or (x[c] != x[c] and y[c] != y[c]))
+    full = catalog.offerings()
+    check(full[[c for c in b._HOST_COLUMNS if c in full]].drop_duplicates("offering"))
+    priced = analysed("llama-8b-finetune", n_draws=200).priced
+    check(priced[[c for c in ("offering", "instance", "chips", "checkpoint_bytes", "chips_per_instance", "vcpus",
+                              "host_memory_bytes", "local_nvme_bytes", "kind", "price_as_of") if c in priced]])

@@ -59,3 +59,26 @@ def test_pareto_front_matches_every_pair_compared():
         c = rng.choice([1.0, 2.0, 3.0, np.nan, np.inf, -np.inf], n) if i % 2 else rng.integers(0, 6, n).astype(float)
         t = rng.choice([1.0, 2.0, np.nan, np.inf], n) if i % 3 else rng.uniform(0, 1, n)
         np.testing.assert_array_equal(decision.pareto_front(c, t), every_pair(c, t))
+
+
+def test_option_rows_and_both_score_draws_equal_the_separate_calls(analysed):
+    """``rank._option_rows`` is the drop-duplicates / set_index / loc it replaces (columns, order, values), and
+    ``score_draws_both`` (one set of draws, ``cost.mc_draws_both``) gives the arrays of the two ``score_draws``
+    calls, with and without the price doubt, to the bit; on a serving and a training scenario."""
+    import importlib
+
+    from workbook import load_scenario
+    rk = importlib.import_module("workbook.decision.rank")
+    for name in ("small-model-cheap", "llama-8b-finetune"):
+        a = analysed(name, n_draws=200)
+        s, priced = load_scenario(name), a.priced
+        ranked = rk.rank(s, priced, a.mc)
+        rows = ranked.head(4)
+        old = priced.drop_duplicates("option").set_index("option").loc[rows["option"]].reset_index()
+        new = rk._option_rows(priced, rows["option"])
+        assert list(new.columns) == list(old.columns)
+        pd.testing.assert_frame_equal(new, old, check_dtype=False)
+        both = rk.score_draws_both(s, priced, rows, 300, 3)
+        for got, doubt in zip(both, (True, False)):
+            want = rk.score_draws(s, priced, rows, 300, 3, price_doubt=doubt)
+            assert np.array_equal(got, want, equal_nan=True)

@@ -9,11 +9,11 @@ from .rates import (Z90, breakeven_interruptions_spot, breakeven_interruptions_s
                     breakeven_months_commit, breakeven_months_purchase, breakeven_utilization_commit,
                     energy_usd_per_hour, lognormal_from_band, poisson_sf, reserved_factor, spare_instances,
                     spot_goodput_breakeven, spot_overhead_factor, spot_serving_factor, spot_spares_factor)
-from .uncertainty import mc_draws, mc_histogram, monte_carlo, tornado
+from .uncertainty import mc_draws, mc_draws_both, mc_histogram, monte_carlo, tornado
 
 __all__ = ["bill", "energy", "hosting", "location", "pricebook", "rates", "reliability", "uncertainty", "breakeven", "breakeven_curves", "is_latency_bound",
            "max_interruptions_per_hour", "offer_prices", "price_options", "requested_models", "Z90",
            "breakeven_interruptions_spot", "breakeven_interruptions_spot_spares", "breakeven_months_commit",
            "breakeven_months_purchase", "breakeven_utilization_commit", "energy_usd_per_hour", "lognormal_from_band",
            "poisson_sf", "reserved_factor", "spare_instances", "spot_goodput_breakeven", "spot_overhead_factor",
-           "spot_serving_factor", "spot_spares_factor", "mc_draws", "mc_histogram", "monte_carlo", "tornado"]
+           "spot_serving_factor", "spot_spares_factor", "mc_draws", "mc_draws_both", "mc_histogram", "monte_carlo", "tornado"]

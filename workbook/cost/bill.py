@@ -67,7 +67,7 @@ from .. import catalog
 from ..errors import InputError
 from ..scenario import Scenario
 from ..terms import DAYS_PER_MONTH, HOURS_PER_DAY, HOURS_PER_MONTH, KIND, PRICING_MODEL_IDS, TERM_MONTHS
-from . import energy
+from . import energy, mcspares
 from .location import add_user_rtt
 from .pricebook import offer_prices, requested_models
 from .rates import (CAPACITY_BLOCK_MAX_DAYS, CAPACITY_BLOCK_MAX_INSTANCES, capacity_block_hours, ops_staff_usd_per_month,
@@ -472,7 +472,9 @@ def _spot_factor(col, rows, sp, lam, shape, rec) -> np.ndarray:
             _, first, inv = np.unique(np.nan_to_num(keys, nan=-1.0), axis=0, return_index=True, return_inverse=True)
             if shared and np.size(lam_lat) > 1:  # a Monte Carlo's rates: the spares of each fleet along the sorted rates
                 n_f = np.asarray(n_lat[first], dtype=float)
-                k = spare_instances_over_rates(n_f, lam_lat, lost[first], tgt[first], unit[first])
+                k = mcspares.known(lam_lat, n_f, lost[first], tgt[first], unit[first])
+                if k is None:
+                    k = spare_instances_over_rates(n_f, lam_lat, lost[first], tgt[first], unit[first])
                 spot_f[lat] = spares_factor(n_f.reshape(len(first), -1), k)[inv.reshape(-1)]
             elif shared and len(first) < len(lat):
                 spot_f[lat] = spot_spares_factor(n_lat[first], lam_lat, lost[first], tgt[first],

@@ -16,6 +16,7 @@ from ..errors import InputError
 from ..scenario import Scenario
 from . import mcgroups
 from .bill import bill
+from .mcspares import MC_SPARES, mc_spares
 from .rates import Z90, lognormal_from_band
 
 
@@ -79,11 +80,28 @@ def mc_draws(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0, p
 
     Returns arrays (options x draws): ``cost`` (training USD per run, serving USD per month),
     ``metric`` (the ranking figure: cost per run or USD per million tokens), ``days``."""
-    g = _draws(s, priced, n, seed, price_doubt)
+    return _drawn(_draws(s, priced, n, seed, price_doubt))
+
+
+def _drawn(g: dict) -> dict:
+    """``mc_draws``' answer for the draws ``g`` (``_draws``) of the whole frame."""
+    priced = g["priced"]
     out = _evaluate(g, 0, len(priced))
     return {"cost": out["cost"], "metric": out["metric"], "days": out["days"], "options": priced["option"].to_numpy(),
             "accelerators": priced["accelerator"].to_numpy(), "utilization": g["u"][0],
             "interruptions_per_hour": g["lam"][0]}
+
+
+def mc_draws_both(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0) -> tuple[dict, dict]:
+    """(``mc_draws(..., price_doubt=True)``, ``mc_draws(..., price_doubt=False)``) from one set of draws: the
+    generator gives the efficiency, spot, utilization and interruption draws first and the price draws last
+    (``_draws``), so the draws without price doubt are those with it less the price draws; the same arrays as two
+    calls (one evaluation where no price carries a doubt)."""
+    g = _draws(s, priced, n, seed, True)
+    with_doubt = _drawn(g)
+    if g["z_price"] is None:
+        return with_doubt, with_doubt
+    return with_doubt, _drawn(dict(g, arrays={}, z_price=None, price_rows=None, price_sigma=None))
 
 
 class _Rows:
@@ -261,29 +279,34 @@ def monte_carlo(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0
     best, winner = np.full(n, np.inf), np.zeros(n, dtype=np.intp)
     horizon = 1.0 if training else s.pricing.horizon_months
     draws = np.arange(n)
-    for a in range(0, G, BLOCK_ROWS):
-        b = min(G, a + BLOCK_ROWS)
-        d = _evaluate(gu, a, b)
-        w = d["cost"]  # the bill of the block's representatives at their unit price, no fixed cost
-        rows = cand[(group[cand] >= a) & (group[cand] < b)]
-        if len(rows):  # the draw-by-draw cheapest; a tie keeps the earlier row, as one argmin over every row does
-            m = scale[rows, None] * w[group[rows] - a] + shift[rows, None]
-            if not training:
-                m = m / tokens[rows, None] * 1e6
-            filled = np.where(np.isnan(m), np.inf, m)
-            i = np.argmin(filled, axis=0)
-            mm, r = filled[i, draws], rows[i]
-            lower = (mm < best) | ((mm == best) & (r < winner))
-            best[lower], winner[lower] = mm[lower], r[lower]
-        if deadline:
-            meets[a:b] = np.mean(d["days"] <= c.deadline_days, axis=1)
-        if training:
-            q_days[:, a:b] = _percentiles(d["days"])
-        y = _sorted(w)
-        w_prev[:, a:b], w_next[:, a:b] = y[:, prev].T, y[:, nxt].T
-        if budget:
-            at = np.flatnonzero((group >= a) & (group < b))
-            within[at] = _share_within(y[group[at] - a], scale[at], shift[at], horizon, c.budget_usd)
+    # the spares of the latency-bound spot fleets along the rate draws, once for every block (cost.mcspares)
+    spares = MC_SPARES.set(mc_spares(gu["priced"], g["lam"]) if not training and G > BLOCK_ROWS else None)
+    try:
+        for a in range(0, G, BLOCK_ROWS):
+            b = min(G, a + BLOCK_ROWS)
+            d = _evaluate(gu, a, b)
+            w = d["cost"]  # the bill of the block's representatives at their unit price, no fixed cost
+            rows = cand[(group[cand] >= a) & (group[cand] < b)]
+            if len(rows):  # the draw-by-draw cheapest; a tie keeps the earlier row, as one argmin over every row does
+                m = scale[rows, None] * w[group[rows] - a] + shift[rows, None]
+                if not training:
+                    m = m / tokens[rows, None] * 1e6
+                filled = np.where(np.isnan(m), np.inf, m)
+                i = np.argmin(filled, axis=0)
+                mm, r = filled[i, draws], rows[i]
+                lower = (mm < best) | ((mm == best) & (r < winner))
+                best[lower], winner[lower] = mm[lower], r[lower]
+            if deadline:
+                meets[a:b] = np.mean(d["days"] <= c.deadline_days, axis=1)
+            if training:
+                q_days[:, a:b] = _percentiles(d["days"])
+            y = _sorted(w)
+            w_prev[:, a:b], w_next[:, a:b] = y[:, prev].T, y[:, nxt].T
+            if budget:
+                at = np.flatnonzero((group >= a) & (group < b))
+                within[at] = _share_within(y[group[at] - a], scale[at], shift[at], horizon, c.budget_usd)
+    finally:
+        MC_SPARES.reset(spares)
     with np.errstate(invalid="ignore", divide="ignore"):
         lo = scale * w_prev[:, group] + shift
         hi = scale * w_next[:, group] + shift

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
+from pandas.core.dtypes.cast import maybe_box_native
 
 from .. import catalog
 from ..model.profile import weight_bytes, workload_profile
@@ -54,10 +56,18 @@ def _host_index() -> dict[str, dict]:
     once per catalog load (callers only read it)."""
     full = catalog.offerings()
     if _HOSTS[0] is not full:
-        off = full.drop_duplicates("offering")
-        off = off[[c for c in _HOST_COLUMNS if c in off]]   # what balance_flags reads, not every column
-        _HOSTS[:] = [full, dict(zip(off["offering"], off.to_dict("records")))]
+        off = full[[c for c in _HOST_COLUMNS if c in full]]   # what balance_flags reads, not every column
+        off = off.drop_duplicates("offering")
+        cols = list(off.columns)
+        _HOSTS[:] = [full, {r["offering"]: r for r in (dict(zip(cols, row)) for row in zip(*_column_values(off, cols)))}]
     return _HOSTS[1]
+
+
+def _column_values(df: pd.DataFrame, cols: list) -> list[list]:
+    """The values of ``cols`` as lists, as ``to_dict("records")`` gives them (the values of object and extension
+    columns through pandas' ``maybe_box_native``: numpy scalars as Python ones, NA as None), a column at a time."""
+    return [df[c].tolist() if isinstance(df[c].dtype, np.dtype) and df[c].dtype != object else
+            list(map(maybe_box_native, df[c].tolist())) for c in cols]
 
 
 _HOST_COLUMNS = ("offering", "instance", "chips_per_instance", "vcpus", "host_memory_bytes", "local_nvme_bytes")
@@ -135,10 +145,12 @@ def balance_table(s: Scenario, options: pd.DataFrame) -> pd.DataFrame:
                         "host_memory_bytes", "local_nvme_bytes") if c in options]
     memo: dict = {}   # the ways to pay of one offering share their host and plan: checked once
     out = []
-    for r in options[cols].to_dict("records"):
-        key = tuple(None if isinstance(v, float) and v != v else v for v in r.values())
+    # the rows as ``to_dict("records")`` gives them (numpy scalars of object columns as Python ones), a column
+    # at a time; a row's dict is built only for a row not checked before
+    for row in zip(*_column_values(options, cols)):
+        key = tuple(None if isinstance(v, float) and v != v else v for v in row)
         if key not in memo:
-            memo[key] = balance_flags(s, r, wb, hosts)
+            memo[key] = balance_flags(s, dict(zip(cols, row)), wb, hosts)
         out.append(memo[key])
     return pd.DataFrame({"host_warnings": [" ".join(f) for f, _ in out],
                          "host_checks": [",".join(c) for _, c in out]}, index=options.index)

@@ -134,10 +134,31 @@ def score_draws(s: Scenario, priced: pd.DataFrame, rows: pd.DataFrame, n: int, s
     utilization and interruptions shared, each offer's price within its doubt): in each draw the cost
     score is the cheapest of ``rows`` / the row's cost (training: the time score likewise with the run
     length), the other criteria as at the point estimate; ``price_doubt`` False holds every price at the catalog's. Shape (rows, n)."""
+    return _scores_of(s, rows, cost.mc_draws(s, _option_rows(priced, rows["option"]), n=n, seed=seed, price_doubt=price_doubt))
+
+
+def score_draws_both(s: Scenario, priced: pd.DataFrame, rows: pd.DataFrame, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(``score_draws`` with the price doubt, without it) from one set of draws (``cost.mc_draws_both``): the same
+    arrays as two calls."""
+    both = cost.mc_draws_both(s, _option_rows(priced, rows["option"]), n=n, seed=seed)
+    return _scores_of(s, rows, both[0]), _scores_of(s, rows, both[1])
+
+
+def _option_rows(priced: pd.DataFrame, options) -> pd.DataFrame:
+    """The first priced row of each of ``options`` (in their order; each must be in ``priced``), ``option`` the first
+    column and the index 0..n-1: ``priced.drop_duplicates("option").set_index("option").loc[options].reset_index()``
+    without copying every row of the wide frame first."""
+    first: dict = {}
+    for i, o in enumerate(priced["option"].tolist()):
+        first.setdefault(o, i)
+    sub = priced.iloc[[first[o] for o in options]]
+    return sub[["option", *[c for c in sub.columns if c != "option"]]].reset_index(drop=True)
+
+
+def _scores_of(s: Scenario, rows: pd.DataFrame, d: dict) -> np.ndarray:
+    """``score_draws``' array from the draws ``d`` of ``rows`` (``cost.mc_draws``)."""
     w = weights(s)
     total = sum(w.values())
-    sub = priced.drop_duplicates("option").set_index("option").loc[rows["option"]].reset_index()
-    d = cost.mc_draws(s, sub, n=n, seed=seed, price_doubt=price_doubt)
     out = (rows["score"].to_numpy(float) - w["cost"] / total * rows["cost_score"].to_numpy(float))[:, None]
     with np.errstate(divide="ignore", invalid="ignore"):
         out = out + w["cost"] / total * np.nan_to_num(np.nanmin(d["metric"], axis=0) / d["metric"], nan=0.0)
@@ -179,9 +200,8 @@ def ties(s: Scenario, priced: pd.DataFrame, ranked: pd.DataFrame, n: int = 2000,
         return pd.DataFrame(columns=cols)
     ends = ranked.loc[[ranked["cost_value"].idxmin(), ranked["time_value"].fillna(np.inf).idxmin()]]
     rows = pd.concat([ranked.iloc[:1], near, ends]).drop_duplicates("option")
-    sd = score_draws(s, priced, rows, n, seed)
+    sd, fixed = score_draws_both(s, priced, rows, n, seed)
     gap = sd[0][None, :] - sd[1:len(near) + 1]
-    fixed = score_draws(s, priced, rows, n, seed, price_doubt=False)
     gap_fixed = fixed[0][None, :] - fixed[1:len(near) + 1]
     out = pd.DataFrame({"option": near["option"].to_numpy(), "score_gap": top["score"] - near["score"].to_numpy(float),
                         "gap_p10": np.percentile(gap, 10, axis=1), "gap_p90": np.percentile(gap, 90, axis=1),
@@ -232,8 +252,7 @@ def ranking_table(ranked: pd.DataFrame, s: Scenario) -> pd.DataFrame:
 
 def p_cheaper(s: Scenario, priced: pd.DataFrame, a: str, b: str, n: int = 10000, seed: int = 0) -> float:
     """Share of Monte Carlo draws in which option ``a`` is cheaper than option ``b``."""
-    sub = priced[priced["option"].isin([a, b])].drop_duplicates("option").set_index("option").loc[[a, b]].reset_index()
-    d = cost.mc_draws(s, sub, n=n, seed=seed)
+    d = cost.mc_draws(s, _option_rows(priced, [a, b]), n=n, seed=seed)
     return float(np.mean(d["metric"][0] < d["metric"][1]))
 
 
@@ -342,15 +361,20 @@ def _constraint_flips(s: Scenario, priced: pd.DataFrame, ranked: pd.DataFrame, m
     c = s.constraints
     training = s.is_training
     metric = "cost_usd" if training else "usd_per_million_tokens"
+    # the columns the criteria, the score and the sentences read, not every priced column
+    cols = [c for c in ("option", "accelerator", "pricing_model", "provider", "instance", "region", metric, "cost_usd",
+                        "usd_total", "training_days", "tpot_ms", "chips") if c in priced]
+    cols = list(dict.fromkeys(cols))
     ex = priced[priced["excluded_reason"].notna() & priced[metric].notna()]
     codes = [tuple(c) for c in ex["excluded_codes"]]
+    ex = ex[cols]
     out, ranked_rows = [], None
     for key in ("budget", "deadline", "chips"):
         only = ex[np.array([c == (key,) for c in codes], dtype=bool)]
         if only.empty:
             continue
         if ranked_rows is None:  # the ranked options' priced rows, looked up once
-            ranked_rows = priced.loc[ranked["option"].map(dict(zip(priced["option"], priced.index)))]
+            ranked_rows = priced.loc[ranked["option"].map(dict(zip(priced["option"], priced.index))), cols]
         cand = pd.concat([ranked_rows, only])
         cand = cand.drop_duplicates("option")
         crit = _criteria(s, cand, None)

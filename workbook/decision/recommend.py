@@ -96,11 +96,14 @@ def _excluded_table(priced: pd.DataFrame) -> pd.DataFrame:
     constraints (``excluded_codes``), with the number of offerings and the reason of the least bad
     of them."""
     cols = ["option", "accelerator", "pricing_model", "offerings", "constraint"]
-    ex = priced[priced["excluded_reason"].notna()].copy()
-    if ex.empty:
+    out = priced["excluded_reason"].notna()
+    if not out.any():
         return pd.DataFrame(columns=cols)
+    metric = priced.loc[out, "metric"].iloc[0] if "metric" in priced else "cost_usd"
+    # the columns read below, not a copy of every priced column
+    ex = priced.loc[out, list(dict.fromkeys(c for c in ("accelerator", "pricing_model", "offering", "excluded_reason",
+                                                        "excluded_codes", metric) if c in priced))]
     ex["kinds"] = ex["excluded_codes"].map(", ".join)
-    metric = ex["metric"].iloc[0] if "metric" in ex else "cost_usd"
     ex = ex.sort_values(metric, na_position="last", kind="stable")
     g = (ex.assign(offering=ex["offering"].fillna("-"))
          .groupby(["accelerator", "pricing_model", "kinds"], sort=False)

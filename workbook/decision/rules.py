@@ -76,8 +76,22 @@ def porting_effort_range(s: Scenario, platform: str) -> tuple[float, float, floa
         return float(p.porting_weeks), float(p.porting_weeks), float(p.porting_weeks), "pricing.porting_weeks"
     eff = catalog.effort()
     task = "training" if s.is_training else "inference"
-    rows = eff[(eff["framework"] == w.framework) & (eff["platform"] == platform)
-               & (eff["custom_cuda_kernels"].astype(bool) == bool(w.custom_cuda_kernels))
+    # the answer depends on the effort table and these four values only: remembered per effort frame read
+    if _EFFORT[0] is not eff:
+        _EFFORT[:] = [eff, {}]
+    key = (w.framework, platform, bool(w.custom_cuda_kernels), task)
+    if key not in _EFFORT[1]:
+        _EFFORT[1][key] = _effort_range(eff, *key)
+    return _EFFORT[1][key]
+
+
+_EFFORT: list = [None, {}]   # (the data/effort.csv frame, porting_effort_range's answers from it)
+
+
+def _effort_range(eff: pd.DataFrame, framework: str, platform: str, kernels: bool, task: str) -> tuple[float, float, float, str]:
+    """``porting_effort_range`` from the ``data/effort.csv`` frame ``eff`` (no ``pricing.porting_weeks``)."""
+    rows = eff[(eff["framework"] == framework) & (eff["platform"] == platform)
+               & (eff["custom_cuda_kernels"].astype(bool) == kernels)
                & eff["task"].isin([task, "any"])] if len(eff) else eff
     if rows.empty or pd.isna(rows.sort_values("task", key=lambda c: c.eq("any")).iloc[0]["engineer_weeks"]):
         why = "no data/effort.csv row" if rows.empty else "data/effort.csv: not published"

@@ -134,7 +134,6 @@ def data_parallel_fallback(p: Profile, acc: dict, chips, w, headroom: float, tok
     return best
 
 
-
 def choose_training_chips(p: Profile, acc: dict, s: Scenario, eff: Efficiency | None = None) -> int | None:
     """First guess of the chip count for training when the scenario pins none (``estimate_training``
     refines it with the scaling search).
@@ -163,7 +162,6 @@ def choose_training_chips(p: Profile, acc: dict, s: Scenario, eff: Efficiency | 
         refined = _first_feasible(p, acc, s, fine, eff)
         best = refined if refined is not None else best
     return best
-
 
 
 def _chip_cap(acc: dict, s: Scenario) -> int:
@@ -195,19 +193,19 @@ def _first_feasible(p: Profile, acc: dict, s: Scenario, counts: np.ndarray, eff:
     return (0, int(counts[i])) if return_index else int(counts[i])
 
 
-
 def training_config(p: Profile, acc, chips: int, w: Workload, parallelism: Parallelism | None = None,
-                    headroom: float = 0.1, eff: Efficiency | None = None, **limits) -> dict | None:
+                    headroom: float = 0.1, eff: Efficiency | None = None, _keys=None, **limits) -> dict | None:
     """The fastest parallel layout of ``chips`` chips (``search.best_config`` over
     ``search.practical_limits`` with the efficiency ``eff``; ``parallelism`` pins dimensions like
     ``cluster.parallelism``; ``limits`` add grid limits such as a published ``vpp``), or None when
     nothing fits in memory. A step is ``global_batch_tokens`` (default: one sequence per chip). The
     one multi-chip path of ``estimate_training`` and the calibration; cached per process on the
-    values it depends on."""
+    values it depends on (``_keys``: (``record_key(acc)``, ``hashable(w)``) made once by the planner)."""
     eff = default(eff)
     if w.global_batch_tokens is None:
         w = w.model_copy(update={"global_batch_tokens": float(w.seq_len) * int(chips)})
-    key = _config_key(p, acc, chips, w, parallelism, headroom, eff, limits)
+        _keys = _keys and (_keys[0], None)
+    key = _config_key(p, acc, chips, w, parallelism, headroom, eff, limits, _keys)
 
     def compute():
         a = Record(acc)
@@ -224,18 +222,20 @@ def training_config(p: Profile, acc, chips: int, w: Workload, parallelism: Paral
     return None if cfg is None else dict(cfg)
 
 
-def _config_key(p: Profile, acc, chips: int, w: Workload, par, headroom: float, eff: Efficiency, limits: dict, hw=None) -> tuple:
-    return (p, _acc_key(acc), int(chips), hashable(w) if hw is None else hw, hashable(par), float(headroom),
-            tuple(sorted(limits.items())), eff)
+def _config_key(p: Profile, acc, chips: int, w: Workload, par, headroom: float, eff: Efficiency, limits: dict, keys=None) -> tuple:
+    ak, hw = keys or (None, None)
+    return (p, _acc_key(acc) if ak is None else ak, int(chips), hashable(w) if hw is None else hw, hashable(par),
+            float(headroom), tuple(sorted(limits.items())), eff)
 
 
-def prefetch_training_configs(p: Profile, acc, counts, w: Workload, par: Parallelism | None, headroom: float, eff: Efficiency) -> None:
+def prefetch_training_configs(p: Profile, acc, counts, w: Workload, par: Parallelism | None, headroom: float, eff: Efficiency,
+                              keys=None) -> None:
     """``training_config``'s answers (an ``InputError`` too) for counts of one plan, cached by one search over layouts
     x counts (``search.best_configs``); with a global batch that grows with the count, or on a failure, nothing."""
     if w.global_batch_tokens is None:
         return
-    hw = hashable(w)
-    todo = {int(n): _config_key(p, acc, n, w, par, headroom, eff, {}, hw) for n in counts}
+    keys = (_acc_key(acc), hashable(w)) if keys is None else keys
+    todo = {int(n): _config_key(p, acc, n, w, par, headroom, eff, {}, keys) for n in counts}
     todo = {n: k for n, k in todo.items() if k not in _CONFIGS}
     if len(todo) < 2:
         return
@@ -275,10 +275,11 @@ class _Planner:
         if unit is not None and self.exact is None:
             self.unit = math.lcm(self.unit, int(unit))
         self.top = max(self.unit, (_chip_cap(acc, s) // self.unit) * self.unit)
+        self.keys = (_acc_key(acc), hashable(self.w))  # the cache keys' parts every count shares, made once
 
     def cfg_at(self, n: int):
         try:
-            return training_config(self.p, self.acc, n, self.w, self.par, self.headroom, self.eff)
+            return training_config(self.p, self.acc, n, self.w, self.par, self.headroom, self.eff, self.keys)
         except InputError as e:
             if self.pinned or not str(e).startswith("cluster.parallelism"):
                 raise  # the catalog cannot price this accelerator (no network figure, ...)
@@ -367,7 +368,7 @@ class _Planner:
             if mid <= lo:
                 break
             if mid - self.unit > lo:  # searched next if mid meets the deadline: both in one grid
-                prefetch_training_configs(self.p, self.acc, (mid, mid - self.unit), self.w, self.par, self.headroom, self.eff)
+                prefetch_training_configs(self.p, self.acc, (mid, mid - self.unit), self.w, self.par, self.headroom, self.eff, self.keys)
             c = self.cfg_at(mid)
             if c is not None and self.days(mid, c) <= self.dl:
                 hi = (mid, c)

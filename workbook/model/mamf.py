@@ -72,20 +72,39 @@ def fraction(acc, precision: str) -> float:
 
 @functools.lru_cache(maxsize=None)
 def _fraction(accelerator: str, family: str, kind: str, prec: str) -> float:
-    t = table()
-    own = t[(t["accelerator"] == accelerator) & (t["precision"] == prec)]
-    if len(own):
-        return float(own["fraction"].iloc[0])
-    fam = t[t["family"] == family]
-    same = fam[fam["precision"] == prec]
-    if len(same):
-        return float(same["fraction"].median())
-    if len(fam):
-        return float(fam["fraction"].median())
+    rows = _rows()
+    own = [r["fraction"] for r in rows if r["accelerator"] == accelerator and r["precision"] == prec]
+    if own:
+        return float(own[0])
+    fam = [r for r in rows if r["family"] == family]
+    same = [r["fraction"] for r in fam if r["precision"] == prec]
+    if same:
+        return _median(same)
+    if fam:
+        return _median([r["fraction"] for r in fam])
     if kind != "gpu":
         return 1.0
-    same_kind = t[(t["kind"] == kind) & (t["precision"] == "bf16")]
-    return float(same_kind["fraction"].median()) if len(same_kind) else 1.0
+    same_kind = [r["fraction"] for r in rows if r["kind"] == kind and r["precision"] == "bf16"]
+    return _median(same_kind) if same_kind else 1.0
+
+
+_ROWS: list = [None, ()]   # (the table frame, its rows as dicts)
+
+
+def _rows() -> tuple[dict, ...]:
+    """``table()``'s rows as dicts (accelerator, precision, family, kind, fraction), in file order, rebuilt when the
+    table is: ``_fraction`` scans a few dozen rows instead of filtering the frame for each chip and precision."""
+    t = table()
+    if _ROWS[0] is not t:
+        _ROWS[:] = [t, tuple({"accelerator": a, "precision": p, "family": f, "kind": k, "fraction": float(x)}
+                             for a, p, f, k, x in zip(t["accelerator"], t["precision"], t["family"], t["kind"],
+                                                      t["fraction"]))]
+    return _ROWS[1]
+
+
+def _median(values: list[float]) -> float:
+    """The median as pandas' ``Series.median`` gives it for these float values (numpy's, no NaN among them)."""
+    return float(pd.Series(values, dtype=float).median())
 
 
 def _measured(accelerator: str, family: str, prec: str) -> float | None:

@@ -375,6 +375,14 @@ def _py(v):
     return v.item() if hasattr(v, "item") else v
 
 
+def _at(v, i: int, n: int):
+    """``np.broadcast_to(v, n)[i]`` (a priced column: per-row array of length n, or one value for every row),
+    without building the broadcast view where ``v`` is already an array of n rows."""
+    if type(v) is np.ndarray and v.shape == (n,):
+        return v[i]
+    return np.broadcast_to(v, n)[i]
+
+
 # ``best_config`` prices in full first the FIRST_ROWS layouts of smallest lower bound, then only the
 # layouts whose bound does not exceed the fastest step found (``_candidates``).
 FIRST_ROWS = 256
@@ -488,7 +496,7 @@ def _pick(parts: list, counts, acc, group=None) -> list:
             if i < len(pos):
                 break
             i -= len(pos)
-        cfg = {c: _py(np.broadcast_to(r[c], len(pos))[i]) for c in RESULT_COLUMNS}
+        cfg = {c: _py(_at(r[c], i, len(pos))) for c in RESULT_COLUMNS}
         out.append(cfg | {"recompute": str(cfg["recompute"]), "fits": bool(cfg["fits"]), "chips": int(chips),
                           "accelerator": _acc_name(acc)})
     return out
