@@ -14,7 +14,17 @@ Prints two figures against the issue's targets:
   the server, the same changes), a figure that the machine's load does not stretch as it does wall time.
 
 * memory: the resident memory (RSS, from ``/proc``) of each kernel the app holds after the visits
-  (one per open page plus the pre-started one).
+  (one per open page plus the pre-started one);
+* beside the first render, when the recommendation was first on screen: the page's HTML preview of
+  the card (``workbook.app.page.preview_html``), drawn before Voila's JavaScript has run (reported,
+  no target: the controls are not usable before the first render's figure).
+
+The browser is a visitor's: each visit in a new context (an empty cache, as a first visit), and no
+request interception. Playwright's ``page.route`` (the tests' ``PageGuard``) pauses every request
+until this process answers it, about 0.5 s of a visit's 3.5-4.5 s over the page's ~95 requests
+(docs/performance.md); here chromium sends every request for another host to a closed port on
+127.0.0.1 (``--proxy-server``; loopback is never proxied), so nothing leaves the machine, and each
+such request is recorded (``page.on("request")``) and fails the benchmark.
 
 Targets (issue 30): first render < 2 s, update < 0.3 s; < 300 MB per kernel. Exit status 1 when a
 target is missed. A visit or a change that times out (120 s) is recorded as a miss and the other
@@ -97,9 +107,10 @@ def kernels_cpu_s(server_pid: int) -> float:
 
 
 def kernel_rss_mb(server_pid: int) -> list[float]:
-    """Resident memory of each ipykernel process under the app's server, in MB."""
+    """Resident memory of each ipykernel process under the app's server, in MB, in the order the
+    kernels were started (by process id: the visits' kernels, the updates' page, the pool's)."""
     out = []
-    for pid in _children(server_pid):
+    for pid in sorted(_children(server_pid)):
         try:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
             status = Path(f"/proc/{pid}/status").read_text()
@@ -129,8 +140,37 @@ def wait_for_kernels_idle(server_pid: int, at_least_s: float, quiet_s: float = 1
     return time.monotonic() - t0
 
 
-def first_render_s(browser, url: str) -> float:
-    page, guard = bh.open_page(browser, url)
+# every request to another host goes to this closed port (loopback is never proxied): nothing leaves
+BLOCK_ARGS = ["--proxy-server=http://127.0.0.1:9"]
+# when the preview of the card (``.wbp-rec``) was first visible, in ms from the navigation's start
+PREVIEW_MARK = """
+new MutationObserver((_, obs) => {
+  const e = document.querySelector('.wbp-rec');
+  if (e && e.offsetParent !== null) { window.__wbPreviewMs = performance.now(); obs.disconnect(); }
+}).observe(document, {subtree: true, childList: true, attributes: true});
+"""
+
+
+def open_page(browser):
+    """A new context (empty cache) and page; the list that collects its requests to other hosts."""
+    context = browser.new_context(viewport=bh.VIEWPORT)
+    page = context.new_page()
+    external = []
+    page.on("request", lambda r: external.append(r.url) if not _local(r.url) else None)
+    page.add_init_script(PREVIEW_MARK)
+    return page, external
+
+
+def _local(url: str) -> bool:
+    from urllib.parse import urlsplit
+    parts = urlsplit(url)
+    return parts.scheme in ("data", "blob", "about") or (parts.hostname or "") in bh.LOOPBACK_HOSTS
+
+
+def first_render_s(browser, url: str, preview: list | None = None) -> float:
+    """Seconds from ``page.goto`` until the app's status line is drawn (None: a miss); the seconds
+    until the card's HTML preview was on screen are appended to ``preview`` (None: never shown)."""
+    page, external = open_page(browser)
     t0 = time.perf_counter()
     try:
         page.goto(url, timeout=VISIT_TIMEOUT_MS)
@@ -140,8 +180,11 @@ def first_render_s(browser, url: str) -> float:
         page.context.close()
         return None
     elapsed = time.perf_counter() - t0
-    if guard.external:
-        raise RuntimeError(f"the page asked for something outside the machine: {guard.external}")
+    if preview is not None:
+        ms = page.evaluate("() => window.__wbPreviewMs ?? null")
+        preview.append(None if ms is None else ms / 1000.0)
+    if external:
+        raise RuntimeError(f"the page asked for something outside the machine: {external}")
     page.context.close()
     return elapsed
 
@@ -151,7 +194,7 @@ def update_times_s(browser, url: str, changes: int, fresh: int = 0, server_pid: 
     """(wall seconds of the alternating changes, of the fresh ones, kernel CPU seconds of each change
     in that order); a change not redrawn is None. ``settle_s``: a wait after the page is shown, while
     the server pre-starts the next kernel (it runs the notebook: CPU that is not this page's)."""
-    page, _ = bh.open_page(browser, url)
+    page, external = open_page(browser)
     try:
         page.goto(url, timeout=VISIT_TIMEOUT_MS)
         page.wait_for_selector(READY, timeout=VISIT_TIMEOUT_MS)
@@ -183,6 +226,8 @@ def update_times_s(browser, url: str, changes: int, fresh: int = 0, server_pid: 
         time.sleep(0.3)   # the kernel's last messages after the status (idle state) count to this change
         cpu.append(kernels_cpu_s(server_pid) - c0 if server_pid else None)
     page.context.close()
+    if external:
+        raise RuntimeError(f"the page asked for something outside the machine: {external}")
     return out[:changes], out[changes:], cpu
 
 
@@ -204,20 +249,21 @@ def main(argv=None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench_app_"))
     ok = True
     with sync_playwright() as p:
-        browser = bh.launch_chromium(p)
+        browser = p.chromium.launch(executable_path=str(bh.CHROMIUM), headless=True,
+                                    args=bh.CHROMIUM_ARGS + BLOCK_ARGS)
         # pre-started kernel (what `make app` runs)
         port = bh.free_port()
         log = tmp / "voila.log"
         proc = bh.start_app(port, log)
         url = f"http://127.0.0.1:{port}/"
-        warm, updates, fresh, cpu, rss = [], [], [], [], []
+        warm, previews, updates, fresh, cpu, rss = [], [], [], [], [], []
         try:
             wait_for_log(log, "is filled with 1 kernel")
             waits = []
             for i in range(args.visits):
                 # the pool's kernel has run the notebook, as for a visitor who comes later
                 waits.append(wait_for_kernels_idle(proc.pid, args.settle))
-                warm.append(first_render_s(browser, url))
+                warm.append(first_render_s(browser, url, previews))
             print(f"  waited {', '.join(f'{w:.1f}' for w in waits)} s before the visits (pool kernel idle)")
             updates, fresh, cpu = update_times_s(browser, url, args.changes, args.fresh, proc.pid, args.settle)
             rss = kernel_rss_mb(proc.pid)
@@ -245,6 +291,10 @@ def main(argv=None) -> int:
     print(f"app first render, pre-started kernel: {show(warm)} s over {len(warm)} visits")
     ok &= figure("app first render, pre-started kernel (median)", med(warm), "s", FIRST_RENDER_TARGET_S,
                  "" if med(warm) is not None else "a visit timed out")
+    if previews and any(x is not None for x in previews):
+        print(f"app recommendation on screen (HTML preview, controls not yet drawn): {show(previews)} s")
+        figure("app recommendation on screen, preview (median)", med(previews), "s", None,
+               "" if med(previews) is not None else "not shown on every visit")
     print(f"app first render, no pre-started kernel (cold): {show([cold])} s (for comparison)")
     figure("app first render, no pre-started kernel", cold, "s", None, "" if cold is not None else "timed out")
     print(f"app update after a control change (utilization slider): {show(updates)} s")

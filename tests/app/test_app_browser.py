@@ -183,6 +183,31 @@ def test_app_template_drops_the_cdn_stylesheets():
     assert "{%- block notebook_css -%}" in text
 
 
+def test_app_preview_is_the_card_under_names_of_its_own_and_the_widgets_hide_it():
+    """The card as plain HTML for the page's first paint (``page.preview_html``): the same words, no
+    class name or data attribute of the live card (a page never holds the card twice for a selector),
+    not hidden by its own style; the widgets' style hides it. The app's template writes the output
+    marked ``PREVIEW_KEY`` as HTML and shows the cells without waiting for Voila's theme plugin."""
+    from workbook.app import __main__ as launcher
+    from workbook.app import page
+
+    a = page.Page(SCENARIO)
+    card = a.rec.value
+    html = page.preview_html(card)
+    assert 'class="wb-rec' in card and "data-accelerator" in card
+    classes = " ".join(re.findall(r'class="([^"]*)"', html)).split()
+    assert classes and not [c for c in classes if c.startswith("wb-")], classes
+    assert "wbp-rec-headline" in classes and "wbp-app" in classes
+    assert "data-" not in html and "wb-status" not in html
+    headline = re.search(r'class="wb-rec-headline">([^<]*)<', card).group(1)
+    assert f'class="wbp-rec-headline">{headline}<' in html
+    assert "display: none" not in html.split("</style>")[0].split(".wbp-app {")[-1].split("}")[0]
+    assert page.HIDE_PREVIEW in a.box.children[0].value
+    template = (launcher.APP_SHARE_DIR / "voila" / "templates" / "workbook" / "index.html.j2").read_text()
+    assert f"get('{page.PREVIEW_KEY}')" in template
+    assert "window.themeLoaded = true" in template
+
+
 def test_app_widget_shows_an_invalid_setting_as_a_sentence():
     """All weights at zero is not a valid scenario: the page says so (InputError text), no traceback."""
     from workbook.app import page
@@ -320,6 +345,9 @@ def test_app_shows_a_recommendation_offline(app, tmp_path):
     assert len(chart_sources(page)) >= 1 and all(s.startswith("data:image/svg+xml") for s in chart_sources(page))
     body = page.inner_text("body")
     assert "Traceback" not in body and "import workbook" not in body, "code or a traceback is shown"
+    # the served page's HTML preview of the card: there, and hidden now that the widgets are drawn
+    assert page.locator(".wbp-app .wbp-rec-headline").count() == 1
+    assert not page.is_visible(".wbp-app")
     assert_offline_and_clean(guard)
 
 

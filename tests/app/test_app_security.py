@@ -131,6 +131,8 @@ def test_theme_and_template_in_the_url_are_ignored(app):
         assert "<script>alert(1)" not in body and "alert(1)" not in body, template
         # the lab template's FontAwesome and the classic/reveal templates' jQuery come from CDNs
         assert "cdn.jsdelivr" not in body and "jquery" not in body.lower(), template
+        if status == 200:   # the app's own template: the card's preview written as HTML
+            assert '<div class="wbp-app wbp-preview">' in body, template
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,9 @@ What it does, and why each option is set (see ``docs/app.md`` for exposing it on
   starts once that visitor's page has connected to its kernel, not while the page loads
   (``fill_delay=0`` and ``server.CullingKernelManager.start_kernel``);
 * the ``workbook`` Voila template (``workbook/app_share/voila/templates/workbook``) is Voila's lab
-  template without its two CDN stylesheets, so the page asks for nothing outside the machine;
+  template without its two CDN stylesheets, so the page asks for nothing outside the machine; it
+  writes the recommendation card's preview (``page.preview_html``) into the page as HTML and shows
+  the cells without waiting for Voila's JavaScript, so the card is on screen before the controls;
   ``allow_template_override``/``allow_theme_override`` = ``NO``: ``?template=`` and ``?theme=`` in
   the URL are ignored (they allowed script injection and CDN templates);
 * ``workbook.app.server.WorkbookVoila``: Host header checked, security headers, bare error pages,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import tempfile
 import threading
@@ -83,6 +84,9 @@ CSS = """<style>
 .wb-app .widget-readout { min-width: 56px; overflow: visible; }
 .wb-app .widget-text input { min-width: 90px; }
 </style>"""
+# in the widgets' own style only: the preview (``preview_html``) goes once the widgets are drawn
+HIDE_PREVIEW = "<style>.wbp-app { display: none; }</style>"
+PREVIEW_KEY = "workbook_preview"   # the preview output's metadata key: the app's Voila template draws it as HTML
 
 class Page:
     """State of one app page (one per kernel; no module-level state)."""
@@ -135,7 +139,7 @@ class Page:
         main = W.VBox([self.busy, self.rec, self.status, downloads, self.tabs],
                       layout=W.Layout(flex="1 1 auto", padding="0 0 0 14px"))
         self.main = main
-        self.box = W.VBox([W.HTML(CSS), self.picker, self.about,
+        self.box = W.VBox([W.HTML(CSS + HIDE_PREVIEW), self.picker, self.about,
                            W.HBox([controls, main], layout=W.Layout(align_items="flex-start"))])
         self.box.add_class("wb-app")
         self.picker.observe(self._on_scenario, "value")
@@ -519,4 +523,32 @@ def app(scenario: str | None = None) -> W.VBox:
     switches to the others. Returns the widget box (display it as a cell's last expression). The
     kernel's memory is capped first (``limit_memory``)."""
     limit_memory()
-    return Page(scenario).box
+    page = Page(scenario)
+    show_preview(page)
+    return page.box
+
+
+def preview_html(card: str) -> str:
+    """The recommendation card as plain HTML, for the page's first paint: Voila's page draws the
+    widgets only once its JavaScript has loaded and fetched their state from the kernel (1.5-3.5 s
+    of a first render, docs/performance.md), while a plain HTML output can be in the page as served
+    (``workbook/app_share/voila/templates/workbook``). Its class names are the card's with ``wbp-``
+    for ``wb-`` and its style a copy of the page's for them, so that the live page has no element
+    twice (the tests and the benchmark find the widgets' card by its classes); the widgets' style
+    (``HIDE_PREVIEW``) hides it once they are drawn. It has no ``data-`` attributes and no status line."""
+    body = re.sub(r'\s+data-[a-z-]+="[^"]*"', "", card)
+    body = re.sub(r'class="([^"]*)"', lambda m: 'class="%s"' % re.sub(r"\bwb-", "wbp-", m.group(1)), body)
+    return (CSS.replace(".wb-", ".wbp-") + '<div class="wbp-app wbp-preview">' + body
+            + '<p class="wbp-sub">The controls are loading…</p></div>')
+
+
+def show_preview(page: Page) -> None:
+    """Display ``preview_html`` of ``page``'s card as an HTML output marked ``PREVIEW_KEY`` (in a
+    kernel only; elsewhere nothing)."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import HTML, display
+    except ImportError:
+        return
+    if get_ipython() is not None:
+        display(HTML(preview_html(page.rec.value)), metadata={PREVIEW_KEY: True})
