@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 from pathlib import Path
@@ -13,6 +14,12 @@ import pandas as pd
 from ...model.memo import Memo
 from ... import paths
 from ...paths import TEMPLATE_DIR
+
+# vl-convert 2.0 hands Vega-Lite's compile warnings ("Channel opacity should not be used with an unsorted
+# discrete field", "Dropping sort property ...") to Python's logging, whose last-resort handler writes them to
+# stderr: into a report cell's output, the app's log, a test's output. vl-convert 1.x dropped them
+# (``show_warnings`` off by default); errors still come through.
+logging.getLogger("vl_convert").setLevel(logging.ERROR)
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22", "#17becf"]
@@ -217,9 +224,10 @@ def fitted_label_limits(spec: dict) -> dict:
     be narrower than Vega's limit, so that Vega skips truncating them: the same drawing, with fewer
     text measurements.
 
-    Why: vl-convert measures a text by laying it out with usvg (no cache), and Vega measures a
+    Why: vl-convert 1.x measures a text by laying it out with usvg (no cache), and Vega measures a
     label with a limit once more when it writes the SVG, to see whether to truncate it (``textValue``);
-    text measurement is most of what a chart costs to draw. A label narrower than the limit is never
+    text measurement was most of what a chart cost to draw. (vl-convert 2.0 measures with a canvas
+    and Vega keeps each width it measured, so the saving is smaller there; the drawing is the same.) A label narrower than the limit is never
     truncated, so without the limit it is drawn the same (vl-convert's width is ``min(width, limit)``).
 
     Certain: a quantitative axis (no ``labelExpr``) labels numbers, which d3-format writes in fewer than
