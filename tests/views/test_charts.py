@@ -328,3 +328,31 @@ def test_drawing_writes_no_vega_lite_warning_to_stderr():
     done = subprocess.run([sys.executable, "-c", WARNING_CHART], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout == "<svg\n"
     assert done.stderr == ""
+
+
+def test_typed_channels_give_altairs_own_spec():
+    """``base.Chart.encode`` writes out the type of a plain column name where Altair's inference is
+    certain (``base.typed``); the spec must be the one Altair makes by inferring it, for every dtype
+    (those it leaves alone included)."""
+    import json
+
+    import altair as alt
+    import numpy as np
+
+    from workbook.views.charts import base
+
+    d = pd.DataFrame({
+        "i": [1, 2, 3], "u": np.array([1, 2, 3], dtype="uint8"), "f": [1.5, np.nan, 2.0], "b": [True, False, True],
+        "s": ["a", "b", None], "way to pay": ["on-demand", "spot", "spot"], "mixed": ["a", 1, 2.0],
+        "objnum": pd.Series([1, 2, 3], dtype=object), "objbool": pd.Series([True, False, True], dtype=object),
+        "empty_obj": pd.Series([None, None, None], dtype=object), "nan_obj": pd.Series([np.nan] * 3, dtype=object),
+        "cat": pd.Categorical(["x", "y", "x"]), "ocat": pd.Categorical(["lo", "hi", "lo"], categories=["lo", "hi"], ordered=True),
+        "when": pd.to_datetime(["2026-01-01", "2026-02-01", "2026-03-01"]), "Int": pd.array([1, None, 3], dtype="Int64"),
+        "str": pd.array(["a", "b", "c"], dtype="string")})
+    names = list(d.columns)
+    assert base.typed("i", d) == "i:Q" and base.typed("b", d) == "b:N" and base.typed("way to pay", d) == "way to pay:N"
+    assert base.typed("mixed", d) == "mixed" and base.typed("i:O", d) == "i:O" and base.typed("sum(i)", d) == "sum(i)"
+    assert base.typed("absent", d) == "absent" and base.typed("i", None) == "i"
+    ours = base.Chart(d).mark_point().encode(x="i", y="f", color="s", tooltip=names).to_dict(validate=True)
+    altairs = alt.Chart(d).mark_point().encode(x="i", y="f", color="s", tooltip=names).to_dict(validate=True)
+    assert json.dumps(ours, sort_keys=True, default=str) == json.dumps(altairs, sort_keys=True, default=str)  # NaN != NaN

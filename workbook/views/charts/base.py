@@ -10,6 +10,7 @@ from pathlib import Path
 
 import altair as alt
 import pandas as pd
+import numpy as np
 
 from ...model.memo import Memo
 from ... import paths
@@ -53,25 +54,60 @@ _FIELD_CHANNELS = {"x": alt.X, "y": alt.Y, "x2": alt.X2, "y2": alt.Y2, "color": 
                    "yOffset": alt.YOffset, "row": alt.Row, "column": alt.Column, "facet": alt.Facet}
 
 
-def _channel(name: str, value):
+def typed(shorthand: str, data) -> str:
+    """``shorthand`` with the type Altair would infer for it from ``data`` written out
+    (``"accelerator"`` -> ``"accelerator:N"``, ``"chips"`` -> ``"chips:Q"``): the same spec, without
+    Altair's inference at ``to_dict``, which builds the narwhals schema of the whole frame for each
+    channel given as a plain column name (most of them tooltips; about a third of the spec stage).
+
+    Only where the answer is certain, as Altair 6 reaches it (``utils.core.parse_shorthand``: the
+    narwhals dtype of the column, ``infer_vegalite_type_for_narwhals``): a numpy integer or float
+    column is quantitative (a numeric dtype), a numpy bool column nominal (Boolean), a pandas string
+    column nominal (String; pandas 3 stores text so by default), an object column
+    whose first 100 values pandas infers as ``"string"`` nominal (narwhals reads such a column as
+    String: ``_pandas_like.utils.object_native_to_narwhals_dtype``). Anything else is left to Altair: a
+    shorthand with a type, an aggregate, a time unit or an escape, a name not in ``data`` or in it
+    twice, any other dtype (categorical, datetime, extension types, other object columns)."""
+    if (not isinstance(data, pd.DataFrame) or any(c in shorthand for c in ":()\\")
+            or shorthand not in data.columns):
+        return shorthand
+    column = data[shorthand]
+    if not isinstance(column, pd.Series):
+        return shorthand
+    dtype = column.dtype
+    if isinstance(dtype, pd.StringDtype):   # pandas 3's default for text: narwhals' String
+        return f"{shorthand}:N"
+    kind = dtype.kind if isinstance(dtype, np.dtype) else None
+    if kind in ("i", "u", "f"):
+        return f"{shorthand}:Q"
+    if kind == "b":
+        return f"{shorthand}:N"
+    if kind == "O" and pd.api.types.infer_dtype(column.head(100), skipna=True) == "string":
+        return f"{shorthand}:N"
+    return shorthand
+
+
+def _channel(name: str, value, data=None):
     cls = _FIELD_CHANNELS.get(name)
     if cls is None:
         return value
     if isinstance(value, str):
-        return cls(value)
+        return cls(typed(value, data))
     if isinstance(value, list):
-        return [cls(v) if isinstance(v, str) else v for v in value]
+        return [cls(typed(v, data)) if isinstance(v, str) else v for v in value]
     return value
 
 
 class Chart(alt.Chart):
     """``alt.Chart`` whose ``encode`` wraps a field given as a string in its channel class itself
-    (``x="month:Q"`` -> ``alt.X("month:Q")``), the same spec. Altair wraps such a string through
+    (``x="month:Q"`` -> ``alt.X("month:Q")``), with the type Altair would infer from the chart's data
+    written out where it is certain (``typed``): the same spec. Altair wraps such a string through
     ``from_dict``, which builds a table of every schema class each time (about 2 ms; 67 times for one
     report's charts)."""
 
     def encode(self, *args, **channels):
-        return super().encode(*args, **{k: _channel(k, v) for k, v in channels.items()})
+        data = self._kwds.get("data")
+        return super().encode(*args, **{k: _channel(k, v, data) for k, v in channels.items()})
 
     def _compute_hash(self) -> str:
         """The view name Altair derives from a layer's content, with the layer's DataFrame hashed
