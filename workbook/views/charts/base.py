@@ -3,16 +3,24 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 from pathlib import Path
 
 import altair as alt
 import pandas as pd
+import numpy as np
 
 from ...model.memo import Memo
 from ... import paths
 from ...paths import TEMPLATE_DIR
+
+# vl-convert 2.0 hands Vega-Lite's compile warnings ("Channel opacity should not be used with an unsorted
+# discrete field", "Dropping sort property ...") to Python's logging, whose last-resort handler writes them to
+# stderr: into a report cell's output, the app's log, a test's output. vl-convert 1.x dropped them
+# (``show_warnings`` off by default); errors still come through.
+logging.getLogger("vl_convert").setLevel(logging.ERROR)
 
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22", "#17becf"]
@@ -46,25 +54,60 @@ _FIELD_CHANNELS = {"x": alt.X, "y": alt.Y, "x2": alt.X2, "y2": alt.Y2, "color": 
                    "yOffset": alt.YOffset, "row": alt.Row, "column": alt.Column, "facet": alt.Facet}
 
 
-def _channel(name: str, value):
+def typed(shorthand: str, data) -> str:
+    """``shorthand`` with the type Altair would infer for it from ``data`` written out
+    (``"accelerator"`` -> ``"accelerator:N"``, ``"chips"`` -> ``"chips:Q"``): the same spec, without
+    Altair's inference at ``to_dict``, which builds the narwhals schema of the whole frame for each
+    channel given as a plain column name (most of them tooltips; about a third of the spec stage).
+
+    Only where the answer is certain, as Altair 6 reaches it (``utils.core.parse_shorthand``: the
+    narwhals dtype of the column, ``infer_vegalite_type_for_narwhals``): a numpy integer or float
+    column is quantitative (a numeric dtype), a numpy bool column nominal (Boolean), a pandas string
+    column nominal (String; pandas 3 stores text so by default), an object column
+    whose first 100 values pandas infers as ``"string"`` nominal (narwhals reads such a column as
+    String: ``_pandas_like.utils.object_native_to_narwhals_dtype``). Anything else is left to Altair: a
+    shorthand with a type, an aggregate, a time unit or an escape, a name not in ``data`` or in it
+    twice, any other dtype (categorical, datetime, extension types, other object columns)."""
+    if (not isinstance(data, pd.DataFrame) or any(c in shorthand for c in ":()\\")
+            or shorthand not in data.columns):
+        return shorthand
+    column = data[shorthand]
+    if not isinstance(column, pd.Series):
+        return shorthand
+    dtype = column.dtype
+    if isinstance(dtype, pd.StringDtype):   # pandas 3's default for text: narwhals' String
+        return f"{shorthand}:N"
+    kind = dtype.kind if isinstance(dtype, np.dtype) else None
+    if kind in ("i", "u", "f"):
+        return f"{shorthand}:Q"
+    if kind == "b":
+        return f"{shorthand}:N"
+    if kind == "O" and pd.api.types.infer_dtype(column.head(100), skipna=True) == "string":
+        return f"{shorthand}:N"
+    return shorthand
+
+
+def _channel(name: str, value, data=None):
     cls = _FIELD_CHANNELS.get(name)
     if cls is None:
         return value
     if isinstance(value, str):
-        return cls(value)
+        return cls(typed(value, data))
     if isinstance(value, list):
-        return [cls(v) if isinstance(v, str) else v for v in value]
+        return [cls(typed(v, data)) if isinstance(v, str) else v for v in value]
     return value
 
 
 class Chart(alt.Chart):
     """``alt.Chart`` whose ``encode`` wraps a field given as a string in its channel class itself
-    (``x="month:Q"`` -> ``alt.X("month:Q")``), the same spec. Altair wraps such a string through
+    (``x="month:Q"`` -> ``alt.X("month:Q")``), with the type Altair would infer from the chart's data
+    written out where it is certain (``typed``): the same spec. Altair wraps such a string through
     ``from_dict``, which builds a table of every schema class each time (about 2 ms; 67 times for one
     report's charts)."""
 
     def encode(self, *args, **channels):
-        return super().encode(*args, **{k: _channel(k, v) for k, v in channels.items()})
+        data = self._kwds.get("data")
+        return super().encode(*args, **{k: _channel(k, v, data) for k, v in channels.items()})
 
     def _compute_hash(self) -> str:
         """The view name Altair derives from a layer's content, with the layer's DataFrame hashed
@@ -217,9 +260,10 @@ def fitted_label_limits(spec: dict) -> dict:
     be narrower than Vega's limit, so that Vega skips truncating them: the same drawing, with fewer
     text measurements.
 
-    Why: vl-convert measures a text by laying it out with usvg (no cache), and Vega measures a
+    Why: vl-convert 1.x measures a text by laying it out with usvg (no cache), and Vega measures a
     label with a limit once more when it writes the SVG, to see whether to truncate it (``textValue``);
-    text measurement is most of what a chart costs to draw. A label narrower than the limit is never
+    text measurement was most of what a chart cost to draw. (vl-convert 2.0 measures with a canvas
+    and Vega keeps each width it measured, so the saving is smaller there; the drawing is the same.) A label narrower than the limit is never
     truncated, so without the limit it is drawn the same (vl-convert's width is ``min(width, limit)``).
 
     Certain: a quantitative axis (no ``labelExpr``) labels numbers, which d3-format writes in fewer than
