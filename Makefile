@@ -5,9 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PORT   ?= 8866
 JOBS   ?=
-# `make test`'s pytest workers: one more than the cores, so that a worker's idle waits (the app's culler
-# timer, the report tests' cell timeouts, servers and kernels starting) leave its core to another worker
-TEST_JOBS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
+TEST_JOBS ?= auto
 
 # Python keeps its bytecode caches (__pycache__/, gitignored) in every target, even where the shell sets
 # PYTHONDONTWRITEBYTECODE: without them every process recompiles the package (about 0.5 s of CPU for a
@@ -30,7 +28,7 @@ report: $(STAMP)  ## render every shipped scenario into reports/ (HTML + summary
 	$(BIN)/python -c "from workbook.report.batch import write_index; write_index('reports')"; exit $$rc
 
 # One pytest for the package's tests and the notebooks (nbval: each notebook's cells in order, in one
-# kernel), across the cores (TEST_JOBS workers): whole files per worker (--dist loadfile, for their module fixtures), longest
+# kernel), across the cores: whole files per worker (--dist loadfile, for their module fixtures), longest
 # files first (tests/conftest.py RUN_FIRST; --no-loadscope-reorder keeps that order). The docs site is
 # built (strict) into site/ by tests/test_docs.py's strict-build test (WORKBOOK_DOCS_SITE_DIR): the same
 # build as `make docs`, made once; its failure fails `make test`.
