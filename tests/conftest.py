@@ -10,32 +10,36 @@ sys.path.insert(0, str(ROOT))
 # which would otherwise collect these notebooks as tests.
 collect_ignore = ["fixtures"]
 
-# The files that take longest (wall seconds per file of one `pytest -n 2 --dist loadfile tests` run on a
-# loaded 2-core machine, 2 December 2026; "~": that figure scaled by the file's CPU ratio after branch
-# s8-suitetests ran its commands in-process, which also took test_prices_azure.py, test_scenario.py,
-# views/test_output_words.py and test_catalog.py below 38 s), longest first. `make test` runs whole files per worker
-# (--dist loadfile, for their module fixtures: servers, browsers, fits) in collection order
-# (--no-loadscope-reorder: xdist's default order, most tests first, left the one-test heavy files for
-# the end, one worker busy for minutes while the other idled); starting with the longest and ending
-# with the many short ones is the longest-processing-time-first rule, which keeps both workers busy
-# to the end. A file not listed keeps its place after these; the order changes no test's outcome.
+# The files that take longest, longest first: CPU seconds of the file's tests (the worker's own and its
+# reaped child processes': servers, kernels, browsers, subprocesses) plus the seconds its worker's
+# process tree sat idle (sleeps, polls, a culler's timer), from one `pytest -n 2 --dist loadfile` run of
+# the whole suite on a shared 2-core machine (2 December 2026, branch s9-tests; wall seconds of a loaded
+# machine say more about the other processes than about the file, CPU and idle do not). `make test` runs
+# whole files per worker (--dist loadfile, for their module fixtures: servers, browsers, fits) in
+# collection order (--no-loadscope-reorder: xdist's default order, most tests first, left the one-test
+# heavy files for the end, one worker busy for minutes while the other idled); starting with the
+# longest and ending with the many short ones (and the notebooks, collected last) is the
+# longest-processing-time-first rule, which keeps the workers busy to the end. A file not listed keeps
+# its place after these; the order changes no test's outcome.
 RUN_FIRST = [
-    "tests/app/test_app_browser.py",                # 324 s: Voila, chromium, JupyterLab
-    "tests/test_invariants.py",                     # 171 s: property-based, the whole pipeline
-    "tests/report/test_report_execute.py",          # 134 s: kernels, a cell timeout
-    "tests/calibrate/test_calibration.py",          # 134 s: the calibration refit
-    "tests/app/test_app_kernel_cap.py",             # 120 s: mostly waiting for the culling (little CPU)
-    "tests/report/test_report_faults.py",           # 109 s
-    "tests/app/test_app_security.py",               # 105 s
-    "tests/app/test_app_updates.py",                # 74 s
-    "tests/app/test_app_own_runs.py",               # 67 s
-    "tests/report/test_report_real.py",             # 60 s
-    "tests/test_docs.py",                           # ~54 s: two strict site builds (commands in-process: s8-suitetests)
-    "tests/plan/test_portfolio.py",                 # 52 s
-    "tests/cost/test_cost_bill.py",                 # 50 s
-    "tests/prices/test_prices_refresh.py",          # ~41 s (was 150 s; the CLI in-process: s8-suitetests)
-    "tests/test_estimate.py",                       # ~40 s (was 62 s; one run per scenario: s8-suitetests)
-    "tests/report/test_report_batch.py",            # 38 s
+    "tests/app/test_app_browser.py",                # 89 s CPU: Voila, two chromiums, JupyterLab
+    "tests/app/test_app_kernel_cap.py",             # 30 s CPU + about 40 s idle: waits for the culler
+    "tests/cost/test_cost_rates.py",                # 65 s CPU: 150 random fleets, Poisson tails of large means
+    "tests/report/test_report_execute.py",          # 24 s CPU + about 25 s idle: three 8 s cell timeouts
+    "tests/calibrate/test_calibration.py",          # 42 s CPU: the calibration refit
+    "tests/app/test_app_security.py",               # 38 s CPU: five page loads, each a notebook run
+    "tests/cost/test_resolve_equivalence.py",       # 27 s CPU: 180 pandas reference resolutions
+    "tests/report/test_report_real.py",             # about 20 s CPU in a process pool: two real reports
+    "tests/report/test_report_faults.py",           # 13 s CPU + waits for killed batches' kernels
+    "tests/app/test_app_updates.py",                # 14 s CPU: fresh analyses after each control
+    "tests/test_docs.py",                           # 14 s CPU: two strict site builds
+    "tests/test_invariants.py",                     # 13 s CPU: property-based, the whole pipeline
+    "tests/app/test_app_own_runs.py",               # 11 s CPU
+    "tests/report/test_report_batch.py",            # 11 s CPU
+    "tests/test_estimate.py",                       # 10 s CPU: `estimate --json` processes
+    "tests/cost/test_cost_bill.py",                 # 10 s CPU
+    "tests/report/test_inprocess.py",               # 9 s CPU
+    "tests/plan/test_portfolio.py",                 # 9 s CPU
 ]
 
 

@@ -29,6 +29,12 @@ def browser_test(f):
     return pytest.mark.browser(pytest.mark.slow(needs_chromium(f)))
 
 SCENARIO = "chat-70b-realtime"          # the notebook's default scenario (notebooks/app.ipynb)
+# `python -m jupyterlab` (what `make lab` starts) with jsonschema's optional rfc3987_syntax declined, as
+# workbook/__init__.py declines it in every workbook process: the server imports jsonschema (jupyter_server's
+# event schemas), and building that package's grammar cost about 1.7 s of CPU per start, for the "iri"
+# string-format checks alone (issue 30)
+LAB_MAIN = ("import runpy, sys; sys.modules['rfc3987_syntax'] = None; "
+            "runpy.run_module('jupyterlab', run_name='__main__', alter_sys=True)")
 OTHER = "llama-70b-pretrain"
 
 
@@ -504,7 +510,7 @@ def test_jupyterlab_starts_and_opens_a_notebook(browser, tmp_path, root):
     port = bh.free_port()
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
                JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"), JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+    cmd = [sys.executable, "-c", LAB_MAIN, "--no-browser", "--ip=127.0.0.1", f"--port={port}",
            "--ServerApp.port_retries=0", "--IdentityProvider.token=", "--ServerApp.password=",
            f"--ServerApp.root_dir={tmp_path}", "--LabApp.news_url=",
            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]

@@ -1,9 +1,8 @@
 """The models of issue 24 load by id and `estimate` answers for them."""
 import json
-import subprocess
-import sys
 
 import pytest
+from cli_helpers import run_workbook
 
 import workbook as wb
 from workbook.model import estimate
@@ -26,8 +25,7 @@ def test_estimate_command_answers_for_a_scenario_on_the_new_models(tmp_path, mod
     path = tmp_path / "s.yaml"
     path.write_text(f"name: s\nworkload: {{task: inference, model: {model}, precision: fp8, input_tokens: 1024, "
                     "output_tokens: 256, requests_per_s: 2}\ncandidates: {accelerators: [H100-SXM5-80GB]}\n")
-    r = subprocess.run([sys.executable, "-m", "workbook", "estimate", str(path), "--json"], capture_output=True,
-                       text=True, timeout=600)
+    r = run_workbook("estimate", path, "--json")   # in this process: the command's code without an interpreter's start
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert [o["accelerator"] for o in d["options"]] == ["H100-SXM5-80GB"] and d["options"][0]["fits"]
