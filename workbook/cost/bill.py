@@ -468,11 +468,11 @@ def _spot_factor(col, rows, sp, lam, shape, rec) -> np.ndarray:
             unit = (col("instances_per_replica")[sp][lat] if "instances_per_replica" in rec
                     else np.ones_like(np.asarray(n_lat, dtype=float)))
             # once per distinct (fleet, restart, target, replica size) when the draws are shared: regions re-price only
-            keys = np.column_stack([np.reshape(x, (len(lat), -1))[:, 0] for x in (n_lat, lost, tgt, unit)])
-            _, first, inv = np.unique(np.nan_to_num(keys, nan=-1.0), axis=0, return_index=True, return_inverse=True)
+            keys = mcspares.fleet_keys(*(np.reshape(x, (len(lat), -1))[:, 0] for x in (n_lat, lost, tgt, unit)))
+            _, first, inv = np.unique(keys, axis=0, return_index=True, return_inverse=True)
             if shared and np.size(lam_lat) > 1:  # a Monte Carlo's rates: the spares of each fleet along the sorted rates
                 n_f = np.asarray(n_lat[first], dtype=float)
-                k = mcspares.known(lam_lat, n_f, lost[first], tgt[first], unit[first])
+                k = mcspares.known(lam_lat, keys[first])
                 if k is None:
                     k = spare_instances_over_rates(n_f, lam_lat, lost[first], tgt[first], unit[first])
                 spot_f[lat] = spares_factor(n_f.reshape(len(first), -1), k)[inv.reshape(-1)]

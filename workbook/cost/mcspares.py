@@ -37,17 +37,17 @@ def mc_spares(unit: pd.DataFrame, lam: np.ndarray) -> dict | None:
     n = unit["instances"].to_numpy(float)[lat]
     lost = unit["lost_h_per_interruption"].to_numpy(float)[lat]
     u = unit["instances_per_replica"].to_numpy(float)[lat] if "instances_per_replica" in unit else np.ones(len(lat))
-    _, first = np.unique(fleet_keys(n, lost, tgt[lat], u), axis=0, return_index=True)
-    first = np.sort(first)
+    keys = fleet_keys(n, lost, tgt[lat], u)
+    first = np.sort(np.unique(keys, axis=0, return_index=True)[1])
     k = spare_instances_over_rates(n[first], lam, lost[first], tgt[lat][first], u[first])
-    keys = fleet_keys(n[first], lost[first], tgt[lat][first], u[first])
-    return {"lam": lam, "k": k, "row": {tuple(key): i for i, key in enumerate(keys.tolist())}}
+    return {"lam": lam, "k": k, "row": {tuple(key): i for i, key in enumerate(keys[first].tolist())}}
 
 
-def known(lam, n, lost, tgt, unit) -> np.ndarray | None:
-    """The rows of the Monte Carlo's spares (``MC_SPARES``) of these fleets at the same draws ``lam``, else None."""
+def known(lam, keys: np.ndarray) -> np.ndarray | None:
+    """The rows of the Monte Carlo's spares (``MC_SPARES``) of the fleets ``keys`` (``fleet_keys``) at the same draws
+    ``lam``, else None."""
     t = MC_SPARES.get()
     if t is None or t["lam"] is not lam:
         return None
-    at = [t["row"].get(tuple(key)) for key in fleet_keys(n, lost, tgt, unit).tolist()]
+    at = [t["row"].get(tuple(key)) for key in keys.tolist()]
     return None if any(i is None for i in at) else t["k"][at]
