@@ -165,6 +165,109 @@ def test_poisson_tail_broadcasts_counts_and_means():
     np.testing.assert_allclose(cost.poisson_sf(ks, ms), expected, rtol=1e-10)
 
 
+def _decimal_sf_stirling(k, mean):
+    """P(N > k), N ~ Poisson(mean), for k of 1e5 and more, in 50-digit decimals: the first term from
+    Stirling's series for ln j! (ln j! = (j + 1/2) ln j - j + ln(2 pi)/2 + 1/(12 j) - 1/(360 j^3) +
+    1/(1260 j^5) - 1/(1680 j^7), Abramowitz & Stegun 6.1.41; the next term is below 1e-40 here), then
+    the terms away from the mode by their ratios, as ``_decimal_sf`` (independent of ``poisson_sf``).
+    The mean is taken at its exact binary value (``Decimal(float)``): near the mode P moves by
+    ~p_k = 1e-4 per unit of the mean, so a mean rounded to its shortest decimal would be off by 1e-13."""
+    with localcontext() as ctx:
+        ctx.prec = 50
+        m = Decimal(float(mean))
+        pi = Decimal("3.14159265358979323846264338327950288419716939937510")
+        up = k + 1 > m
+        j = k + 1 if up else k
+        x = Decimal(j)
+        ln_fact = ((x + Decimal("0.5")) * x.ln() - x + (2 * pi).ln() / 2 + 1 / (12 * x) - 1 / (360 * x ** 3)
+                   + 1 / (1260 * x ** 5) - 1 / (1680 * x ** 7))
+        term = (-m + j * m.ln() - ln_fact).exp()
+        total = term
+        while term > total * Decimal("1e-30") and j > 0:
+            if up:
+                j += 1
+                term = term * m / j
+            else:
+                term = term * j / m
+                j -= 1
+            total += term
+        return float(total if up else 1 - total)
+
+
+@pytest.mark.parametrize("a", [100_000, 1_000_000, 100_000_000])
+@pytest.mark.parametrize("z", [-5.0, -1.0, 0.0, 0.3, 1.0, 3.0, 8.0])
+def test_poisson_tail_of_huge_means_matches_a_50_digit_sum(a, z):
+    """From k + 1 = 1e5 near the mean (a spot fleet whose reclaim rate x restart nears 1 reaches
+    means of 1e8-1e10), poisson_sf uses Temme's expansion rather than millions of terms: within
+    1e-15 of a 50-digit sum absolutely, and 1e-12 relatively in the far tail (z sigmas above the
+    mean: k + 1 = mean + z sqrt(mean)), where it is as small as 6e-16."""
+    k = a - 1
+    mean = float(a - z * np.sqrt(a))
+    got, want = cost.poisson_sf(k, mean), _decimal_sf_stirling(k, mean)
+    assert abs(got - want) <= 1e-15
+    if want < 1e-3:
+        assert got == pytest.approx(want, rel=1e-12)
+
+
+def test_poisson_tail_falls_across_the_switch_to_temme():
+    """At a mean of 1e5 the counts just below ``TEMME_MIN`` are summed and those from it are expanded:
+    the tail still falls at every step (the spare-count search relies on it) and matches the
+    50-digit sum on both sides (the summed side to 3e-10: its log-space terms carry the rounding of
+    ln p_j, ~1e-10 at this mean)."""
+    from workbook.cost import rates
+    ks = np.arange(rates.TEMME_MIN - 6, rates.TEMME_MIN + 5)
+    tails = cost.poisson_sf(ks, 1e5)
+    assert np.all(np.diff(tails) < 0)
+    want = [_decimal_sf_stirling(int(k), 1e5) for k in ks]
+    np.testing.assert_allclose(tails, want, rtol=0, atol=3e-10)
+
+
+def test_temme_coefficients_are_the_series_of_dlmf_closed_forms():
+    """``rates._C0``/``_C1`` are the Taylor coefficients at eta = 0 of c_0 = 1/mu - 1/eta and c_1 =
+    1/eta^3 - 1/mu^3 - 1/mu^2 - 1/(12 mu) (DLMF 8.12.8-8.12.9), eta^2/2 = mu - ln(1 + mu): derived here
+    again with exact fractions (invert eta(mu) = mu sqrt(2 sum_{n>=2} (-mu)^(n-2)/n) as a power
+    series). DLMF 8.12.10 lists the first: -1/3, 1/12, -2/135, 1/864 and -1/540, -1/288."""
+    from fractions import Fraction as Fr
+
+    from workbook.cost import rates
+    n = len(rates._C0) + 4
+
+    def mul(a, b):
+        return [sum((a[i] * b[k - i] for i in range(k + 1)), Fr(0)) for k in range(n)]
+
+    def inv(a):
+        out = [1 / a[0]]
+        for k in range(1, n):
+            out.append(-sum((a[i] * out[k - i] for i in range(1, k + 1)), Fr(0)) / a[0])
+        return out
+
+    def sqrt1(a):   # a[0] == 1
+        out = [Fr(1)]
+        for k in range(1, n):
+            out.append((a[k] - sum((out[i] * out[k - i] for i in range(1, k)), Fr(0))) / 2)
+        return out
+
+    def compose(f, g):   # f(g(x)), g[0] == 0
+        out, p = [Fr(0)] * n, [Fr(1)] + [Fr(0)] * (n - 1)
+        for k in range(n):
+            out = [o + f[k] * q for o, q in zip(out, p)]
+            p = mul(p, g)
+        return out
+
+    s = sqrt1([Fr(2 * (-1) ** k, k + 2) for k in range(n)])   # eta = mu s(mu)
+    t = [Fr(1)] + [Fr(0)] * (n - 1)                            # mu = eta t(eta)
+    for _ in range(n + 2):
+        t = inv(compose(s, [Fr(0)] + t[:n - 1]))
+    it = inv(t)                                                # eta / mu
+    it2, it3 = mul(it, it), mul(mul(it, it), it)
+    c0 = it[1:]
+    c1 = [(1 if k == 0 else 0) - it3[k] - (it2[k - 1] if k else 0) - (it[k - 2] / 12 if k > 1 else 0) for k in range(n)]
+    assert c1[:3] == [0, 0, 0]
+    assert list(rates._C0) == [float(c) for c in c0[:len(rates._C0)]]
+    assert list(rates._C1) == [float(c) for c in c1[3:3 + len(rates._C1)]]
+    assert c0[:4] == [Fr(-1, 3), Fr(1, 12), Fr(-2, 135), Fr(1, 864)] and c1[3:5] == [Fr(-1, 540), Fr(-1, 288)]
+
+
 @pytest.mark.parametrize("n,rate,restart_h,target", [
     (100_000, 0.05, 10 / 60, 0.99), (1_000_000, 0.05, 10 / 60, 0.999), (3_000, 0.5, 0.5, 0.99)])
 def test_a_fleet_whose_mean_underflowed_gets_a_finite_spare_count(n, rate, restart_h, target):
