@@ -81,3 +81,41 @@ def test_prune_keeps_the_most_recently_used_tables(tmp_path):
     assert [f.exists() for f in files] == [False] * 3 + [True] * 8
     assert other.exists()
     assert calibrate.prune_table_cache(tmp_path, keep=8) == []
+
+
+def test_cache_key_digests_follow_an_edit_that_keeps_size_and_time(tmp_path, monkeypatch):
+    """``_file_digest`` reuses a file's digest while its size, time and inode are unchanged, but not for
+    a file modified within ``RACY_NS`` of the read: a rewrite of equal size inside one tick of a coarse
+    file clock keeps both, and must still give a new key."""
+    import os
+
+    monkeypatch.setattr(calibrate, "_DIGESTS", {})
+    f = tmp_path / "a.py"
+    f.write_text("A = 1\n")
+    st = f.stat()
+    first = calibrate._file_digest(f)
+    f.write_text("A = 2\n")
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))   # same size, same time: a fresh file is read again
+    assert calibrate._file_digest(f) != first
+    old = st.st_mtime_ns - 10 * calibrate.RACY_NS
+    os.utime(f, ns=(old, old))
+    second = calibrate._file_digest(f)
+    assert calibrate._DIGESTS[f][1] == second                  # an old file's digest is kept ...
+    monkeypatch.setattr(calibrate.hashlib, "sha256", lambda *a: pytest.fail("read again"))
+    assert calibrate._file_digest(f) == second                 # ... and reused while it is unchanged
+
+
+def test_run_rows_hold_what_iterrows_gives():
+    """The calibration table reads each run as a dict (``run_rows``): the same values, of the same types,
+    as the pandas row ``iterrows`` gives, missing values (``pd.NA``, NaN) included."""
+    import pandas as pd
+
+    runs = calibrate.reference_runs(include_excluded=True)
+    rows = calibrate.run_rows(runs)
+    assert len(rows) == len(runs)
+    for d, (_, r) in zip(rows, runs.iterrows()):
+        assert list(d) == list(r.index)
+        for k, v in d.items():
+            w = r[k]
+            assert type(v) is type(w), k
+            assert (v is w) or (pd.isna(v) and pd.isna(w)) or v == w, k

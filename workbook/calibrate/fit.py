@@ -29,7 +29,7 @@ from ..model.generic import STEP_OVERHEAD
 from ..model.efficiency import FREE_METRIC
 from .bands import BAND_LEVEL, BAND_MIN_RUNS, conformal_band, prediction_band, t_quantile  # noqa: F401 (re-exported)
 from .layouts import free_prediction
-from .runs import predict_run, reference_runs, run_chips, run_profile, training_prediction, _n
+from .runs import predict_run, reference_runs, run_chips, run_profile, run_rows, training_prediction, _n
 
 # --- the fit ---------------------------------------------------------------------------------------
 
@@ -56,7 +56,7 @@ def _training_features(df: pd.DataFrame, table: dict) -> pd.DataFrame:
     gives to matmul work at that efficiency (compute over step, in model FLOPs)."""
     eff = Efficiency.from_table(table)
     rows = []
-    for _, r in df[~generic.generic_rows(df)].iterrows():  # generic runs have their own fit (fit_generic)
+    for r in run_rows(df[~generic.generic_rows(df)]):  # generic runs have their own fit (fit_generic)
         p = run_profile(r)
         acc = catalog.accelerator_record(r["accelerator"])
         cfg = training_prediction(r, eff)
@@ -232,7 +232,7 @@ def _fit_precision_ratios(tr: pd.DataFrame, params: dict, prov: dict) -> None:
     to BF16's fraction of the BF16 peak; the median per family and per kind. The ratio is what a
     same-code BF16/low-precision pair measures (MaxText GPT-3 175B on v6e-256: BF16 and AQT int8)."""
     found: dict = {}
-    for _, r in tr.iterrows():
+    for r in run_rows(tr):
         acc = catalog.accelerator_record(r["accelerator"])
         name = f"matmul_ratio_{r['precision']}"
         lo, hi = 0.02, 1.0
@@ -272,7 +272,7 @@ def fit_inference(runs: pd.DataFrame, train_params: dict) -> tuple[dict, dict]:
     constrain it, and the others are refitted with it fixed."""
     inf = runs[(runs["kind"] == "inference") & (runs["split"] == "fit") & ~generic.generic_rows(runs)]
     fams = {}
-    for _, r in inf.iterrows():
+    for r in run_rows(inf):
         fams.setdefault(catalog.accelerator_record(r["accelerator"])["family"], []).append(r)
     keys = ("decode_memory_efficiency", "tp_collective_latency_s", "inference_matmul_ceiling")
     grids = {"decode_memory_efficiency": MEM_GRID, "tp_collective_latency_s": LAT_GRID, "inference_matmul_ceiling": CEIL_GRID}
@@ -371,7 +371,7 @@ def _fit_chunked_prefill(f: str, rows: list, table: dict, prov: dict) -> dict:
 
 
 def _predict_all(runs: pd.DataFrame, eff: Efficiency) -> np.ndarray:
-    return np.array([float(predict_run(r, eff=eff)) for _, r in runs.iterrows()])
+    return np.array([float(predict_run(r, eff=eff)) for r in run_rows(runs)])
 
 
 def _pooled(eff: Efficiency) -> Efficiency:
@@ -440,7 +440,7 @@ def _free_log_ratios(rows: pd.DataFrame, eff: Efficiency) -> np.ndarray:
     """log(observed / free-search MFU) of training runs (``layouts.free_prediction``: nothing of the
     published layout pinned, as ``estimate`` searches); NaN where nothing fits memory."""
     out = []
-    for _, r in rows.iterrows():
+    for r in run_rows(rows):
         cfg = free_prediction(r, eff)
         out.append(math.nan if cfg is None else math.log(float(r["value"]) / float(cfg["mfu"])))
     return np.array(out, dtype=float)
@@ -488,7 +488,7 @@ def _bands(runs: pd.DataFrame) -> tuple[dict, dict]:
     (``bands.FREE_METRIC``, what ``estimate`` shows when nothing of the layout is pinned) gets the
     split-conformal band (``bands.conformal_band``) of the same runs searched freely, same scopes."""
     cv = cv_residuals(runs)
-    is_moe = {r["run"] for _, r in runs.iterrows() if r["metric"] == "mfu" and run_profile(r).is_moe}
+    is_moe = {r["run"] for r in run_rows(runs) if r["metric"] == "mfu" and run_profile(r).is_moe}
     moe_runs = cv["run"].isin(is_moe).to_numpy()
     params, prov = {}, {}
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import time
 
 import numpy as np
 import pandas as pd
@@ -90,8 +91,14 @@ def run_profile(row) -> Profile:
     arch = row.get("architecture")
     if not isinstance(arch, str) or not arch:
         raise InputError(f"reference_runs.csv: run {row.get('run')!r}: expected a model id or an architecture")
-    return profile_from_architecture(parse_architecture(arch, f"reference_runs.csv: run {row.get('run')}: architecture"),
-                                     str(row.get("run")))
+    return _inline_profile(arch, str(row.get("run")))
+
+
+@functools.lru_cache(maxsize=1024)
+def _inline_profile(arch: str, run: str) -> Profile:
+    """``profile_from_architecture`` of an inline shape, remembered per process on the text and the run's
+    name (a Profile is frozen): the calibration table reads each run's profile twice (prediction, band)."""
+    return profile_from_architecture(parse_architecture(arch, f"reference_runs.csv: run {run}: architecture"), run)
 
 
 def megatron_hw_flops_per_token(p: Profile, seq_len) -> float:
@@ -344,8 +351,33 @@ def _table_cache_key() -> str:
     h = hashlib.sha256(f"pandas {pd.__version__} numpy {np.__version__}\n".encode())
     pkg = paths.PACKAGE_DIR
     for f in sorted(paths.DATA_DIR.glob("*.csv")) + sorted(pkg.rglob("*.py")):
-        h.update(f"{f.name} {hashlib.sha256(f.read_bytes()).hexdigest()}\n".encode())
+        h.update(f"{f.name} {_file_digest(f)}\n".encode())
     return h.hexdigest()
+
+
+_DIGESTS: dict = {}   # path -> ((size, mtime_ns, inode), sha256 hex) of the files ``_table_cache_key`` read
+RACY_NS = 2_000_000_000   # a digest is reused only for a file last modified this long before it was read
+
+
+def _file_digest(f) -> str:
+    """The sha256 of a file's bytes, read again only when its size, modification time or inode changed
+    (``paths.data_state``'s rule for the analysis caches): a report asks for the table twice (notebook 02's
+    error summary and chart), and hashing the ~200 files costs about 6 ms each time. A file modified less
+    than ``RACY_NS`` before it was read is read every time (git's "racy clean" rule: file times come from
+    a coarse clock, so an edit right after the read could keep its size and time)."""
+    try:
+        st = f.stat()
+        sig = (st.st_size, st.st_mtime_ns, st.st_ino)
+    except OSError:
+        sig = None
+    hit = _DIGESTS.get(f)
+    if sig is not None and hit is not None and hit[0] == sig:
+        return hit[1]
+    read_at = time.time_ns()
+    digest = hashlib.sha256(f.read_bytes()).hexdigest()
+    if sig is not None and sig[1] < read_at - RACY_NS:
+        _DIGESTS[f] = (sig, digest)
+    return digest
 
 
 _TABLES: dict[str, pd.DataFrame] = {}
@@ -409,8 +441,17 @@ def prune_table_cache(folder: Path, keep: int = KEEP_TABLES) -> list[Path]:
     return removed
 
 
+def run_rows(runs: pd.DataFrame) -> list[dict]:
+    """The runs as one dict per row holding the values ``iterrows`` would give (the frame's values row by
+    row: the same objects, ``pd.NA`` included), without a pandas Series per row: ``predict_run`` and the
+    band read a run's fields by name some 20 times, each a Series lookup of about 10 µs."""
+    cols = list(runs.columns)
+    return [dict(zip(cols, v)) for v in runs.values]
+
+
 def _calibration_table(runs: pd.DataFrame) -> pd.DataFrame:
-    pred = np.array([float(predict_run(r)) for _, r in runs.iterrows()])
+    rows = run_rows(runs)
+    pred = np.array([float(predict_run(r)) for r in rows])
     out = runs[["run", "kind", "family", "accelerator", "model", "chips", "precision", "published_value",
                 "published_metric", "metric", "value", "split"]].copy()
     out["model"] = out["model"].fillna("(inline shape)")
@@ -420,7 +461,7 @@ def _calibration_table(runs: pd.DataFrame) -> pd.DataFrame:
     eff = default(None)
     # a training run's band follows how it was predicted: its published layout pinned, else searched freely
     lo_hi = [moe.training_band(run_profile(r), r["family"], eff, parse_parallelism(r.get("parallelism"))[0])
-             if r["metric"] == "mfu" else band(eff, r["metric"], r["family"]) for _, r in runs.iterrows()]
+             if r["metric"] == "mfu" else band(eff, r["metric"], r["family"]) for r in rows]
     out["low"] = pred * np.array([b[0] for b in lo_hi])
     out["high"] = pred * np.array([b[1] for b in lo_hi])
     out["in_band"] = (out["value"] >= out["low"]) & (out["value"] <= out["high"])
@@ -433,6 +474,7 @@ def coverage_summary(table: pd.DataFrame | None = None) -> pd.DataFrame:
     band should cover about 80% of runs the fit never saw. Columns ``kind``, ``n_holdout``,
     ``band_coverage_holdout``, ``median_band_width`` (high / low over the held-out runs)."""
     t = calibration_table() if table is None else table
+    t = t.loc[:, ["kind", "split", "in_band", "low", "high"]]  # what it reads: the filters copy fewer columns
     h = t[t["split"] == "holdout"]
     rows = [{"kind": "(all)", "n_holdout": len(h), "band_coverage_holdout": float(h["in_band"].mean()) if len(h) else np.nan,
              "median_band_width": float((h["high"] / h["low"]).median()) if len(h) else np.nan}]
@@ -447,20 +489,27 @@ def error_summary(table: pd.DataFrame | None = None) -> pd.DataFrame:
     """Median absolute error per kind and accelerator family: on every used run and on the held-out
     runs alone (``n``, ``median_abs_error``, ``n_holdout``, ``median_abs_error_holdout``)."""
     t = calibration_table() if table is None else table
-    t = t.assign(abs_error=t["error"].abs())
+    # positions per group (pandas' groups and order) and numpy arrays, not a filtered copy of the table per group
+    err, hold = t["error"].abs().to_numpy(), (t["split"] == "holdout").to_numpy()
     rows = []
-    for (kind, fam), g in t.groupby(["kind", "family"], sort=True):
-        h = g[g["split"] == "holdout"]
-        rows.append({"kind": kind, "family": fam, "n": len(g), "median_abs_error": g["abs_error"].median(),
-                     "n_holdout": len(h), "median_abs_error_holdout": h["abs_error"].median() if len(h) else np.nan})
-    for kind, g in t.groupby("kind", sort=True):
-        h = g[g["split"] == "holdout"]
-        rows.append({"kind": kind, "family": "(all)", "n": len(g), "median_abs_error": g["abs_error"].median(),
-                     "n_holdout": len(h), "median_abs_error_holdout": h["abs_error"].median() if len(h) else np.nan})
+    for by, label in ((["kind", "family"], None), ("kind", "(all)")):
+        groups = t.groupby(by, sort=True).indices
+        for key in sorted(groups):
+            pos = groups[key]
+            kind, fam = key if label is None else (key, label)
+            e = err[pos]
+            h = e[hold[pos]]
+            rows.append({"kind": kind, "family": fam, "n": len(e), "median_abs_error": _median(e),
+                         "n_holdout": len(h), "median_abs_error_holdout": _median(h) if len(h) else np.nan})
     order = list(KIND_OF_METRIC.values())
     df = pd.DataFrame(rows)
     df["_k"] = df["kind"].map(order.index)
     return df.sort_values(["_k", "family"]).drop(columns="_k").reset_index(drop=True)
+
+
+def _median(values: np.ndarray) -> float:
+    """pandas' median of a float column's values (NaN skipped), as ``Series.median`` gives it."""
+    return pd.Series(values, copy=False).median()
 
 
 def summary_markdown(summary: pd.DataFrame | None = None) -> str:
