@@ -80,8 +80,8 @@ def default_data_transformer(data=None, max_rows: int | None = 5000):
 
 def _column_values(column: pd.Series) -> list | None:
     """One column's cells as ``sanitize_pandas_dataframe`` and ``to_dict(orient="records")`` give them
-    (numpy numbers and bools as Python's, a missing or infinite float, a missing text or nullable value
-    as None), or None for a dtype this does not follow."""
+    (numpy numbers and bools as Python's, a missing or infinite float, a missing pandas text or nullable
+    value as None), or None for a dtype this does not follow."""
     dtype = column.dtype
     if isinstance(dtype, np.dtype):
         kind = dtype.kind
@@ -96,14 +96,10 @@ def _column_values(column: pd.Series) -> list | None:
                     values[i] = None
             return values
         if kind == "O":
+            # text only: a missing value comes out of pandas 3's ``where(notnull, None)`` as NaN (as None
+            # from pandas 2), so anything but text is left to Altair
             values = column.tolist()
-            for i, v in enumerate(values):
-                if type(v) is not str:
-                    if v is None or (type(v) is float and v != v):
-                        values[i] = None
-                    else:
-                        return None   # anything but text and missing: Altair's way
-            return values
+            return values if all(type(v) is str for v in values) else None
         return None
     if isinstance(dtype, pd.StringDtype) or str(dtype) in ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16",
                                                            "UInt32", "UInt64", "boolean"):
@@ -120,7 +116,7 @@ def frame_values(frame: pd.DataFrame) -> list[dict] | None:
     (``sanitize_pandas_dataframe`` then ``to_dict(orient="records")``), built column by column; None
     when the frame has anything this does not follow (a column name that is not a unique string, a
     hierarchical index, a dtype other than numpy numbers and bools, pandas text, nullable integers and
-    booleans, or object columns of text and missing values), which Altair then handles itself."""
+    booleans, or object columns of text only), which Altair then handles itself."""
     columns = frame.columns
     if (isinstance(columns, (pd.RangeIndex, pd.MultiIndex)) or isinstance(frame.index, pd.MultiIndex)
             or not all(type(c) is str for c in columns) or not columns.is_unique):
