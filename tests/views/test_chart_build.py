@@ -139,3 +139,16 @@ def test_the_whole_spec_is_still_validated():
         chart.to_dict()
     with pytest.raises(SchemaValidationError):
         Chart(_frame()).mark_point().encode(x="x:Q").properties(width="wide").to_dict()
+
+
+def test_copies_of_compound_charts_keep_altairs_spec():
+    d = _frame()
+    a = Chart(d).mark_line().encode(x="x:Q", y="y:Q")
+    b = Chart(d).mark_point().encode(x="x:Q", y="y:Q")
+    ours, altairs = a + b, alt.layer(a, b)
+    for op in (lambda c: c.copy(), lambda c: c.copy(deep=False), lambda c: c.encode(color="g:N"),
+               lambda c: c.properties(height=120), lambda c: c + Chart(d).mark_rule().encode(y="y:Q"),
+               lambda c: c.interactive()):
+        assert op(ours).to_dict() == op(altairs).to_dict()
+    cat = base.hconcat(ours, b.properties(width=90))
+    assert cat.copy(deep=False).to_dict() == alt.hconcat(altairs, b.properties(width=90)).to_dict()

@@ -202,23 +202,23 @@ class Chart(alt.Chart):
         views of this class (no parameters, size or top-level-only keys): Altair deep-copies each
         layer three times (lifting the data, de-duplicating and lifting parameters, 300-odd schema
         objects each with every channel's keywords) and hashes each layer's frame for a view name
-        that only a view with selection parameters uses: about half of a layered chart's build
-        time. The layers here are shallow copies (their encodings are shared with ``self`` and
-        ``other``, which Altair's methods never change in place); the spec is the same (tested)."""
+        that only a view with selection parameters uses (here computed when first used:
+        ``_ViewHash``): about half of a layered chart's build time. The layers here are shallow
+        copies (their encodings are shared with ``self`` and ``other``, which Altair's methods never
+        change in place); the spec is the same, also after ``interactive()`` (tested)."""
         if not (_plain_view(self) and _plain_view(other)):
             return super().__add__(other)
         data = self._get("data")
         lifted = data is not alt.Undefined and other._get("data") is data
         layers = []
         for chart in (self, other):
-            chart = chart.copy(deep=False)
+            copy = chart.copy(deep=False)
             if lifted:
-                chart.data = alt.Undefined
-            layers.append(chart)
+                copy["_cached_hash"] = _ViewHash(chart)
+                copy.data = alt.Undefined
+            layers.append(copy)
         with debug_mode(False):
-            out = LayerChart(data=data if lifted else alt.Undefined, layer=[])
-        out.layer = layers
-        return out
+            return LayerChart(data=data if lifted else alt.Undefined, layer=layers)
 
     def _compute_hash(self) -> str:
         """The view name Altair derives from a layer's content, with the layer's DataFrame hashed
@@ -237,9 +237,83 @@ class Chart(alt.Chart):
         return f"view_{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
+class _ViewHash:
+    """The view name Altair keeps for a layer whose data it lifted (``_cached_hash``: the layer's
+    ``_compute_hash`` with its data), computed when first written out: Altair uses it only to name a
+    view holding selection parameters (in an f-string), and hashing each layer's frame up front cost
+    10-15 ms a report for charts that have none."""
+
+    def __init__(self, chart):
+        self._chart, self._value = chart, None
+
+    def __str__(self) -> str:
+        if self._value is None:
+            self._value, self._chart = self._chart._compute_hash(), None
+        return self._value
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def __eq__(self, other) -> bool:
+        return str(self) == str(other)
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
+
+def _settled(data, parts, kwargs: dict) -> bool:
+    """Whether Altair's compound-chart constructor would leave ``parts`` as they are: no part holds
+    selection parameters (to lift) or a size (to move up), no parameters are given to the compound
+    chart itself, and no data is to be lifted (``_combine_subchart_data``: with no data of its own,
+    the compound chart takes the data every part holds, the same object; with data, it removes that
+    data from each part holding it or nothing)."""
+    parts = list(parts)
+    if kwargs.get("params", alt.Undefined) is not alt.Undefined or not all(
+            isinstance(p, alt.SchemaBase) and all(p._get(k) is alt.Undefined for k in ("params", *_LAYER_SIZE_KEYS))
+            for p in parts):
+        return False
+    held = [p._get("data") for p in parts]
+    if not parts:
+        return True
+    if data is alt.Undefined:
+        return held[0] is alt.Undefined or not all(h is held[0] for h in held)
+    return all(h is alt.Undefined for h in held) or not all(h is alt.Undefined or h is data for h in held)
+
+
 class LayerChart(alt.LayerChart):
-    """``alt.LayerChart`` whose ``properties`` does not validate each value on the way in
-    (``_properties``)."""
+    """``alt.LayerChart`` that skips Altair's layer bookkeeping where it changes nothing, and whose
+    ``properties`` does not validate each value on the way in (``_properties``).
+
+    Altair's constructor lifts the layers' shared data, de-duplicates and lifts their selection
+    parameters and moves their sizes up, deep-copying every layer twice on the way even when there is
+    nothing to move; and every copy of a layer chart (``properties``, ``encode``, ``to_dict`` each make
+    one) runs the constructor again. With settled layers (``_settled``) the result is the layers as
+    they are: this constructor then only checks them, as Altair's does."""
+
+    def __init__(self, data=alt.Undefined, layer=(), **kwargs):
+        if not _settled(data, layer, kwargs):
+            super().__init__(data=data, layer=layer, **kwargs)
+            return
+        for spec in layer:
+            _api._check_if_valid_subspec(spec, "LayerChart")
+            _api._check_if_can_be_layered(spec)
+        alt.TopLevelLayerSpec.__init__(self, data=data, layer=list(layer), **kwargs)
+
+    def properties(self, **kwargs):
+        return _properties(self, kwargs, super().properties)
+
+
+class HConcatChart(alt.HConcatChart):
+    """``alt.HConcatChart`` that skips Altair's lifting of data and parameters where there is nothing
+    to lift (as ``LayerChart``: each copy otherwise deep-copies every chart concatenated)."""
+
+    def __init__(self, data=alt.Undefined, hconcat=(), **kwargs):
+        if not _settled(data, hconcat, kwargs):
+            super().__init__(data=data, hconcat=hconcat, **kwargs)
+            return
+        for spec in hconcat:
+            _api._check_if_valid_subspec(spec, "HConcatChart")
+        alt.TopLevelHConcatSpec.__init__(self, data=data, hconcat=list(hconcat), **kwargs)
 
     def properties(self, **kwargs):
         return _properties(self, kwargs, super().properties)
@@ -289,9 +363,7 @@ def hconcat(*charts) -> alt.HConcatChart:
             chart.data = alt.Undefined
         parts.append(chart)
     with debug_mode(False):
-        out = alt.HConcatChart(data=data if lifted else alt.Undefined, hconcat=[])
-    out.hconcat = parts
-    return out
+        return HConcatChart(data=data if lifted else alt.Undefined, hconcat=parts)
 
 
 def quiet(build):
