@@ -4,6 +4,7 @@ chart functions under debug mode off (``quiet``)."""
 from __future__ import annotations
 
 import json
+import re
 import math
 
 import altair as alt
@@ -152,3 +153,39 @@ def test_copies_of_compound_charts_keep_altairs_spec():
         assert op(ours).to_dict() == op(altairs).to_dict()
     cat = base.hconcat(ours, b.properties(width=90))
     assert cat.copy(deep=False).to_dict() == alt.hconcat(altairs, b.properties(width=90)).to_dict()
+
+
+_ZERO_BAR = re.compile(r'<path (?:aria-label="[^"]*" )?role="graphics-symbol" aria-roledescription="bar" '
+                       r'd="M[-\d.e]+,[-\d.e]+h[-\d.e]+v0h[-\d.e]+Z"(?: fill="[^"]*")?/>')
+
+
+def test_step_breakdown_draws_no_zero_height_bars_and_the_same_picture(monkeypatch):
+    """The components taking no time are left out of the step breakdown's data; drawn with them put
+    back, the SVG is the same but for their zero-height bars."""
+    import vl_convert as vlc
+
+    from workbook.views.charts import scaling
+
+    rows = []
+    for acc in ("A", "B"):
+        for x in (8, 16, 32):
+            for comp, sec in (("compute", 1.0 + x / 100), ("recomputation", 0.0), ("pipeline bubble", 0.1 * (x > 8)),
+                              ("exposed communication", 0.02 * x), ("optimizer update", 0.0)):
+                rows.append({"accelerator": acc, "x": x, "x_name": "chips", "component": comp, "seconds": sec})
+    rows += [{"accelerator": "C", "x": 8, "x_name": "chips", "component": c, "seconds": 0.0}
+             for c in ("compute", "optimizer update")]            # a column of nothing keeps its rows
+    parts = pd.DataFrame(rows)
+    spec = scaling.step_breakdown(parts).to_dict()
+    (name, data), = spec["datasets"].items()
+    assert all(r["seconds"] != 0 for r in data if r["accelerator"] != "C")
+    assert sum(r["accelerator"] == "C" for r in data) == 2
+    assert spec["spec"]["encoding"]["color"]["scale"]["domain"] == [
+        "compute", "recomputation", "pipeline bubble", "exposed communication", "optimizer update"]
+    total = parts.groupby(["accelerator", "x"])["seconds"].transform("sum")
+    dropped = parts[(parts["seconds"] == 0) & (total != 0)].assign(share=0.0)
+    with_zeros = {**spec, "datasets": {name: data + dropped.to_dict(orient="records")}}
+    monkeypatch.setenv("FONTCONFIG_FILE", str(base.FONTS_CONF))
+    ours, theirs = vlc.vegalite_to_svg(spec), vlc.vegalite_to_svg(with_zeros)
+    assert ours != theirs
+    stripped, n = _ZERO_BAR.subn("", theirs)
+    assert n == len(dropped) and stripped == ours
