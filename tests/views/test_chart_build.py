@@ -4,8 +4,8 @@ chart functions under debug mode off (``quiet``)."""
 from __future__ import annotations
 
 import json
-import re
 import math
+import re
 
 import altair as alt
 import numpy as np
@@ -15,7 +15,8 @@ from altair.utils.core import sanitize_pandas_dataframe
 from altair.utils.schemapi import SchemaValidationError
 
 from workbook.views.charts import base
-from workbook.views.charts.base import Chart, frame_values
+from workbook.views.charts.base import Chart
+from workbook.views.charts.data import frame_values
 
 
 def _altairs(frame: pd.DataFrame) -> list[dict]:
