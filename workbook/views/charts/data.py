@@ -73,8 +73,8 @@ def frame_values(frame: pd.DataFrame) -> list[dict] | None:
         return None
     names = list(columns)
     cols = []
-    for i in range(len(names)):
-        values = _column_values(frame.iloc[:, i])
+    for _, column in frame.items():
+        values = _column_values(column)
         if values is None:
             return None
         cols.append(values)
