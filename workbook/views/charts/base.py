@@ -1,6 +1,7 @@
 """The charts' theme, the offline renderer and the chart for "nothing to draw"."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -9,10 +10,13 @@ import re
 from pathlib import Path
 
 import altair as alt
+import altair.vegalite.v6.api as _api
 import pandas as pd
 import numpy as np
+from altair.utils.schemapi import debug_mode
 
 from ...model.memo import Memo
+from .data import default_data_transformer
 from ... import paths
 from ...paths import TEMPLATE_DIR
 
@@ -40,11 +44,17 @@ def _theme():
 
 
 def enable(renderer: str = "svg") -> None:
-    """Register the theme and pick an offline renderer: ``svg`` (default, static) or ``png``."""
+    """Register the theme and pick an offline renderer: ``svg`` (default, static) or ``png``; Altair's
+    default data transformer is replaced by ``default_data_transformer`` (the same values, the same row
+    limit, column by column)."""
     if "workbook" not in alt.theme.names():
         alt.theme.register("workbook", enable=True)(_theme)
     alt.theme.enable("workbook")
     alt.renderers.enable(renderer)
+    if alt.data_transformers.get() is not None and alt.data_transformers.active == "default":
+        options = dict(alt.data_transformers.options)
+        alt.data_transformers.register("default", default_data_transformer)
+        alt.data_transformers.enable("default", **options)
 
 
 # The channel class Altair would pick for a field given as a string (``x="month:Q"``).
@@ -109,6 +119,33 @@ class Chart(alt.Chart):
         data = self._kwds.get("data")
         return super().encode(*args, **{k: _channel(k, v, data) for k, v in channels.items()})
 
+    def properties(self, **kwargs):
+        return _properties(self, kwargs, super().properties)
+
+    def __add__(self, other):
+        """``self + other``: the ``alt.LayerChart`` Altair's ``+`` makes (``alt.layer``: the data both
+        layers share lifted to the layer chart), built without its copies when both are plain
+        views of this class (no parameters, size or top-level-only keys): Altair deep-copies each
+        layer three times (lifting the data, de-duplicating and lifting parameters, 300-odd schema
+        objects each with every channel's keywords) and hashes each layer's frame for a view name
+        that only a view with selection parameters uses (here computed when first used:
+        ``_ViewHash``): about half of a layered chart's build time. The layers here are shallow
+        copies (their encodings are shared with ``self`` and ``other``, which Altair's methods never
+        change in place); the spec is the same, also after ``interactive()`` (tested)."""
+        if not (_plain_view(self) and _plain_view(other)):
+            return super().__add__(other)
+        data = self._get("data")
+        lifted = data is not alt.Undefined and other._get("data") is data
+        layers = []
+        for chart in (self, other):
+            copy = chart.copy(deep=False)
+            if lifted:
+                copy["_cached_hash"] = _ViewHash(chart)
+                copy.data = alt.Undefined
+            layers.append(copy)
+        with debug_mode(False):
+            return LayerChart(data=data if lifted else alt.Undefined, layer=layers)
+
     def _compute_hash(self) -> str:
         """The view name Altair derives from a layer's content, with the layer's DataFrame hashed
         by its values (``frame_digest``) rather than by ``str(DataFrame)``: Altair computes this
@@ -124,6 +161,150 @@ class Chart(alt.Chart):
                      "transform": getattr(self, "transform", None)}
         text = json.dumps(hash_data, sort_keys=True, default=str)
         return f"view_{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+class _ViewHash:
+    """The view name Altair keeps for a layer whose data it lifted (``_cached_hash``: the layer's
+    ``_compute_hash`` with its data), computed when first written out: Altair uses it only to name a
+    view holding selection parameters (in an f-string), and hashing each layer's frame up front cost
+    10-15 ms a report for charts that have none."""
+
+    def __init__(self, chart):
+        self._chart, self._value = chart, None
+
+    def __str__(self) -> str:
+        if self._value is None:
+            self._value, self._chart = self._chart._compute_hash(), None
+        return self._value
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def __eq__(self, other) -> bool:
+        return str(self) == str(other)
+
+    def __hash__(self) -> int:
+        return hash(str(self))
+
+
+def _settled(data, parts, kwargs: dict) -> bool:
+    """Whether Altair's compound-chart constructor would leave ``parts`` as they are: no part holds
+    selection parameters (to lift) or a size (to move up), no parameters are given to the compound
+    chart itself, and no data is to be lifted (``_combine_subchart_data``: with no data of its own,
+    the compound chart takes the data every part holds, the same object; with data, it removes that
+    data from each part holding it or nothing)."""
+    parts = list(parts)
+    if kwargs.get("params", alt.Undefined) is not alt.Undefined or not all(
+            isinstance(p, alt.SchemaBase) and all(p._get(k) is alt.Undefined for k in ("params", *_LAYER_SIZE_KEYS))
+            for p in parts):
+        return False
+    held = [p._get("data") for p in parts]
+    if not parts:
+        return True
+    if data is alt.Undefined:
+        return held[0] is alt.Undefined or not all(h is held[0] for h in held)
+    return all(h is alt.Undefined for h in held) or not all(h is alt.Undefined or h is data for h in held)
+
+
+class LayerChart(alt.LayerChart):
+    """``alt.LayerChart`` that skips Altair's layer bookkeeping where it changes nothing, and whose
+    ``properties`` does not validate each value on the way in (``_properties``).
+
+    Altair's constructor lifts the layers' shared data, de-duplicates and lifts their selection
+    parameters and moves their sizes up, deep-copying every layer twice on the way even when there is
+    nothing to move; and every copy of a layer chart (``properties``, ``encode``, ``to_dict`` each make
+    one) runs the constructor again. With settled layers (``_settled``) the result is the layers as
+    they are: this constructor then only checks them, as Altair's does."""
+
+    def __init__(self, data=alt.Undefined, layer=(), **kwargs):
+        if not _settled(data, layer, kwargs):
+            super().__init__(data=data, layer=layer, **kwargs)
+            return
+        for spec in layer:
+            _api._check_if_valid_subspec(spec, "LayerChart")
+            _api._check_if_can_be_layered(spec)
+        alt.TopLevelLayerSpec.__init__(self, data=data, layer=list(layer), **kwargs)
+
+    def properties(self, **kwargs):
+        return _properties(self, kwargs, super().properties)
+
+
+class HConcatChart(alt.HConcatChart):
+    """``alt.HConcatChart`` that skips Altair's lifting of data and parameters where there is nothing
+    to lift (as ``LayerChart``: each copy otherwise deep-copies every chart concatenated)."""
+
+    def __init__(self, data=alt.Undefined, hconcat=(), **kwargs):
+        if not _settled(data, hconcat, kwargs):
+            super().__init__(data=data, hconcat=hconcat, **kwargs)
+            return
+        for spec in hconcat:
+            _api._check_if_valid_subspec(spec, "HConcatChart")
+        alt.TopLevelHConcatSpec.__init__(self, data=data, hconcat=list(hconcat), **kwargs)
+
+    def properties(self, **kwargs):
+        return _properties(self, kwargs, super().properties)
+
+
+def _properties(chart, kwargs: dict, altairs):
+    """``chart.properties(**kwargs)`` as Altair's ``TopLevelMixin.properties`` sets them (a shallow
+    copy with each attribute set), without validating each value against the Vega-Lite schema on
+    the way in (a jsonschema validation per property, 10% of a chart's build); the whole spec is
+    validated by ``to_dict()`` (the default, as the tests call it). Altair's own for the
+    ``selection`` keyword it translates."""
+    if "selection" in kwargs:
+        return altairs(**kwargs)
+    copy = chart.copy(deep=False)
+    for key, value in kwargs.items():
+        setattr(copy, key, value)
+    return copy
+
+
+_LAYER_SIZE_KEYS = ("width", "height", "view")
+
+
+def _plain_view(chart) -> bool:
+    """Whether ``chart`` is one of this module's ``Chart`` views that Altair would layer as it is (no
+    selection parameters to lift, no size to move up to the layer chart, no top-level-only key, no
+    facet channel), so that ``Chart.__add__`` may layer it without Altair's copies."""
+    if type(chart) is not Chart or chart._get("params") is not alt.Undefined:
+        return False
+    if any(chart._get(k) is not alt.Undefined for k in (*_LAYER_SIZE_KEYS, *_api.TOPLEVEL_ONLY_KEYS)):
+        return False
+    encoding = chart._get("encoding")
+    return encoding is alt.Undefined or all(encoding._get(c) is alt.Undefined for c in ("row", "column", "facet"))
+
+
+def hconcat(*charts) -> alt.HConcatChart:
+    """``alt.hconcat(*charts)`` (the data every chart shares lifted to the concatenation), built
+    without Altair's deep copies of each chart when none has selection parameters (the same spec)."""
+    if any(not isinstance(c, (Chart, alt.LayerChart)) or c._get("params") is not alt.Undefined
+           or any(c._get(k) is not alt.Undefined for k in _api.TOPLEVEL_ONLY_KEYS) for c in charts):
+        return alt.hconcat(*charts)
+    data = charts[0]._get("data") if charts else alt.Undefined
+    lifted = data is not alt.Undefined and all(c._get("data") is data for c in charts)
+    parts = []
+    for chart in charts:
+        chart = chart.copy(deep=False)
+        if lifted:
+            chart.data = alt.Undefined
+        parts.append(chart)
+    with debug_mode(False):
+        return HConcatChart(data=data if lifted else alt.Undefined, hconcat=parts)
+
+
+def quiet(build):
+    """A chart function run with Altair's debug mode off: Altair otherwise validates every schema
+    object it is given against the Vega-Lite schema as it is made (``alt.X(...)``, ``alt.Tooltip(...)``,
+    ``alt.Scale(...)``: 450 validations for one report's charts, about 13% of their build and spec
+    time); the whole spec is still validated by ``to_dict()`` (the default, as the tests call it), and
+    the objects and the spec are the same. (The mode is a global of Altair's: another thread
+    building a chart meanwhile skips the same validations.)"""
+    @functools.wraps(build)
+    def wrapper(*args, **kwargs):
+        with debug_mode(False):
+            return build(*args, **kwargs)
+
+    return wrapper
 
 
 def frame_digest(data) -> str | None:
@@ -325,7 +506,9 @@ def static_bundle(chart: alt.TopLevelMixin) -> dict:
     its data cut to the columns it reads (``slim_spec``), no label limit where no label can reach it
     (``fitted_label_limits``) and memoised by spec (``_SVG_MEMO``, and between processes in
     ``svg_cache_folder``). Used by batch report kernels (``report.kernelside``)."""
-    spec = fitted_label_limits(slim_spec(chart.to_dict(validate=False, context={"pre_transform": False})))
+    with debug_mode(False):
+        spec = chart.to_dict(validate=False, context={"pre_transform": False})
+    spec = fitted_label_limits(slim_spec(spec))
     key = json.dumps(spec, sort_keys=True, default=str)
     return dict(_SVG_MEMO.get(key, lambda: _drawn(spec, key)))
 

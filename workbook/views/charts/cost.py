@@ -7,7 +7,7 @@ import altair as alt
 import pandas as pd
 
 from ...terms import PRICING_MODEL_IDS, pricing_short
-from .base import Chart, empty, keep
+from .base import Chart, empty, keep, quiet
 
 
 def _metric(df: pd.DataFrame) -> tuple[str, str]:
@@ -16,6 +16,7 @@ def _metric(df: pd.DataFrame) -> tuple[str, str]:
     return "usd_per_million_tokens", "USD per million output tokens"
 
 
+@quiet
 def pricing_models(priced: pd.DataFrame) -> alt.Chart:
     """The cheapest feasible offering of each accelerator for each way to pay, with the
     performance band as an error bar; options ruled out by a hard constraint are left out."""
@@ -41,6 +42,7 @@ def pricing_models(priced: pd.DataFrame) -> alt.Chart:
                                     width=520, height=alt.Step(9))
 
 
+@quiet
 def offers(offers_frame: pd.DataFrame, top: int = 25) -> alt.Chart:
     """The ``top`` ranked offers (``decision.offers_table``: one per offering and way to pay) by
     their point-estimate cost, with the performance band as an error bar; offers tied with the
@@ -72,6 +74,7 @@ def offers(offers_frame: pd.DataFrame, top: int = 25) -> alt.Chart:
                                     width=520, height=alt.Step(14))
 
 
+@quiet
 def breakeven_chart(curves: pd.DataFrame) -> alt.Chart:
     """Cumulative cost per chip against months of use: where a line crosses on-demand is the
     break-even month."""
@@ -88,6 +91,7 @@ def breakeven_chart(curves: pd.DataFrame) -> alt.Chart:
     ).properties(title=f"Break-even: {acc}, at the scenario's utilization", width=520, height=260)
 
 
+@quiet
 def mc_distribution(hist: pd.DataFrame) -> alt.Chart:
     """Monte Carlo distribution (share of draws per bin) of the ranking figure, one colour per option."""
     if hist is None or hist.empty:
@@ -100,6 +104,7 @@ def mc_distribution(hist: pd.DataFrame) -> alt.Chart:
     ).properties(title="Monte Carlo: how sure are the costs?", width=520, height=240)
 
 
+@quiet
 def tornado_chart(t: pd.DataFrame) -> alt.Chart:
     """Swing of the ranking figure when each input moves across its P10-P90 band."""
     if t is None or t.empty:
@@ -121,6 +126,7 @@ def tornado_chart(t: pd.DataFrame) -> alt.Chart:
     return (bars + rule).properties(title=f"Tornado: {t['option'].iloc[0]}", width=520, height=alt.Step(26))
 
 
+@quiet
 def pareto_chart(ranking: pd.DataFrame) -> alt.Chart:
     """Cost against time for the ranked options (best offering per accelerator and way to pay);
     filled points are on the Pareto front (nothing is both cheaper and faster)."""

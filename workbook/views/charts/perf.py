@@ -8,11 +8,12 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .base import Chart, empty, keep
+from .base import Chart, empty, keep, quiet
 
 COMPONENT_ORDER = ["weights", "gradients", "optimizer states", "activations", "KV cache"]
 
 
+@quiet
 def roofline(lines: pd.DataFrame, points: pd.DataFrame | None = None) -> alt.Chart:
     """Attainable FLOP/s against arithmetic intensity, one line per accelerator (``perf.roofline_table``),
     with the workload's operating points on each chip (``perf.operating_points``): a point left of a
@@ -45,6 +46,7 @@ def _comparison_frame(df: pd.DataFrame, metric: str) -> pd.DataFrame:
     return d.dropna(subset=[metric])
 
 
+@quiet
 def comparison(df: pd.DataFrame, metric: str | None = None) -> alt.Chart:
     """One bar per accelerator for ``metric`` (default: ``training_days`` for training,
     ``output_tokens_per_s_per_chip`` for inference) with its P10/P90 band as an error bar; options
@@ -72,6 +74,7 @@ def comparison(df: pd.DataFrame, metric: str | None = None) -> alt.Chart:
                            height=max(120, 26 * len(d)))
 
 
+@quiet
 def memory_breakdown(df: pd.DataFrame, memory_bytes: float | None = None) -> alt.Chart:
     """Stacked memory of one model copy per setting (``perf.memory_breakdown``), in GB, with a rule
     at one chip's memory when given."""

@@ -5,9 +5,10 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .base import Chart, empty
+from .base import Chart, empty, quiet
 
 
+@quiet
 def monthly_cost(monthly: pd.DataFrame, all_on_demand_usd: float | None = None) -> alt.Chart:
     """Cost per month stacked by offering x way to pay (commitments at the bottom); with
     ``all_on_demand_usd`` a dashed rule at its monthly mean for comparison."""
