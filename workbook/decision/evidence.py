@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import threading
 
 import numpy as np
 import pandas as pd
@@ -218,9 +219,28 @@ def claims() -> pd.DataFrame:
     return catalog.load("claims")
 
 
+_MEMO = threading.local()   # .tables during check_claims: {(what, priced's id): result}, so two checks share a table
+
+
+def _memo(what, priced: pd.DataFrame, make):
+    """``make()``, once per ``check_claims`` call for the same ``what`` and frame (``_servable`` and
+    ``_pair_savings``: read by several claims; the spot and 3-year pairs twice)."""
+    memo = getattr(_MEMO, "tables", None)
+    if memo is None:
+        return make()
+    key = (what, id(priced))
+    if key not in memo:
+        memo[key] = (priced, make())    # the frame kept alive with it, so its id is not reused
+    return memo[key][1]
+
+
 def _servable(priced: pd.DataFrame) -> pd.DataFrame:
     """Options that can physically do the work (fit, meet latency, instance shape, a price),
     whatever the budget, deadline or framework preference says."""
+    return _memo("servable", priced, lambda: _servable_rows(priced))
+
+
+def _servable_rows(priced: pd.DataFrame) -> pd.DataFrame:
     metric = priced["metric"].iloc[0] if len(priced) else "cost_usd"
     ok = priced[priced[metric].notna()]
     bad = ok["excluded_codes"].map(lambda codes: any(c in PHYSICAL for c in codes))
@@ -266,7 +286,7 @@ def _pct_gap(x, row) -> str:
 # --- checks ----------------------------------------------------------------------------------------
 
 def _peak_bf16(row, s, perf_df, priced):
-    acc = catalog.accelerator(row["subject"])
+    acc = claim_checks.accelerator(row["subject"])
     v = float(acc["peak_bf16_flops_per_s"])
     int8 = acc.get("peak_int8_flops_per_s")
     ok = _within(v, row)
@@ -280,8 +300,7 @@ def _cost_ratio(row, s, perf_df, priced):
     if s.is_training:
         return _result(row, NA, None, "A serving claim; this scenario trains.")
     subj = row["subject"]
-    ok = _servable(priced)
-    od = ok[ok["pricing_model"] == "on_demand"]
+    od = _memo("servable on-demand", priced, lambda: _on_demand(_servable(priced)))
     mine = od[od["accelerator"] == subj]
     if mine.empty:
         why = (f"{subj} is not among this scenario's candidates." if subj not in set(priced["accelerator"])
@@ -311,6 +330,12 @@ def _cost_ratio(row, s, perf_df, priced):
                    f"{1 - ratio:.0%} cheaper" if ratio < 1 else f"{ratio - 1:.0%} more expensive")
 
 
+def _on_demand(ok: pd.DataFrame) -> pd.DataFrame:
+    """The on-demand rows of ``ok`` with the columns ``_cost_ratio`` reads (not all 116 priced columns)."""
+    cols = ["accelerator", "offering", "usd_per_month", "porting_usd", "tokens_per_month"]
+    return ok.loc[ok["pricing_model"] == "on_demand", [c for c in cols if c in ok]]
+
+
 def _first_reason(priced, acc):
     r = priced.loc[priced["accelerator"] == acc, "excluded_reason"].dropna()
     return r.iloc[0] if len(r) else "no price"
@@ -319,10 +344,18 @@ def _first_reason(priced, acc):
 def _pair_savings(priced: pd.DataFrame, model: str) -> pd.DataFrame:
     """Per offering with both prices: sticker saving and effective saving (whole bill, after
     interruptions or idle hours) of ``model`` over on-demand."""
+    return _memo(("pairs", model), priced, lambda: _pairs(priced, model))
+
+
+def _pairs(priced: pd.DataFrame, model: str) -> pd.DataFrame:
     metric = "cost_usd" if priced["metric"].iloc[0] == "cost_usd" else "usd_per_month"
-    od = priced[(priced["pricing_model"] == "on_demand") & priced["usd_per_instance_hour"].notna()]
-    other = priced[(priced["pricing_model"] == model) & priced["usd_per_instance_hour"].notna()]
-    pair = other.merge(od[["offering", "usd_per_instance_hour", metric]], on="offering", suffixes=("", "_od"))
+    hourly, pm = priced["usd_per_instance_hour"].notna(), priced["pricing_model"]
+    od = priced.loc[(pm == "on_demand") & hourly, ["offering", "usd_per_instance_hour", metric]]
+    # the columns read below and by the claims (the savings), not every priced column
+    cols = [c for c in dict.fromkeys(["offering", "usd_per_instance_hour", "sticker_usd_per_instance_hour", metric])
+            if c in priced]
+    other = priced.loc[(pm == model) & hourly, cols]
+    pair = other.merge(od, on="offering", suffixes=("", "_od"))
     pair["sticker_saving"] = 1 - pair["sticker_usd_per_instance_hour"] / pair["usd_per_instance_hour_od"]
     pair["effective_saving"] = 1 - pair[metric] / pair[f"{metric}_od"]
     return pair
@@ -396,7 +429,7 @@ def _checkpointing(row, s, perf_df, priced):
 
 def _spec(column):
     def check(row, s, perf_df, priced):
-        acc = catalog.accelerator(row["subject"])
+        acc = claim_checks.accelerator(row["subject"])
         v = acc[column]
         if pd.isna(v):
             return _result(row, NA, None, f"accelerators.csv has no {column} for {row['subject']}.")
@@ -436,8 +469,13 @@ def check_claims(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, table
     """Per claim: ``status`` (holds / does not hold / not applicable), ``measured`` (the figure the
     scenario gives), ``claimed``, ``by_how_much``, ``why`` (a sentence with the numbers), ``source``."""
     table = claims() if table is None else table
-    rows = [CHECKS[r["check"]](r, s, perf_df, priced) for _, r in table.iterrows()]
-    for out, (_, r) in zip(rows, table.iterrows()):
+    claim_rows = [r for _, r in table.iterrows()]
+    _MEMO.tables = {}
+    try:
+        rows = [CHECKS[r["check"]](r, s, perf_df, priced) for r in claim_rows]
+    finally:
+        _MEMO.tables = None
+    for out, r in zip(rows, claim_rows):
         out["claimed"] = out["claimed"] or _claimed_text(r)
     return pd.DataFrame(rows, columns=["claim_id", "claim", "status", "measured", "claimed", "by_how_much", "why",
                                        "source", "as_of"])
