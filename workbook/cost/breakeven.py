@@ -177,11 +177,17 @@ def _cumulative(s: Scenario, r: pd.Series, months: np.ndarray) -> np.ndarray:
     return np.where(months > 0, y, 0.0)
 
 
+_CURVE_COLUMNS = ["accelerator", "pricing_model", "offering", "usd_per_instance_hour", "chips_per_instance",
+                  "energy_usd_per_instance_hour", "hosting_usd_per_instance_hour", "paid_per_used_hour", "term_months",
+                  "min_term_months", "excluded_reason", "cost_usd", "usd_per_million_tokens"]
+
+
 def breakeven_curves(s: Scenario, priced: pd.DataFrame, accelerator: str | None = None,
                      max_months: int | None = None) -> pd.DataFrame:
     """Cumulative cost of one chip used ``utilization`` of the time, month by month, for each way
     to pay (cheapest offering of each): where a line crosses on-demand is the break-even month."""
-    ok = priced[priced["usd_per_instance_hour"].notna()].copy()
+    # only the columns read here and by _cheapest_accelerator and _cumulative, not the 116 priced columns
+    ok = priced.loc[priced["usd_per_instance_hour"].notna(), [c for c in _CURVE_COLUMNS if c in priced]]
     if accelerator is None:
         accelerator = _cheapest_accelerator(s, ok)
     if accelerator is None:

@@ -25,7 +25,6 @@ def _within(x, row) -> bool:
 
 
 _INSTANCES: list = [None, None]    # [the catalog frame, (its current rows, their positions by instance name)]
-_ACCELERATORS: list = [None, None]  # [the catalog frame, the same indexed by accelerator]
 
 
 def _instance_index() -> tuple[pd.DataFrame, dict, dict]:
@@ -50,15 +49,6 @@ def _instance_rows(name: str) -> pd.DataFrame:
     if key not in frames:
         frames[key] = off.iloc[groups.get(key, [])]
     return frames[key]
-
-
-def accelerator(ident: str) -> pd.Series:
-    """``catalog.accelerator(ident)`` (the catalog row of an accelerator id or alias), with the catalog
-    indexed once per catalog load rather than on each call."""
-    full = catalog.accelerators()
-    if _ACCELERATORS[0] is not full:
-        _ACCELERATORS[:] = [full, full.set_index("accelerator")]
-    return _ACCELERATORS[1].loc[catalog.resolve("accelerators", ident)]
 
 
 def instance_accelerator(row, s: Scenario, perf_df, priced):
@@ -161,7 +151,7 @@ def _dense16(acc) -> float:
 def peak_ratio(row, s, perf_df, priced):
     """A speed-up claim read per chip: the dense 16-bit peak of ``subject`` over ``baseline``
     (accelerators.csv). A cluster result also depends on chip counts and efficiency, said in the reason."""
-    a, b = accelerator(row["subject"]), accelerator(row["baseline"])
+    a, b = catalog.accelerator(row["subject"]), catalog.accelerator(row["baseline"])
     v = _dense16(a) / _dense16(b)
     ok = _within(v, row)
     why = (f"Per chip, {row['subject']} peaks at {_dense16(a) / 1e12:.0f} and {row['baseline']} at "

@@ -286,7 +286,7 @@ def _pct_gap(x, row) -> str:
 # --- checks ----------------------------------------------------------------------------------------
 
 def _peak_bf16(row, s, perf_df, priced):
-    acc = claim_checks.accelerator(row["subject"])
+    acc = catalog.accelerator(row["subject"])
     v = float(acc["peak_bf16_flops_per_s"])
     int8 = acc.get("peak_int8_flops_per_s")
     ok = _within(v, row)
@@ -429,7 +429,7 @@ def _checkpointing(row, s, perf_df, priced):
 
 def _spec(column):
     def check(row, s, perf_df, priced):
-        acc = claim_checks.accelerator(row["subject"])
+        acc = catalog.accelerator(row["subject"])
         v = acc[column]
         if pd.isna(v):
             return _result(row, NA, None, f"accelerators.csv has no {column} for {row['subject']}.")
