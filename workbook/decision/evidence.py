@@ -94,7 +94,10 @@ def _price_rows(priced: pd.DataFrame) -> list[dict]:
     """One row per offering and way to pay. The columns are read once as lists (the values a row of
     ``iterrows`` holds: Python floats and ints, the strings and blanks as they are), not a Series per
     row: 1,400 offers cost 0.15 s through ``iterrows``."""
-    used = priced[priced["offering"].notna()].drop_duplicates(["offering", "pricing_model"])
+    cols = ["offering", "pricing_model", "usd_per_instance_hour", "chips_per_instance", "price_derivation", "price_basis",
+            "source", "as_of", "price_as_of"]
+    used = priced.loc[priced["offering"].notna().to_numpy(), [c for c in cols if c in priced]]
+    used = used.drop_duplicates(["offering", "pricing_model"])
     n = len(used)
 
     def col(c):

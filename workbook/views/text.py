@@ -127,13 +127,19 @@ def table_html(df: pd.DataFrame | None, columns=None, labels: dict | None = None
             words = bool(values) and len(strs) / len(values) > 0.5   # the share of text cells (a mean of booleans)
             long = words and max(strs) > 32
         k = kind[c] = ' class="wb-text"' if long else (' class="wb-str"' if words else "")
-        seen: dict = {}
+        seen: dict = {}       # text by string
+        figures: dict = {}    # text by float (equal floats read the same: -0.0 and 0.0 both "0")
         out = []
         for v in values:
-            if type(v) is str:
+            tv = type(v)
+            if tv is str:
                 t = seen.get(v)
                 if t is None:
                     t = seen[v] = f"<td{k}>{html.escape(v)}</td>"        # esc(_cell(v)) of a string
+            elif tv is float:
+                t = figures.get(v)
+                if t is None:
+                    t = figures[v] = f"<td{k}>{esc(_cell(v))}</td>"
             else:
                 t = f"<td{k}>{esc(_cell(v))}</td>"
             out.append(t)
