@@ -353,12 +353,22 @@ def _pair_savings(priced: pd.DataFrame, model: str) -> pd.DataFrame:
 def _pairs(priced: pd.DataFrame, model: str) -> pd.DataFrame:
     metric = "cost_usd" if priced["metric"].iloc[0] == "cost_usd" else "usd_per_month"
     hourly, pm = priced["usd_per_instance_hour"].notna(), priced["pricing_model"]
-    od = priced.loc[(pm == "on_demand") & hourly, ["offering", "usd_per_instance_hour", metric]]
+    od = _memo("on-demand prices", priced,
+               lambda: priced.loc[(pm == "on_demand") & hourly, ["offering", "usd_per_instance_hour", metric]])
     # the columns read below and by the claims (the savings), not every priced column
     cols = [c for c in dict.fromkeys(["offering", "usd_per_instance_hour", "sticker_usd_per_instance_hour", metric])
             if c in priced]
     other = priced.loc[(pm == model) & hourly, cols]
-    pair = other.merge(od, on="offering", suffixes=("", "_od"))
+    keys = od["offering"]
+    if keys.notna().all() and keys.is_unique:
+        # one on-demand row per offering: the inner merge on "offering" is a lookup (left rows in order)
+        at = pd.Index(keys).get_indexer(other["offering"])
+        pair = other[at >= 0].reset_index(drop=True)
+        at = at[at >= 0]
+        pair["usd_per_instance_hour_od"] = od["usd_per_instance_hour"].to_numpy()[at]
+        pair[f"{metric}_od"] = od[metric].to_numpy()[at]
+    else:
+        pair = other.merge(od, on="offering", suffixes=("", "_od"))
     pair["sticker_saving"] = 1 - pair["sticker_usd_per_instance_hour"] / pair["usd_per_instance_hour_od"]
     pair["effective_saving"] = 1 - pair[metric] / pair[f"{metric}_od"]
     return pair
