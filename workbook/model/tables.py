@@ -123,6 +123,8 @@ def operating_points(s: Scenario, perf_df: pd.DataFrame | None = None) -> pd.Dat
     if p.generic:
         return pd.DataFrame(columns=["accelerator", "point", "intensity_flops_per_byte", "attained_flops_per_s"])
     rows = []
+    listed = set(perf_df["accelerator"]) if perf_df is not None else set()   # made once, not per accelerator
+    by_acc = None
     for a in candidate_accelerators(s):
         acc = catalog.accelerator_record(a)
         cprec = matmul_precision(acc, w.precision, w.fp4_fallback)
@@ -139,8 +141,9 @@ def operating_points(s: Scenario, perf_df: pd.DataFrame | None = None) -> pd.Dat
             I, O = w.input_tokens, w.output_tokens
             pts.append(("prefill (1 prompt)", float(prefill_arithmetic_intensity(p, I, 1, w.weight_precision))))
             pts.append(("decode, batch 1", float(decode_arithmetic_intensity(p, 1, I + O / 2, w.weight_precision, w.kv_precision))))
-            if perf_df is not None and a in set(perf_df["accelerator"]):
-                b = perf_df.set_index("accelerator").loc[a, "batch"]
+            if perf_df is not None and a in listed:
+                by_acc = perf_df.set_index("accelerator") if by_acc is None else by_acc
+                b = by_acc.loc[a, "batch"]
                 if b is not None and not pd.isna(b):
                     pts.append(("decode, estimated batch", float(decode_arithmetic_intensity(p, float(b), I + O / 2, w.weight_precision, w.kv_precision))))
         for name, ai in pts:
