@@ -112,8 +112,11 @@ def breakeven(s: Scenario, priced: pd.DataFrame) -> pd.DataFrame:
     best = cand.sort_values("usd_per_chip_hour").groupby(["accelerator", "pricing_model"], sort=True).head(1)
     best = best.sort_values(["accelerator", "pricing_model"]).reset_index(drop=True)
     rows, options = [], []
+    # each option's priced row as a dict of the values ``ok.loc[label]`` holds (numpy scalars of numpy
+    # columns, the elements of extension arrays), not a pandas Series per row
+    values = {c: (ok[c].to_numpy() if isinstance(ok[c].dtype, np.dtype) else ok[c].array) for c in ok.columns}
     for b in best.itertuples(index=False):
-        r = ok.loc[b.priced_row]
+        r = {c: v[b.priced_row] for c, v in values.items()}
         options.append(r)
         od_price = b.on_demand_usd_per_chip_hour
         entry = {"accelerator": b.accelerator, "pricing_model": b.pricing_model, "offering": b.offering,
