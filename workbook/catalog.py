@@ -272,14 +272,25 @@ def software(data_dir: str | None = None) -> pd.DataFrame:
     return load("software", data_dir)
 
 
+_BY_ID: dict = {}   # catalog name -> (the loaded frame, the same indexed by its id)
+
+
+def _indexed(df: pd.DataFrame, name: str, key: str) -> pd.DataFrame:
+    """``df.set_index(key)``, made once per catalog load (``df`` the cached frame of ``name``;
+    ``accelerator`` and ``model`` were indexing the whole catalog on every call: 25 calls in one
+    report's notebooks)."""
+    hit = _BY_ID.get(name)
+    if hit is None or hit[0] is not df:
+        hit = _BY_ID[name] = (df, df.set_index(key))
+    return hit[1]
+
+
 def accelerator(ident: str) -> pd.Series:
-    df = accelerators()
-    return df.set_index("accelerator").loc[resolve("accelerators", ident)]
+    return _indexed(accelerators(), "accelerators", "accelerator").loc[resolve("accelerators", ident)]
 
 
 def model(ident: str) -> pd.Series:
-    df = models()
-    return df.set_index("model").loc[resolve("models", ident)]
+    return _indexed(models(), "models", "model").loc[resolve("models", ident)]
 
 
 def peak_flops_per_s(acc, precision: str, required: bool = False):

@@ -112,8 +112,11 @@ def breakeven(s: Scenario, priced: pd.DataFrame) -> pd.DataFrame:
     best = cand.sort_values("usd_per_chip_hour").groupby(["accelerator", "pricing_model"], sort=True).head(1)
     best = best.sort_values(["accelerator", "pricing_model"]).reset_index(drop=True)
     rows, options = [], []
+    # each option's priced row as a dict of the values ``ok.loc[label]`` holds (numpy scalars of numpy
+    # columns, the elements of extension arrays), not a pandas Series per row
+    values = {c: (ok[c].to_numpy() if isinstance(ok[c].dtype, np.dtype) else ok[c].array) for c in ok.columns}
     for b in best.itertuples(index=False):
-        r = ok.loc[b.priced_row]
+        r = {c: v[b.priced_row] for c, v in values.items()}
         options.append(r)
         od_price = b.on_demand_usd_per_chip_hour
         entry = {"accelerator": b.accelerator, "pricing_model": b.pricing_model, "offering": b.offering,
@@ -177,11 +180,17 @@ def _cumulative(s: Scenario, r: pd.Series, months: np.ndarray) -> np.ndarray:
     return np.where(months > 0, y, 0.0)
 
 
+_CURVE_COLUMNS = ["accelerator", "pricing_model", "offering", "usd_per_instance_hour", "chips_per_instance",
+                  "energy_usd_per_instance_hour", "hosting_usd_per_instance_hour", "paid_per_used_hour", "term_months",
+                  "min_term_months", "excluded_reason", "cost_usd", "usd_per_million_tokens"]
+
+
 def breakeven_curves(s: Scenario, priced: pd.DataFrame, accelerator: str | None = None,
                      max_months: int | None = None) -> pd.DataFrame:
     """Cumulative cost of one chip used ``utilization`` of the time, month by month, for each way
     to pay (cheapest offering of each): where a line crosses on-demand is the break-even month."""
-    ok = priced[priced["usd_per_instance_hour"].notna()].copy()
+    # only the columns read here and by _cheapest_accelerator and _cumulative, not the 116 priced columns
+    ok = priced.loc[priced["usd_per_instance_hour"].notna(), [c for c in _CURVE_COLUMNS if c in priced]]
     if accelerator is None:
         accelerator = _cheapest_accelerator(s, ok)
     if accelerator is None:

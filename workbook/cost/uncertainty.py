@@ -343,14 +343,14 @@ def mc_histogram(s: Scenario, priced: pd.DataFrame, options: list[str] | None = 
     ``top`` by median), ready to chart: option, bin_start, bin_end, share. ``mc``: the
     ``monte_carlo`` of these ``priced`` rows with the same ``n`` and ``seed`` when already drawn
     (``Analysis.mc``), so the top options are not drawn twice."""
-    ok = _feasible(priced).reset_index(drop=True)
-    if ok.empty:
+    feasible = _feasible_mask(priced)      # the rows of _feasible, filtered once with the options below
+    if not feasible.any():
         return pd.DataFrame(columns=["option", "bin_start", "bin_end", "share"])
     if options is None:
         mc = monte_carlo(s, priced, n=n, seed=seed) if mc is None else mc
         best = mc.sort_values("p50").drop_duplicates(["accelerator", "pricing_model"])
         options = list(best["option"].head(top))
-    sub = ok[ok["option"].isin(options)].reset_index(drop=True)
+    sub = priced[feasible & priced["option"].isin(options).to_numpy()].reset_index(drop=True)
     d = mc_draws(s, sub, n=n, seed=seed)
     vals = d["metric"]
     finite = vals[np.isfinite(vals)]
@@ -361,6 +361,15 @@ def mc_histogram(s: Scenario, priced: pd.DataFrame, options: list[str] | None = 
         counts, _ = np.histogram(np.clip(vals[i][np.isfinite(vals[i])], edges[0], edges[-1]), bins=edges)
         rows.append(pd.DataFrame({"option": opt, "bin_start": edges[:-1], "bin_end": edges[1:], "share": counts / n}))
     return pd.concat(rows, ignore_index=True)
+
+
+def _feasible_mask(priced: pd.DataFrame) -> np.ndarray:
+    """The rows ``_feasible`` keeps, as a boolean array (without copying the 116 priced columns)."""
+    metric = priced["metric"].iloc[0] if len(priced) and "metric" in priced else "cost_usd"
+    ok = priced[metric].notna().to_numpy()
+    if "excluded_reason" in priced:
+        ok = ok & priced["excluded_reason"].isna().to_numpy()
+    return ok
 
 
 # --- tornado -------------------------------------------------------------------------------------
@@ -378,10 +387,10 @@ def _commit_ratio_range(model: str) -> tuple[float, float] | None:
 
 def _option_row(priced: pd.DataFrame, option) -> pd.Series:
     if isinstance(option, str):
-        hit = priced[priced["option"] == option]
-        if hit.empty:
+        hit = np.flatnonzero((priced["option"] == option).to_numpy())   # the first match, no filtered copy
+        if not len(hit):
             raise InputError(f"tornado: option: unknown option {option!r}{catalog._suggest(option, priced['option'])}")
-        return hit.iloc[0]
+        return priced.iloc[hit[0]]
     return priced.loc[option]
 
 
@@ -393,11 +402,12 @@ def tornado(s: Scenario, priced: pd.DataFrame, option=None) -> pd.DataFrame:
     p = s.pricing
     training = s.is_training
     if option is None:
-        ok = _feasible(priced)
-        if ok.empty:
+        feasible = _feasible_mask(priced)
+        if not feasible.any():
             return pd.DataFrame(columns=["input", "unit", "low", "high", "value_at_low", "value_at_high", "base",
                                          "swing", "option", "metric"])
-        option = ok.loc[ok[ok["metric"].iloc[0]].idxmin(), "option"]
+        figure = priced.loc[feasible, "metric"].iloc[0]
+        option = priced.loc[priced.loc[feasible, figure].idxmin(), "option"]
     row = _option_row(priced, option)
     one = pd.DataFrame([row])
 

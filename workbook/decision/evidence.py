@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import threading
 
 import numpy as np
 import pandas as pd
@@ -90,14 +91,34 @@ def price_valid_date(row):
 
 
 def _price_rows(priced: pd.DataFrame) -> list[dict]:
-    used = priced[priced["offering"].notna()].drop_duplicates(["offering", "pricing_model"])
+    """One row per offering and way to pay. The columns are read once as lists (the values a row of
+    ``iterrows`` holds: Python floats and ints, the strings and blanks as they are), not a Series per
+    row: 1,400 offers cost 0.15 s through ``iterrows``."""
+    cols = ["offering", "pricing_model", "usd_per_instance_hour", "chips_per_instance", "price_derivation", "price_basis",
+            "source", "as_of", "price_as_of"]
+    used = priced.loc[priced["offering"].notna().to_numpy(), [c for c in cols if c in priced]]
+    used = used.drop_duplicates(["offering", "pricing_model"])
+    n = len(used)
+
+    def col(c):
+        return used[c].tolist() if c in used else [None] * n
+
+    dates: dict = {}
     rows = []
-    for _, r in used.iterrows():
-        valid = price_valid_date(r)
-        rows.append({"category": "price", "item": f"{r['offering']} {r['pricing_model']}",
-                     "value": f"{usd(r['usd_per_instance_hour'])} per instance-hour ({r['chips_per_instance']:.0f} "
-                              f"chips; {r['price_derivation']}; basis {r.get('price_basis')})",
-                     "source": r["source"], "as_of": valid.isoformat() if valid else None,
+    for offering, model, hourly, chips, derivation, basis, source, as_of, price_as_of in zip(
+            col("offering"), col("pricing_model"), col("usd_per_instance_hour"), col("chips_per_instance"),
+            col("price_derivation"), col("price_basis"), col("source"), col("as_of"), col("price_as_of")):
+        when = as_of if model == "purchase" else price_as_of       # price_valid_date, from the row's two dates
+        if isinstance(when, str):
+            if when not in dates:
+                dates[when] = prices.price_date(when)
+            valid = dates[when]
+        else:
+            valid = prices.price_date(when)
+        rows.append({"category": "price", "item": f"{offering} {model}",
+                     "value": f"{usd(hourly)} per instance-hour ({chips:.0f} "
+                              f"chips; {derivation}; basis {basis})",
+                     "source": source, "as_of": valid.isoformat() if valid else None,
                      "_date_unknown": valid is None})
     return rows
 
@@ -176,9 +197,20 @@ def assumptions(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, today:
     df = pd.DataFrame(rows)
     if "_date_unknown" not in df:
         df["_date_unknown"] = False
-    df["age_days"] = [(age_days(a, today) if a is not None and not (isinstance(a, float) and np.isnan(a)) else np.nan)
-                      for a in df["as_of"]]
-    df["flag"] = [_flag(r) for _, r in df.iterrows()]
+    ages: dict = {}     # most dates repeat (one per price update): parse each once
+
+    def age(a):
+        if a is None or (isinstance(a, float) and np.isnan(a)):
+            return np.nan
+        if not isinstance(a, str):
+            return age_days(a, today)
+        if a not in ages:
+            ages[a] = age_days(a, today)
+        return ages[a]
+
+    df["age_days"] = [age(a) for a in df["as_of"]]
+    df["flag"] = [_flag({"category": c, "age_days": d, "_date_unknown": u})
+                  for c, d, u in zip(df["category"].tolist(), df["age_days"].tolist(), df["_date_unknown"].tolist())]
     df["value"] = df["value"].map(lambda v: v if isinstance(v, str) else (f"{v:g}" if isinstance(v, float) else str(v)))
     return df[["category", "item", "value", "source", "as_of", "age_days", "flag"]]
 
@@ -190,9 +222,28 @@ def claims() -> pd.DataFrame:
     return catalog.load("claims")
 
 
+_MEMO = threading.local()   # .tables during check_claims: {(what, priced's id): result}, so two checks share a table
+
+
+def _memo(what, priced: pd.DataFrame, make):
+    """``make()``, once per ``check_claims`` call for the same ``what`` and frame (``_servable`` and
+    ``_pair_savings``: read by several claims; the spot and 3-year pairs twice)."""
+    memo = getattr(_MEMO, "tables", None)
+    if memo is None:
+        return make()
+    key = (what, id(priced))
+    if key not in memo:
+        memo[key] = (priced, make())    # the frame kept alive with it, so its id is not reused
+    return memo[key][1]
+
+
 def _servable(priced: pd.DataFrame) -> pd.DataFrame:
     """Options that can physically do the work (fit, meet latency, instance shape, a price),
     whatever the budget, deadline or framework preference says."""
+    return _memo("servable", priced, lambda: _servable_rows(priced))
+
+
+def _servable_rows(priced: pd.DataFrame) -> pd.DataFrame:
     metric = priced["metric"].iloc[0] if len(priced) else "cost_usd"
     ok = priced[priced[metric].notna()]
     bad = ok["excluded_codes"].map(lambda codes: any(c in PHYSICAL for c in codes))
@@ -252,8 +303,7 @@ def _cost_ratio(row, s, perf_df, priced):
     if s.is_training:
         return _result(row, NA, None, "A serving claim; this scenario trains.")
     subj = row["subject"]
-    ok = _servable(priced)
-    od = ok[ok["pricing_model"] == "on_demand"]
+    od = _memo("servable on-demand", priced, lambda: _on_demand(_servable(priced)))
     mine = od[od["accelerator"] == subj]
     if mine.empty:
         why = (f"{subj} is not among this scenario's candidates." if subj not in set(priced["accelerator"])
@@ -283,6 +333,12 @@ def _cost_ratio(row, s, perf_df, priced):
                    f"{1 - ratio:.0%} cheaper" if ratio < 1 else f"{ratio - 1:.0%} more expensive")
 
 
+def _on_demand(ok: pd.DataFrame) -> pd.DataFrame:
+    """The on-demand rows of ``ok`` with the columns ``_cost_ratio`` reads (not all 116 priced columns)."""
+    cols = ["accelerator", "offering", "usd_per_month", "porting_usd", "tokens_per_month"]
+    return ok.loc[ok["pricing_model"] == "on_demand", [c for c in cols if c in ok]]
+
+
 def _first_reason(priced, acc):
     r = priced.loc[priced["accelerator"] == acc, "excluded_reason"].dropna()
     return r.iloc[0] if len(r) else "no price"
@@ -291,10 +347,28 @@ def _first_reason(priced, acc):
 def _pair_savings(priced: pd.DataFrame, model: str) -> pd.DataFrame:
     """Per offering with both prices: sticker saving and effective saving (whole bill, after
     interruptions or idle hours) of ``model`` over on-demand."""
+    return _memo(("pairs", model), priced, lambda: _pairs(priced, model))
+
+
+def _pairs(priced: pd.DataFrame, model: str) -> pd.DataFrame:
     metric = "cost_usd" if priced["metric"].iloc[0] == "cost_usd" else "usd_per_month"
-    od = priced[(priced["pricing_model"] == "on_demand") & priced["usd_per_instance_hour"].notna()]
-    other = priced[(priced["pricing_model"] == model) & priced["usd_per_instance_hour"].notna()]
-    pair = other.merge(od[["offering", "usd_per_instance_hour", metric]], on="offering", suffixes=("", "_od"))
+    hourly, pm = priced["usd_per_instance_hour"].notna(), priced["pricing_model"]
+    od = _memo("on-demand prices", priced,
+               lambda: priced.loc[(pm == "on_demand") & hourly, ["offering", "usd_per_instance_hour", metric]])
+    # the columns read below and by the claims (the savings), not every priced column
+    cols = [c for c in dict.fromkeys(["offering", "usd_per_instance_hour", "sticker_usd_per_instance_hour", metric])
+            if c in priced]
+    other = priced.loc[(pm == model) & hourly, cols]
+    keys = od["offering"]
+    if keys.notna().all() and keys.is_unique:
+        # one on-demand row per offering: the inner merge on "offering" is a lookup (left rows in order)
+        at = pd.Index(keys).get_indexer(other["offering"])
+        pair = other[at >= 0].reset_index(drop=True)
+        at = at[at >= 0]
+        pair["usd_per_instance_hour_od"] = od["usd_per_instance_hour"].to_numpy()[at]
+        pair[f"{metric}_od"] = od[metric].to_numpy()[at]
+    else:
+        pair = other.merge(od, on="offering", suffixes=("", "_od"))
     pair["sticker_saving"] = 1 - pair["sticker_usd_per_instance_hour"] / pair["usd_per_instance_hour_od"]
     pair["effective_saving"] = 1 - pair[metric] / pair[f"{metric}_od"]
     return pair
@@ -408,8 +482,13 @@ def check_claims(s: Scenario, perf_df: pd.DataFrame, priced: pd.DataFrame, table
     """Per claim: ``status`` (holds / does not hold / not applicable), ``measured`` (the figure the
     scenario gives), ``claimed``, ``by_how_much``, ``why`` (a sentence with the numbers), ``source``."""
     table = claims() if table is None else table
-    rows = [CHECKS[r["check"]](r, s, perf_df, priced) for _, r in table.iterrows()]
-    for out, (_, r) in zip(rows, table.iterrows()):
+    claim_rows = [r for _, r in table.iterrows()]
+    _MEMO.tables = {}
+    try:
+        rows = [CHECKS[r["check"]](r, s, perf_df, priced) for r in claim_rows]
+    finally:
+        _MEMO.tables = None
+    for out, r in zip(rows, claim_rows):
         out["claimed"] = out["claimed"] or _claimed_text(r)
     return pd.DataFrame(rows, columns=["claim_id", "claim", "status", "measured", "claimed", "by_how_much", "why",
                                        "source", "as_of"])

@@ -16,7 +16,8 @@ from ..errors import InputError
 from ..scenario import Parallelism, Scenario, Workload
 from . import comm, search, serving, training
 from . import profile as prof
-from .efficiency import Efficiency, candidate_precision, matmul_precision, peak
+from .efficiency import Efficiency, candidate_precision, default, matmul_precision, peak
+from .memo import Memo, hashable, record_key
 from .estimate import candidate_accelerators, training_tokens
 from .profile import (Profile, activation_bytes, attention_flops_per_token, bytes_per_value,
                       decode_arithmetic_intensity, decode_flops_per_token, kv_cache_bytes_per_token,
@@ -122,6 +123,8 @@ def operating_points(s: Scenario, perf_df: pd.DataFrame | None = None) -> pd.Dat
     if p.generic:
         return pd.DataFrame(columns=["accelerator", "point", "intensity_flops_per_byte", "attained_flops_per_s"])
     rows = []
+    listed = set(perf_df["accelerator"]) if perf_df is not None else set()   # made once, not per accelerator
+    by_acc = None
     for a in candidate_accelerators(s):
         acc = catalog.accelerator_record(a)
         cprec = matmul_precision(acc, w.precision, w.fp4_fallback)
@@ -138,8 +141,9 @@ def operating_points(s: Scenario, perf_df: pd.DataFrame | None = None) -> pd.Dat
             I, O = w.input_tokens, w.output_tokens
             pts.append(("prefill (1 prompt)", float(prefill_arithmetic_intensity(p, I, 1, w.weight_precision))))
             pts.append(("decode, batch 1", float(decode_arithmetic_intensity(p, 1, I + O / 2, w.weight_precision, w.kv_precision))))
-            if perf_df is not None and a in set(perf_df["accelerator"]):
-                b = perf_df.set_index("accelerator").loc[a, "batch"]
+            if perf_df is not None and a in listed:
+                by_acc = perf_df.set_index("accelerator") if by_acc is None else by_acc
+                b = by_acc.loc[a, "batch"]
                 if b is not None and not pd.isna(b):
                     pts.append(("decode, estimated batch", float(decode_arithmetic_intensity(p, float(b), I + O / 2, w.weight_precision, w.kv_precision))))
         for name, ai in pts:
@@ -213,6 +217,22 @@ def formulas(s: Scenario) -> pd.DataFrame:
 
 # --- scaling -----------------------------------------------------------------------------------------
 
+_TP_CURVES = Memo(256)
+
+
+def tp_curve(p: Profile, acc, w: Workload, efficiency: Efficiency | None = None, *, memory_headroom: float = 0.1,
+             pinned: int | None = None, parallelism=None) -> pd.DataFrame:
+    """``serving.tp_curve`` (the whole layout x batch grid of one accelerator), cached per process on the
+    values it reads (the profile, the accelerator record and id, the workload, the efficiency, the headroom,
+    the pinned chips and parallelism), a copy per call: notebook 03's curves and configuration and notebook
+    04's interactivity curve ask for the same curves (0.1-0.3 s per serving report)."""
+    eff = default(efficiency)
+    name = acc["accelerator"] if "accelerator" in acc else getattr(acc, "name", None)
+    key = (p, record_key(acc), name, hashable(w), eff, memory_headroom, pinned, hashable(parallelism))
+    return _TP_CURVES.get(key, lambda: serving.tp_curve(p, acc, w, efficiency=eff, memory_headroom=memory_headroom,
+                                                        pinned=pinned, parallelism=parallelism)).copy()
+
+
 def _usable(acc: pd.Series, precision: str) -> bool:
     return not math.isnan(peak(acc, precision)) and not pd.isna(acc.get("memory_bytes_per_s"))
 
@@ -228,12 +248,26 @@ def scaling_curve(profile: Profile, acc: pd.Series, chip_counts, workload: Workl
     of the step (the threshold is a reader's choice, not a fact; 0.25 = a quarter of the step).
     Chip counts where nothing fits keep a row with ``fits`` False and blank figures."""
     rows = []
-    for n in sorted({int(c) for c in chip_counts}):
+    counts = sorted({int(c) for c in chip_counts})
+    topos = {}
+    for n in counts:
+        try:
+            topos[n] = comm.topology(acc, n, **(topology_overrides or {}))
+        except InputError as e:  # e.g. no network figure beyond one node: this count cannot be priced
+            topos[n] = e
+    found = _best_configs(profile, acc, [n for n in counts if not isinstance(topos[n], InputError)], workload,
+                          parallelism, efficiency, overlap, memory_headroom, limits) if not topology_overrides else {}
+    for n in counts:
         row = {"accelerator": training._acc_name(acc), "chips": n, "fits": False, "reason": ""}
         try:
-            topo = comm.topology(acc, n, **(topology_overrides or {}))
-            cfg = search.best_config(profile, acc, n, workload, parallelism, efficiency, topology=topo, overlap=overlap,
-                              memory_headroom=memory_headroom, **limits)
+            topo = topos[n]
+            if isinstance(topo, InputError):
+                raise topo
+            cfg = found[n] if n in found else search.best_config(profile, acc, n, workload, parallelism, efficiency,
+                                                                 topology=topo, overlap=overlap,
+                                                                 memory_headroom=memory_headroom, **limits)
+            if isinstance(cfg, Exception):
+                raise cfg
         except InputError as e:  # e.g. no network figure beyond one node: this count cannot be priced
             row["reason"] = str(e)
             rows.append(row)
@@ -259,6 +293,22 @@ def scaling_curve(profile: Profile, acc: pd.Series, chip_counts, workload: Workl
     df["comm_share_threshold"] = comm_share_threshold
     df["network_bound"] = ok & (df["comm_share"] > comm_share_threshold)
     return df
+
+
+def _best_configs(profile: Profile, acc, counts: list, workload: Workload, parallelism, efficiency, overlap,
+                  memory_headroom, limits: dict) -> dict:
+    """``search.best_config`` of each count (on its default topology, ``comm.topology(acc, n)``) by one batched
+    search (``search.best_configs``: the same answer to the bit, ``tests/model/test_search_batch.py``), by count:
+    the configuration, None, or the exception that count raised; {} (each count searched alone) when the batch
+    itself fails."""
+    if len(counts) < 2:
+        return {}
+    try:
+        answers = search.best_configs(profile, acc, counts, workload, parallelism, efficiency, overlap=overlap,
+                                      memory_headroom=memory_headroom, **limits)
+    except InputError:
+        return {}
+    return dict(zip(counts, answers))
 
 
 def default_chip_counts(acc: pd.Series, max_chips: int | None = None, min_chips: int | None = None,
@@ -307,10 +357,10 @@ def scenario_curves(s, chip_counts=None, efficiency: Efficiency | None = None, a
         try:
             if s.workload.task == "inference":
                 here = s.cluster is not None and catalog.resolve("accelerators", s.cluster.accelerator) == a
-                frames.append(serving.tp_curve(p, acc, s.workload, efficiency=efficiency,
-                                               memory_headroom=s.constraints.min_memory_headroom,
-                                               pinned=s.cluster.chips if here else None,
-                                               parallelism=par if here else None))
+                frames.append(tp_curve(p, acc, s.workload, efficiency=efficiency,
+                                       memory_headroom=s.constraints.min_memory_headroom,
+                                       pinned=s.cluster.chips if here else None,
+                                       parallelism=par if here else None))
             else:
                 top = s.constraints.max_chips or (s.cluster.chips if s.cluster and s.cluster.chips else None)
                 counts = chip_counts or default_chip_counts(acc, top, profile=p, workload=s.workload)
@@ -346,7 +396,7 @@ def scenario_best(s, efficiency: Efficiency | None = None, chips: int | None = N
         acc = catalog.accelerator(a)
         try:
             if w.task == "inference":
-                df = serving.tp_curve(p, acc, w, efficiency=efficiency, memory_headroom=headroom)
+                df = tp_curve(p, acc, w, efficiency=efficiency, memory_headroom=headroom)
                 df = df[df["chosen"]]
                 if df.empty:
                     continue
@@ -415,12 +465,17 @@ def summary(curves: pd.DataFrame) -> pd.DataFrame:
     d = curves.copy()
     fits = d["fits"].astype(bool)
     cell = pd.Series("", index=d.index, dtype=object)
-    for i in d.index[fits]:
-        r = d.loc[i]
-        dims = "·".join(f"{k.upper()}{int(r[k])}" for k in ("tp", "pp", "dp", "cp", "ep") if int(r[k]) > 1) or "1 chip"
-        d_ = r.get("training_days")
-        days = "" if pd.isna(d_) else (f", {d_:,.1f} d" if d_ >= 1 else f", {d_ * 24:,.1f} h")
-        cell[i] = f"{dims} Z{int(r['zero'])} · MFU {r['mfu']:.0%}{days}"
+    ok = d[fits]     # the columns read as lists, not a row Series per chip count
+    if len(ok):
+        keys = ("tp", "pp", "dp", "cp", "ep")
+        dims_of = zip(*(ok[k].tolist() for k in keys))
+        days_of = ok["training_days"].tolist() if "training_days" in ok else [None] * len(ok)
+        texts = []
+        for dimv, zero, mfu, d_ in zip(dims_of, ok["zero"].tolist(), ok["mfu"].tolist(), days_of):
+            dims = "·".join(f"{k.upper()}{int(v)}" for k, v in zip(keys, dimv) if int(v) > 1) or "1 chip"
+            days = "" if pd.isna(d_) else (f", {d_:,.1f} d" if d_ >= 1 else f", {d_ * 24:,.1f} h")
+            texts.append(f"{dims} Z{int(zero)} · MFU {mfu:.0%}{days}")
+        cell.iloc[np.flatnonzero(fits.to_numpy())] = texts
     cell[~fits] = "does not fit" if "reason" not in d else np.where(
         d.loc[~fits, "reason"].astype(str).str.contains("memory"), "does not fit", "not priced")
     d["summary"] = cell
@@ -463,8 +518,8 @@ def interactivity_curve(s: Scenario, offers: pd.DataFrame, top: int = 4,
     frames = []
     for _, o in best.iterrows():
         try:
-            c = serving.tp_curve(p, catalog.accelerator(o["accelerator"]), s.workload, efficiency=efficiency,
-                                 memory_headroom=s.constraints.min_memory_headroom)
+            c = tp_curve(p, catalog.accelerator(o["accelerator"]), s.workload, efficiency=efficiency,
+                         memory_headroom=s.constraints.min_memory_headroom)
         except InputError:
             continue
         c = c[c["fits"] & (c["tpot_ms"] > 0)].copy()

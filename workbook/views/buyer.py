@@ -16,6 +16,7 @@ import pandas as pd
 
 from .. import catalog, terms
 from ..decision.rank import TIE_BREAKERS
+from ..decision.recommend import Recommendation, _clean
 from .text import BLANK, esc, money, number, table_html
 
 STALE_DAYS = 365            # as decision.evidence / prices.is_stale: older than a year counts as stale
@@ -292,6 +293,10 @@ def ledger_appendix(ledger: pd.DataFrame, rec) -> "HTML":
     ``Recommendation`` or its ``as_dict()``."""
     from IPython.display import HTML
 
+    if isinstance(rec, Recommendation):   # the four names only, not as_dict's JSON of the ranking and exclusions
+        rec = {"offering": rec.offering, "accelerator": rec.accelerator,
+               "runner_up": {k: _clean(rec.runner_up.get(k)) for k in ("offering", "accelerator")}
+               if rec.runner_up else None}
     rec = rec.as_dict() if hasattr(rec, "as_dict") else (rec or {})
     ru = rec.get("runner_up") or {}
     keys = [k for k in (rec.get("offering"), rec.get("accelerator"), ru.get("offering"), ru.get("accelerator")) if k]

@@ -113,15 +113,42 @@ def table_html(df: pd.DataFrame | None, columns=None, labels: dict | None = None
     cols = [c for c in (columns or list(df.columns)) if c in df.columns]
     labels = labels or {}
     shown = df[cols].head(max_rows)
-    words = {c: shown[c].map(lambda v: isinstance(v, str)).mean() > 0.5 for c in cols}
-    long = {c: words[c] and shown[c].map(lambda v: len(v) if isinstance(v, str) else 0).max() > 32 for c in cols}
-    kind = {c: ' class="wb-text"' if long[c] else (' class="wb-str"' if words[c] else "") for c in cols}
+    # a column at a time: its values as ``itertuples`` yields them (iterating the column), each text
+    # made once per distinct string (the ledger's 1,500 rows repeat their categories, sources and dates)
+    kind, texts = {}, []
+    for j, c in enumerate(cols):
+        col = shown.iloc[:, j]
+        values = list(col)
+        if isinstance(col.dtype, pd.CategoricalDtype):   # Series.map maps categories, not values
+            words = col.map(lambda v: isinstance(v, str)).mean() > 0.5
+            long = words and col.map(lambda v: len(v) if isinstance(v, str) else 0).max() > 32
+        else:
+            strs = [len(v) for v in values if isinstance(v, str)]
+            words = bool(values) and len(strs) / len(values) > 0.5   # the share of text cells (a mean of booleans)
+            long = words and max(strs) > 32
+        k = kind[c] = ' class="wb-text"' if long else (' class="wb-str"' if words else "")
+        seen: dict = {}       # text by string
+        figures: dict = {}    # text by float (equal floats read the same: -0.0 and 0.0 both "0")
+        out = []
+        for v in values:
+            tv = type(v)
+            if tv is str:
+                t = seen.get(v)
+                if t is None:
+                    t = seen[v] = f"<td{k}>{html.escape(v)}</td>"        # esc(_cell(v)) of a string
+            elif tv is float:
+                t = figures.get(v)
+                if t is None:
+                    t = figures[v] = f"<td{k}>{esc(_cell(v))}</td>"
+            else:
+                t = f"<td{k}>{esc(_cell(v))}</td>"
+            out.append(t)
+        texts.append(out)
     head = "".join(f"<th{kind[c]}>{esc(labels.get(c, c))}</th>" for c in cols)
     rows = []
-    for i, rec in enumerate(shown.itertuples(index=False, name=None)):
-        cells = "".join(f"<td{kind[c]}>{esc(_cell(v))}</td>" for c, v in zip(cols, rec))
+    for i, cells in enumerate(zip(*texts) if texts else [()] * len(shown)):
         best = ' class="wb-best"' if highlight_first and i == 0 else ""
-        rows.append(f"<tr{best}>{cells}</tr>")
+        rows.append(f"<tr{best}>{''.join(cells)}</tr>")
     more = (f"<p class='wb-sub'>The first {max_rows} of {len(df):,} rows.</p>" if len(df) > max_rows else "")
     # a wide table scrolls inside its own box (a visible scrollbar) instead of being clipped by the page
     return (f'<div class="wb-scroll" tabindex="0"><table class="dataframe wb-table"><thead><tr>{head}</tr></thead>'
