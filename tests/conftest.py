@@ -39,6 +39,7 @@ RUN_FIRST = [
     "tests/test_estimate.py",                       # 10 s CPU: `estimate --json` processes
     "tests/cost/test_cost_bill.py",                 # 10 s CPU
     "tests/report/test_inprocess.py",               # 9 s CPU
+    "tests/report/test_report_exit.py",             # about 7 s wall: a pooled batch, eight interpreters
     "tests/plan/test_portfolio.py",                 # 9 s CPU
 ]
 

@@ -1,0 +1,129 @@
+"""How a ``python -m workbook report`` process ends (issue 30): ``cli.exit_now`` skips the interpreter's
+teardown only after every ``atexit`` handler ran and both streams are flushed, with the exit status
+kept, and returns (the normal exit follows) while another thread still works or a stream cannot be
+flushed; the pool's forkserver freezes its heap at exit (``command.freeze_at_exit``); a real pooled
+batch leaves no temporary folder and says nothing more."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from report_helpers import FIXTURE_NOTEBOOKS, copy_scenario
+
+from workbook import paths
+
+
+def _python(code: str, tmp_path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "WORKBOOK_REPORT_BATCH"}
+    env["PYTHONPATH"] = str(paths.ROOT)
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=tmp_path,
+                          timeout=120)
+
+
+def test_exit_now_runs_the_atexit_handlers_flushes_and_keeps_the_status(tmp_path):
+    code = ("import atexit, sys\n"
+            "from workbook import cli\n"
+            "atexit.register(lambda: open('atexit.txt', 'w').write('ran'))\n"
+            "sys.stdout.write('buffered, no newline')\n"
+            "sys.stderr.write('to stderr')\n"
+            "cli.exit_now(3)\n"
+            "print('not reached')\n")
+    done = _python(code, tmp_path)
+    assert done.returncode == 3
+    assert done.stdout == "buffered, no newline"
+    assert done.stderr == "to stderr"
+    assert (tmp_path / "atexit.txt").read_text() == "ran"
+
+
+def test_exit_now_returns_while_another_thread_works(tmp_path):
+    code = ("import threading, time\n"
+            "from workbook import cli\n"
+            "t = threading.Thread(target=lambda: (time.sleep(0.5), open('thread.txt', 'w').write('done')))\n"
+            "t.start()\n"
+            "cli.exit_now(0)\n"
+            "print('returned')\n")
+    done = _python(code, tmp_path)
+    assert (done.returncode, done.stdout) == (0, "returned\n")
+    assert (tmp_path / "thread.txt").read_text() == "done"   # the normal exit joined the thread
+
+
+def test_exit_now_returns_when_stdout_cannot_be_flushed(tmp_path):
+    code = ("import io, sys\n"
+            "from workbook import cli\n"
+            "class Full(io.RawIOBase):\n"
+            "    def writable(self):\n"
+            "        return True\n"
+            "    def write(self, b):\n"
+            "        raise OSError(28, 'No space left on device')\n"
+            "sys.stdout = io.TextIOWrapper(io.BufferedWriter(Full()))\n"
+            "sys.stdout.write('x' * 10)\n"
+            "cli.exit_now(0)\n"
+            "sys.stderr.write('returned')\n")
+    done = _python(code, tmp_path)
+    assert done.stderr.startswith("returned")
+    assert done.returncode == 120   # Python's own exit status when the streams cannot be flushed
+
+
+def test_only_a_report_process_freezes_its_heap_at_exit(tmp_path):
+    code = ("import atexit, gc, workbook.report.command\n"
+            "print(atexit._ncallbacks())\n")
+    counts = []
+    for batch_env in ("1", None):
+        env = {k: v for k, v in os.environ.items() if k != "WORKBOOK_REPORT_BATCH"}
+        env["PYTHONPATH"] = str(paths.ROOT)
+        if batch_env:
+            env["WORKBOOK_REPORT_BATCH"] = batch_env
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        counts.append(int(done.stdout))
+    assert counts[0] == counts[1] + 1
+
+
+def test_a_report_process_still_checks_chart_uris_and_imports_no_unused_format_checker(tmp_path):
+    """The format checkers marked absent are for formats the Vega-Lite schema does not use; its ``uri``
+    checker stays, so Altair still refuses a chart whose ``$schema`` is not a URI."""
+    code = ("import os, sys; os.environ['WORKBOOK_REPORT_BATCH'] = '1'\n"
+            "import workbook.report.command, altair as alt, nbconvert, jsonschema\n"
+            "import pandas as pd\n"
+            "chart = alt.Chart(pd.DataFrame({'a': [1]})).mark_point().encode(x='a:Q')\n"
+            "chart.to_dict()\n"
+            "bad = alt.Chart.from_dict({**chart.to_dict(), '$schema': 'not a uri'}, validate=False)\n"
+            "try:\n"
+            "    bad.to_dict()\n"
+            "    print('accepted')\n"
+            "except Exception as e:\n"
+            "    print('refused', type(e).__name__)\n"
+            "print(*sorted(m for m in ('arrow', 'isoduration', 'lark', 'webcolors', 'tornado.web',\n"
+            "                          'nbconvert.postprocessors.serve') if sys.modules.get(m) is not None))\n")
+    done = _python(code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("refused")
+    assert lines[1:] == [""]
+    assert done.stderr == ""
+
+
+@pytest.mark.slow
+def test_a_pooled_batch_ends_at_once_leaving_no_temporary_folder_nor_warning(tmp_path):
+    """``python -m workbook report`` of two scenarios on two jobs (pool, forkserver, resource tracker):
+    status 0, both reports and the index written, nothing on stderr but the runner's lines (no leaked
+    semaphore, no traceback), and multiprocessing's temporary folder removed."""
+    d = tmp_path / "nb"
+    d.mkdir()
+    (d / "05_decision.ipynb").write_bytes((FIXTURE_NOTEBOOKS / "05_decision.ipynb").read_bytes())
+    scenarios = [str(copy_scenario(tmp_path, n)) for n in ("small-model-cheap", "llama-8b-finetune")]
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "WORKBOOK_REPORT_BATCH"}
+    env.update(PYTHONPATH=str(paths.ROOT), TMPDIR=str(tmp))
+    done = subprocess.run([sys.executable, "-m", "workbook", "report", *scenarios, "--jobs", "2", "--notebooks", str(d),
+                           "--out", str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=300,
+                          cwd=paths.ROOT)
+    assert done.returncode == 0, done.stderr
+    for name in ("small-model-cheap", "llama-8b-finetune"):
+        assert (tmp_path / "out" / name / "report.html").is_file()
+    assert (tmp_path / "out" / "index.html").is_file()
+    lines = done.stderr.splitlines()
+    assert all(line.startswith(("report:", "ok ", "note: section ")) for line in lines), lines
+    assert list(tmp.iterdir()) == []
