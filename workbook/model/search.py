@@ -393,7 +393,7 @@ PRUNE_MARGIN = 1e-9
 
 def _take(d: dict, idx, n: int) -> dict:
     """``d`` with its per-row arrays (length ``n``) cut to the rows ``idx``; other values as they are."""
-    return {k: (v[idx] if isinstance(v, np.ndarray) and v.shape == (n,) else v) for k, v in d.items()}
+    return {k: (v[idx] if type(v) is np.ndarray and v.shape == (n,) else v) for k, v in d.items()}
 
 
 def _candidates(p: Profile, acc, chips: int, w: Workload, grid: dict, efficiency, *, topology, overlap, memory_headroom,
@@ -426,11 +426,11 @@ def _candidates(p: Profile, acc, chips: int, w: Workload, grid: dict, efficiency
     c = _compute_parts(p, w, g, st, x["eff"], acc, x["peak"], grid)
     prunable = x["sync_factor"] >= 0.0 and (not p.is_moe or moe.host_s_per_layer(x["eff"], acc) >= 0.0)
     if n <= FIRST_ROWS or not prunable:
-        return [(np.arange(n), _finish(p, acc, chips, w, grid, g, st, c, x, memory))]
+        return [(np.arange(n), _finish(p, acc, chips, w, grid, g, st, c, x, memory, labels=False))]
 
     def price(rows):
         return _finish(p, acc, chips, w, _take(grid, rows, n), _take(g, rows, n), _take(st, rows, n), _take(c, rows, n),
-                       x, memory[rows])
+                       x, memory[rows], labels=False)
 
     t = c["t_fwd"] + c["t_bwd"] + c["t_rc"]
     optimizer_s, dequant_s = _memory_bound_s(p, w, g, st, acc)
@@ -480,9 +480,13 @@ def _pick(parts: list, counts, acc, group=None) -> list:
     """``best_config``'s answer per chip count of ``counts`` from priced parts [(rows, columns)] (``group``: each
     row's count, by its index in ``counts``; None: one count): the fastest that fits, ties to less memory, then
     smaller tp and pp, then the first in grid order; None where none fits."""
-    rows = np.concatenate([pos for pos, _ in parts])
-    col = {k: np.concatenate([np.broadcast_to(r[k], len(pos)) for pos, r in parts])
-           for k in ("fits", "step_time_s", "memory_per_chip_bytes", "tp", "pp")}
+    if len(parts) == 1:  # one part: its columns as they are (the concatenation of one array is a copy of it)
+        rows, r = parts[0]
+        col = {k: np.broadcast_to(r[k], len(rows)) for k in ("fits", "step_time_s", "memory_per_chip_bytes", "tp", "pp")}
+    else:
+        rows = np.concatenate([pos for pos, _ in parts])
+        col = {k: np.concatenate([np.broadcast_to(r[k], len(pos)) for pos, r in parts])
+               for k in ("fits", "step_time_s", "memory_per_chip_bytes", "tp", "pp")}
     ok = np.flatnonzero(col["fits"] & np.isfinite(col["step_time_s"]))
     out = []
     for k, chips in enumerate(counts):
@@ -496,7 +500,9 @@ def _pick(parts: list, counts, acc, group=None) -> list:
             if i < len(pos):
                 break
             i -= len(pos)
-        cfg = {c: _py(_at(r[c], i, len(pos))) for c in RESULT_COLUMNS}
+        n = len(pos)
+        cfg = {c: _py(v[i] if type(v) is np.ndarray and v.shape == (n,) else np.broadcast_to(v, n)[i])
+               for c in RESULT_COLUMNS for v in (r[c],)}  # ``_py(_at(r[c], i, n))`` inline
         out.append(cfg | {"recompute": str(cfg["recompute"]), "fits": bool(cfg["fits"]), "chips": int(chips),
                           "accelerator": _acc_name(acc)})
     return out
@@ -569,7 +575,7 @@ def _batch(p: Profile, acc, w: Workload, parts: list) -> list:
 
     def price(rows):
         return _finish(p, acc, chips[rows], w, _take(grid, rows, n), _take(g, rows, n), _take(st, rows, n),
-                       _take(c, rows, n), x | {"sync_factor": sync[rows]}, memory[rows])
+                       _take(c, rows, n), x | {"sync_factor": sync[rows]}, memory[rows], labels=False)
 
     rows = np.concatenate(first)
     r = price(rows)
