@@ -59,6 +59,11 @@ def _pin_error(field: str, value, why: str):
 
 # --- the grid -----------------------------------------------------------------------------------
 
+def _tile(a: np.ndarray, n: int) -> np.ndarray:
+    """``np.tile(a, n)`` of a 1-d array (the same values, dtype and order) without ``np.tile``'s Python wrapper."""
+    return np.broadcast_to(a, (n, a.size)).reshape(-1)
+
+
 def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism | None = None, *,
                    max_tp: int | None = None, max_pp: int | None = None, micro_batches=None, interleave=None,
                    vpp: int | None = None, min_cp_tokens: int | None = None, max_cp: int | None = None,
@@ -120,29 +125,28 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
                 for ep in eps:
                     rows.append((tp, cp, pp, dp, ep))
     software = {"sequence_parallel": bool(sequence_parallel), "flash_attention": bool(flash_attention)}
-    empty = {k: np.zeros(0, dtype=int) for k in ("tp", "cp", "pp", "dp", "ep", "micro_batch", "vpp", "zero")} | {
-        "recompute": np.zeros(0, dtype=object), "microbatches": np.zeros(0, dtype=int)} | software
     if not rows:
         pins = {k: v for k, v in par.model_dump(exclude_none=True).items() if k in ("tp", "pp", "dp", "cp", "ep")}
         if pins:
             raise InputError(f"cluster.parallelism: {pins} cannot be laid out on {chips} chips "
                              f"(tp·pp·dp·cp must equal the chip count, dp ≤ {B} sequences per batch"
                              + (f", ep must divide dp and the {p.experts} experts" if p.is_moe else "") + ")")
-        return empty
+        return {k: np.zeros(0, dtype=int) for k in ("tp", "cp", "pp", "dp", "ep", "micro_batch", "vpp", "zero")} | {
+            "recompute": np.zeros(0, dtype=object), "microbatches": np.zeros(0, dtype=int)} | software
     # The product base x micro-batch x interleaving x (recompute, ZeRO), filtered, as indices into the base rows
     # (gathered once at the end): the same rows in the same order as expanding the arrays step by step.
     base = np.array(rows, dtype=np.int64)
     dp_base = base[:, 3]
     mb_grid = MICRO_BATCHES if micro_batches is None else tuple(micro_batches)
     mbs = np.array([par.micro_batch] if par.micro_batch is not None else mb_grid, dtype=np.int64)
-    bi, mb = np.repeat(np.arange(len(base)), len(mbs)), np.tile(mbs, len(base))
+    bi, mb = np.repeat(np.arange(len(base)), len(mbs)), _tile(mbs, len(base))
     if par.micro_batch is None:  # no micro-batch larger than a data-parallel rank's share of the batch
         keep = mb <= np.ceil(B / dp_base[bi])
         bi, mb = bi[keep], mb[keep]
     m = np.ceil(B / (dp_base[bi] * mb)).astype(np.int64)
     # x interleaving
     vs = np.array([vpp] if vpp is not None else (INTERLEAVE if interleave is None else tuple(interleave)), dtype=np.int64)
-    bi, mb, m, v = np.repeat(bi, len(vs)), np.repeat(mb, len(vs)), np.repeat(m, len(vs)), np.tile(vs, len(bi))
+    bi, mb, m, v = np.repeat(bi, len(vs)), np.repeat(mb, len(vs)), np.repeat(m, len(vs)), _tile(vs, len(bi))
     pp = base[bi, 2]
     layers_per_chunk = np.ceil(p.layers / (pp * v))
     keep = np.flatnonzero((v == 1) | ((pp > 1) & (m % pp == 0) & (layers_per_chunk >= 1) & (pp * v <= p.layers)))
@@ -155,8 +159,8 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
     stages = ZERO_STAGES if zero_stages is None else tuple(zero_stages)
     zs = np.array([par.zero] if par.zero is not None else stages if distributed_optimizer else (0,), dtype=np.int64)
     reps = len(rcs) * len(zs)
-    combo_rc, combo_z = np.repeat(rcs, len(zs)), np.tile(zs, len(rcs))
-    ri, ci = np.repeat(np.arange(len(bi)), reps), np.tile(np.arange(reps), len(bi))
+    combo_rc, combo_z = np.repeat(rcs, len(zs)), _tile(zs, len(rcs))
+    ri, ci = np.repeat(np.arange(len(bi)), reps), _tile(np.arange(reps), len(bi))
     replicas = (dp_base * base[:, 1] > 1)[bi]  # ZeRO needs data-parallel replicas
     keep = np.flatnonzero((combo_z == 0)[ci] | replicas[ri] | (par.zero is not None))
     ri, ci = ri[keep], ci[keep]
