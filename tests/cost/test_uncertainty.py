@@ -135,3 +135,33 @@ def test_monte_carlo_spares_made_once_equal_those_of_each_block(analysed, monkey
         monkeypatch.undo()
         pd.testing.assert_frame_equal(once, each, check_exact=True)
         assert any(used)
+
+
+def test_both_draws_share_their_spares_and_equal_two_calls(analysed, monkeypatch):
+    """``mc_draws_both`` makes the spares of the latency-bound spot fleets once for its two evaluations
+    (``cost.mcspares``): each array equals its own ``mc_draws`` call's (to the bit), and the second evaluation
+    reads the table (on the shipped serving scenarios with such fleets)."""
+    import importlib
+
+    from workbook import load_scenario
+    sp = importlib.import_module("workbook.cost.mcspares")
+    for name in ("chat-70b-realtime", "embedding-service", "small-model-cheap"):
+        s, priced = load_scenario(name), analysed(name, n_draws=200).priced
+        ok = priced[priced["excluded_reason"].isna()]
+        rows = pd.concat([ok[ok["kind"] == "spot"].head(20), ok[ok["kind"] != "spot"].head(20)])
+        used, real = [], sp.known
+
+        def spy(*a):
+            k = real(*a)
+            used.append(k is not None)
+            return k
+        monkeypatch.setattr(sp, "known", spy)
+        both = cost.mc_draws_both(s, rows, n=2000, seed=3)
+        monkeypatch.undo()
+        alone = (cost.mc_draws(s, rows, n=2000, seed=3), cost.mc_draws(s, rows, n=2000, seed=3, price_doubt=False))
+        for got, want in zip(both, alone):
+            assert got.keys() == want.keys()
+            for k in want:
+                a, b = np.asarray(got[k]), np.asarray(want[k])
+                assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), (name, k)
+        assert any(used) and (rows["kind"] == "spot").any()

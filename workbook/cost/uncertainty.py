@@ -96,12 +96,18 @@ def mc_draws_both(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int =
     """(``mc_draws(..., price_doubt=True)``, ``mc_draws(..., price_doubt=False)``) from one set of draws: the
     generator gives the efficiency, spot, utilization and interruption draws first and the price draws last
     (``_draws``), so the draws without price doubt are those with it less the price draws; the same arrays as two
-    calls (one evaluation where no price carries a doubt)."""
+    calls (one evaluation where no price carries a doubt; the spares of the spot fleets, ``cost.mcspares``, made once
+    for both)."""
     g = _draws(s, priced, n, seed, True)
-    with_doubt = _drawn(g)
     if g["z_price"] is None:
+        with_doubt = _drawn(g)
         return with_doubt, with_doubt
-    return with_doubt, _drawn(dict(g, arrays={}, z_price=None, price_rows=None, price_sigma=None))
+    # both evaluations price the same latency-bound spot fleets at the same rate draws: their spares once (cost.mcspares)
+    spares = MC_SPARES.set(mc_spares(priced, g["lam"]))
+    try:
+        return _drawn(g), _drawn(dict(g, arrays={}, z_price=None, price_rows=None, price_sigma=None))
+    finally:
+        MC_SPARES.reset(spares)
 
 
 class _Rows:
