@@ -379,14 +379,6 @@ def _py(v):
     return v.item() if hasattr(v, "item") else v
 
 
-def _at(v, i: int, n: int):
-    """``np.broadcast_to(v, n)[i]`` (a priced column: per-row array of length n, or one value for every row),
-    without building the broadcast view where ``v`` is already an array of n rows."""
-    if type(v) is np.ndarray and v.shape == (n,):
-        return v[i]
-    return np.broadcast_to(v, n)[i]
-
-
 # ``best_config`` prices in full first the FIRST_ROWS layouts of smallest lower bound, then only the
 # layouts whose bound does not exceed the fastest step found (``_candidates``).
 FIRST_ROWS = 256
@@ -505,8 +497,9 @@ def _pick(parts: list, counts, acc, group=None) -> list:
                 break
             i -= len(pos)
         n = len(pos)
+        # row i of each priced column (an array of n rows, or one value for every row: ``np.broadcast_to(v, n)[i]``)
         cfg = {c: _py(v[i] if type(v) is np.ndarray and v.shape == (n,) else np.broadcast_to(v, n)[i])
-               for c in RESULT_COLUMNS for v in (r[c],)}  # ``_py(_at(r[c], i, n))`` inline
+               for c in RESULT_COLUMNS for v in (r[c],)}
         out.append(cfg | {"recompute": str(cfg["recompute"]), "fits": bool(cfg["fits"]), "chips": int(chips),
                           "accelerator": _acc_name(acc)})
     return out
