@@ -65,7 +65,7 @@ def _joined_keys(priced: pd.DataFrame, cols: tuple) -> np.ndarray:
     replaces, ``parts = [priced[k].fillna("-").astype(str).str.strip().str.lower() for k in cols]``, ``"|"``-joined,
     ``.where(priced["instance"].notna(), priced["offering"].fillna("-").astype(str)).to_numpy()``, a row at a time
     in Python (the same ``str.strip`` and ``str.lower``): a Monte Carlo of a few options makes it in microseconds."""
-    offering = [_text(v) for v in priced["offering"].tolist()] if "offering" in priced else None
+    offering = [_text(v) for v in priced["offering"].tolist()]
     if not all(k in priced for k in cols):
         return np.array(offering, dtype=object)
     parts = [[_text(v).strip().lower() for v in priced[k].tolist()] for k in cols]
