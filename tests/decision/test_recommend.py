@@ -95,7 +95,7 @@ def test_realtime_chat_recommendation_is_feasible_and_explains_spot_spares():
 
 
 def _excluded_groups_by_pandas(ex: pd.DataFrame) -> pd.DataFrame:
-    """``recommend._excluded_groups`` as it was: a pandas groupby (verbatim, the reference)."""
+    """``rules.excluded_groups`` as it was: a pandas groupby (verbatim, the reference)."""
     return (ex.assign(offering=ex["offering"].fillna("-"))
             .groupby(["accelerator", "pricing_model", "kinds"], sort=False)
             .agg(offerings=("offering", "nunique"), constraint=("excluded_reason", "first")).reset_index())
@@ -106,7 +106,7 @@ def test_excluded_groups_equal_the_pandas_groupby(analysed):
     dtype and order) on every shipped scenario's excluded rows, and on copies with missing offerings, reasons
     and keys and shuffled rows."""
     import importlib
-    rec_mod = importlib.import_module("workbook.decision.recommend")
+    rules_mod = importlib.import_module("workbook.decision.rules")
     from workbook.scenario import scenario_names
     rng = np.random.default_rng(11)
     for name in scenario_names():
@@ -123,4 +123,4 @@ def test_excluded_groups_equal_the_pandas_groupby(analysed):
             odd.iloc[at[:1], odd.columns.get_loc("pricing_model")] = None
             variants.append(odd)
         for v in variants:
-            pd.testing.assert_frame_equal(rec_mod._excluded_groups(v), _excluded_groups_by_pandas(v), check_exact=True)
+            pd.testing.assert_frame_equal(rules_mod.excluded_groups(v), _excluded_groups_by_pandas(v), check_exact=True)

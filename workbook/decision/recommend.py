@@ -21,7 +21,7 @@ from .evidence import STALE_DAYS, age_days, price_valid_date, price_words  # noq
 from .nearest import nearest_changes, physical_hints
 from .rank import (TIE_BREAKERS, break_ties, describe, flip_conditions, metric_of, p_cheaper, rank, ranking_table,
                    reorderable, ties, weights)
-from .rules import percent_text
+from .rules import excluded_groups, percent_text
 
 TIE_LISTED = 3  # tied offers named one by one in the tie sentence (the rest: a count)
 
@@ -105,39 +105,12 @@ def _excluded_table(priced: pd.DataFrame) -> pd.DataFrame:
                                                         "excluded_codes", metric) if c in priced))]
     ex["kinds"] = ex["excluded_codes"].map(", ".join)
     ex = ex.sort_values(metric, na_position="last", kind="stable")
-    g = _excluded_groups(ex)
+    g = excluded_groups(ex)
     g["option"] = (g["accelerator"] + " | " + g["offerings"].map(lambda k: f"{k} offering{'s' if k != 1 else ''}")
                    + " | " + g["pricing_model"])
     order = {m: i for i, m in enumerate(PRICING_MODEL_IDS)}
     g["_o"] = g["pricing_model"].map(order)
     return g.sort_values(["accelerator", "_o"], kind="stable")[cols].reset_index(drop=True)
-
-
-def _excluded_groups(ex: pd.DataFrame) -> pd.DataFrame:
-    """``ex.assign(offering=ex["offering"].fillna("-")).groupby(["accelerator", "pricing_model", "kinds"],
-    sort=False).agg(offerings=("offering", "nunique"), constraint=("excluded_reason", "first")).reset_index()``
-    in one pass over the rows as lists (the groupby's frame: groups in order of first appearance, rows with a
-    missing key dropped, the distinct offerings, the first reason that is not missing; the key columns keep
-    their dtypes)."""
-    keys = ("accelerator", "pricing_model", "kinds")
-    cols = [ex[k].tolist() for k in keys]
-    offering, reason = ex["offering"].fillna("-").tolist(), ex["excluded_reason"].tolist()
-    groups: dict = {}
-    for a, m, k, o, r in zip(*cols, offering, reason):
-        if pd.isna(a) or pd.isna(m) or pd.isna(k):
-            continue
-        hit = groups.get((a, m, k))
-        if hit is None:
-            hit = groups[(a, m, k)] = [set(), None]
-        if not pd.isna(o):
-            hit[0].add(o)
-        if hit[1] is None and not pd.isna(r):
-            hit[1] = r
-    out = {k: pd.Series([key[i] for key in groups], dtype=ex[k].dtype) for i, k in enumerate(keys)}
-    out["offerings"] = pd.Series([len(v[0]) for v in groups.values()], dtype="int64")
-    out["constraint"] = pd.Series([np.nan if v[1] is None else v[1] for v in groups.values()],
-                                  dtype=ex["excluded_reason"].dtype)
-    return pd.DataFrame(out)
 
 
 def _unit(s: Scenario) -> str:

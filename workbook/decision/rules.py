@@ -417,6 +417,34 @@ def exclusions(s: Scenario, priced: pd.DataFrame, fit: pd.DataFrame | None = Non
     return pd.Series(ex.found, index=priced.index, dtype=object)
 
 
+def excluded_groups(ex: pd.DataFrame) -> pd.DataFrame:
+    """The groups of ``recommend``'s excluded table (``_excluded_table``):
+    ``ex.assign(offering=ex["offering"].fillna("-")).groupby(["accelerator", "pricing_model", "kinds"],
+    sort=False).agg(offerings=("offering", "nunique"), constraint=("excluded_reason", "first")).reset_index()``
+    in one pass over the rows as lists (the groupby's frame: groups in order of first appearance, rows with a
+    missing key dropped, the distinct offerings, the first reason that is not missing; the key columns keep
+    their dtypes)."""
+    keys = ("accelerator", "pricing_model", "kinds")
+    cols = [ex[k].tolist() for k in keys]
+    offering, reason = ex["offering"].fillna("-").tolist(), ex["excluded_reason"].tolist()
+    groups: dict = {}
+    for a, m, k, o, r in zip(*cols, offering, reason):
+        if pd.isna(a) or pd.isna(m) or pd.isna(k):
+            continue
+        hit = groups.get((a, m, k))
+        if hit is None:
+            hit = groups[(a, m, k)] = [set(), None]
+        if not pd.isna(o):
+            hit[0].add(o)
+        if hit[1] is None and not pd.isna(r):
+            hit[1] = r
+    out = {k: pd.Series([key[i] for key in groups], dtype=ex[k].dtype) for i, k in enumerate(keys)}
+    out["offerings"] = pd.Series([len(v[0]) for v in groups.values()], dtype="int64")
+    out["constraint"] = pd.Series([np.nan if v[1] is None else v[1] for v in groups.values()],
+                                  dtype=ex["excluded_reason"].dtype)
+    return pd.DataFrame(out)
+
+
 def apply_constraints(s: Scenario, priced: pd.DataFrame, fit: pd.DataFrame | None = None) -> pd.DataFrame:
     """A copy of ``priced`` with the exclusions: ``excluded_codes`` (a tuple of ``CONSTRAINTS``
     codes, empty where the option passes) and ``excluded_reason`` (the sentences "; "-joined, for
