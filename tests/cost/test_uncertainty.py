@@ -135,3 +135,59 @@ def test_monte_carlo_spares_made_once_equal_those_of_each_block(analysed, monkey
         monkeypatch.undo()
         pd.testing.assert_frame_equal(once, each, check_exact=True)
         assert any(used)
+
+
+def test_both_draws_share_their_spares_and_equal_two_calls(analysed, monkeypatch):
+    """``mc_draws_both`` makes the spares of the latency-bound spot fleets once for its two evaluations
+    (``cost.mcspares``): each array equals its own ``mc_draws`` call's (to the bit), and the second evaluation
+    reads the table (on the shipped serving scenarios with such fleets)."""
+    import importlib
+
+    from workbook import load_scenario
+    sp = importlib.import_module("workbook.cost.mcspares")
+    for name in ("chat-70b-realtime", "embedding-service", "small-model-cheap"):
+        s, priced = load_scenario(name), analysed(name, n_draws=200).priced
+        ok = priced[priced["excluded_reason"].isna()]
+        rows = pd.concat([ok[ok["kind"] == "spot"].head(20), ok[ok["kind"] != "spot"].head(20)])
+        used, real = [], sp.known
+
+        def spy(*a):
+            k = real(*a)
+            used.append(k is not None)
+            return k
+        monkeypatch.setattr(sp, "known", spy)
+        both = cost.mc_draws_both(s, rows, n=2000, seed=3)
+        monkeypatch.undo()
+        alone = (cost.mc_draws(s, rows, n=2000, seed=3), cost.mc_draws(s, rows, n=2000, seed=3, price_doubt=False))
+        for got, want in zip(both, alone):
+            assert got.keys() == want.keys()
+            for k in want:
+                a, b = np.asarray(got[k]), np.asarray(want[k])
+                assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), (name, k)
+        assert any(used) and (rows["kind"] == "spot").any()
+
+
+def _keys_by_pandas(priced: pd.DataFrame, cols: tuple) -> np.ndarray:
+    """``offer_keys``/``stream_keys`` as they were: pandas string methods (verbatim, the reference)."""
+    if all(k in priced for k in cols):
+        parts = [priced[k].fillna("-").astype(str).str.strip().str.lower() for k in cols]
+        key = parts[0]
+        for part in parts[1:]:
+            key = key + "|" + part
+        return key.where(priced["instance"].notna(), priced["offering"].fillna("-").astype(str)).to_numpy()
+    return priced["offering"].fillna("-").astype(str).to_numpy()
+
+
+def test_offer_and_stream_keys_equal_the_pandas_string_methods(analysed):
+    """The keys made a row at a time in Python equal the pandas expression they replace (values, types, dtype) on
+    every shipped scenario's priced rows and on a frame with blanks, padding, capitals and numbers."""
+    from workbook.cost import uncertainty as unc
+    from workbook.scenario import scenario_names
+    odd = pd.DataFrame({"provider": [" AWS ", None, "gcp", "Az", np.nan], "instance": ["P5.48xlarge ", "a3", None, 7, "x"],
+                        "region": ["us-east-1", None, "EU ", "r", "R2"], "offering": ["o1", None, "o3", 4.0, "o5"]})
+    frames = [analysed(n, n_draws=200).priced for n in scenario_names()] + [odd, odd.drop(columns="region")]
+    for fr in frames:
+        for got, cols in ((unc.stream_keys(fr), ("provider", "instance")), (unc.offer_keys(fr), ("provider", "instance", "region"))):
+            want = _keys_by_pandas(fr, cols)
+            assert got.dtype == want.dtype and got.tolist() == want.tolist()
+            assert [type(v) for v in got] == [type(v) for v in want]

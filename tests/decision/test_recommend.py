@@ -92,3 +92,35 @@ def test_realtime_chat_recommendation_is_feasible_and_explains_spot_spares():
             assert "availability target" in " ".join(rec.reasons)
         ledger = decision.assumptions(s, perf_df, priced)
         assert (ledger["item"] == "pricing.spot_availability_target").any()
+
+
+def _excluded_groups_by_pandas(ex: pd.DataFrame) -> pd.DataFrame:
+    """``rules.excluded_groups`` as it was: a pandas groupby (verbatim, the reference)."""
+    return (ex.assign(offering=ex["offering"].fillna("-"))
+            .groupby(["accelerator", "pricing_model", "kinds"], sort=False)
+            .agg(offerings=("offering", "nunique"), constraint=("excluded_reason", "first")).reset_index())
+
+
+def test_excluded_groups_equal_the_pandas_groupby(analysed):
+    """The excluded table's groups made in one pass over the rows equal the groupby they replace (every column,
+    dtype and order) on every shipped scenario's excluded rows, and on copies with missing offerings, reasons
+    and keys and shuffled rows."""
+    import importlib
+    rules_mod = importlib.import_module("workbook.decision.rules")
+    from workbook.scenario import scenario_names
+    rng = np.random.default_rng(11)
+    for name in scenario_names():
+        priced = analysed(name, n_draws=200).priced
+        ex = priced[priced["excluded_reason"].notna()][["accelerator", "pricing_model", "offering", "excluded_reason",
+                                                         "excluded_codes"]].copy()
+        ex["kinds"] = ex["excluded_codes"].map(", ".join)
+        variants = [ex, ex.sample(frac=1.0, random_state=3)]
+        if len(ex) > 4:
+            odd = ex.copy()
+            at = rng.choice(len(odd), size=max(1, len(odd) // 5), replace=False)
+            odd.iloc[at[: len(at) // 2 + 1], odd.columns.get_loc("offering")] = None
+            odd.iloc[at[len(at) // 2:], odd.columns.get_loc("excluded_reason")] = None
+            odd.iloc[at[:1], odd.columns.get_loc("pricing_model")] = None
+            variants.append(odd)
+        for v in variants:
+            pd.testing.assert_frame_equal(rules_mod.excluded_groups(v), _excluded_groups_by_pandas(v), check_exact=True)

@@ -257,3 +257,39 @@ def test_candidate_regions_keep_only_the_regions_named():
 def test_a_residency_code_must_be_eu_or_a_country_code():
     with pytest.raises(Exception, match="data_residency"):
         parse_scenario({**TRAIN, "constraints": {"data_residency": ["europe"]}})
+
+
+def test_exclusion_sentences_made_for_the_rows_ruled_out_equal_those_made_for_every_row():
+    """``_Ledger.add`` with a function makes the sentences of the rows ruled out only; they equal the sentences made
+    for every row and read at the rows ruled out (the eager way), on scenarios where budget, carbon, chip, deadline,
+    spot, duplicate and not-priced rules bite."""
+    import importlib
+
+    from workbook import analysis
+    from workbook.scenario import load_scenario, with_overrides
+    rules = importlib.import_module("workbook.decision.rules")
+    real = rules._Ledger.add
+
+    def eager(self, code, mask, text):
+        if callable(text):
+            got = text(np.arange(len(self.priced)))
+            text = got if isinstance(got, pd.Series) else pd.Series(got, index=self.priced.index)
+        return real(self, code, mask, text)
+
+    cases = [("llama-70b-pretrain", {"constraints.budget_usd": 2e6, "constraints.max_co2_kg": 2e5, "constraints.max_chips": 1024}),
+             ("llama-8b-finetune", {"pricing.spot_interruptions_per_hour": 5.0, "constraints.budget_usd": 5e3}),
+             ("chat-70b-realtime", {"constraints.budget_usd": 3e5, "constraints.max_co2_kg": 1e4})]
+    seen = set()
+    for name, over in cases:
+        s = with_overrides(load_scenario(name), **over)
+        a = analysis.analyse(s, n_draws=200)
+        priced = a.priced.drop(columns=["excluded_reason", "excluded_codes"])
+        lazy = rules.exclusions(s, priced, a.fit)
+        rules._Ledger.add = eager
+        try:
+            every = rules.exclusions(s, priced, a.fit)
+        finally:
+            rules._Ledger.add = real
+        assert lazy.tolist() == every.tolist()
+        seen |= {e.code for r in lazy for e in r}
+    assert {"not_priced", "duplicate", "budget", "carbon", "deadline", "spot", "chips"} <= seen, seen

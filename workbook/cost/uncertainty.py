@@ -42,11 +42,7 @@ def price_draws(priced: pd.DataFrame, z: np.ndarray) -> np.ndarray | float:
 
 def offer_keys(priced: pd.DataFrame) -> np.ndarray:
     """One key per offer: provider | instance | region (``cost.doubt.KEY``), else the offering id."""
-    if all(k in priced for k in ("provider", "instance", "region")):
-        parts = [priced[k].fillna("-").astype(str).str.strip().str.lower() for k in ("provider", "instance", "region")]
-        key = parts[0] + "|" + parts[1] + "|" + parts[2]
-        return key.where(priced["instance"].notna(), priced["offering"].fillna("-").astype(str)).to_numpy()
-    return priced["offering"].fillna("-").astype(str).to_numpy()
+    return _joined_keys(priced, ("provider", "instance", "region"))
 
 
 def stream_keys(priced: pd.DataFrame) -> np.ndarray:
@@ -55,11 +51,28 @@ def stream_keys(priced: pd.DataFrame) -> np.ndarray:
     one instance draw common random numbers: the same standard normals, each option scaled by its
     own sigma, so regions that differ only in price are compared on the same draws (common random
     numbers: Law, "Simulation Modeling and Analysis", 5th ed., 11.2) and share one evaluation."""
-    if all(k in priced for k in ("provider", "instance")):
-        parts = [priced[k].fillna("-").astype(str).str.strip().str.lower() for k in ("provider", "instance")]
-        key = parts[0] + "|" + parts[1]
-        return key.where(priced["instance"].notna(), priced["offering"].fillna("-").astype(str)).to_numpy()
-    return priced["offering"].fillna("-").astype(str).to_numpy()
+    return _joined_keys(priced, ("provider", "instance"))
+
+
+def _text(v) -> str:
+    """A cell as ``Series.fillna("-").astype(str)`` gives it: "-" where missing, else its ``str``."""
+    return v if type(v) is str else "-" if pd.isna(v) else str(v)
+
+
+def _joined_keys(priced: pd.DataFrame, cols: tuple) -> np.ndarray:
+    """``offer_keys``/``stream_keys``: the columns ``cols`` (missing as "-", stripped, lower case) joined by "|" where
+    the row names an instance, else its offering id (missing as "-"); an object array. The pandas expression it
+    replaces, ``parts = [priced[k].fillna("-").astype(str).str.strip().str.lower() for k in cols]``, ``"|"``-joined,
+    ``.where(priced["instance"].notna(), priced["offering"].fillna("-").astype(str)).to_numpy()``, a row at a time
+    in Python (the same ``str.strip`` and ``str.lower``): a Monte Carlo of a few options makes it in microseconds."""
+    offering = [_text(v) for v in priced["offering"].tolist()]
+    if not all(k in priced for k in cols):
+        return np.array(offering, dtype=object)
+    parts = [[_text(v).strip().lower() for v in priced[k].tolist()] for k in cols]
+    named = priced["instance"].notna().to_numpy()
+    out = np.empty(len(priced), dtype=object)
+    out[:] = ["|".join(p) if ok else o for p, ok, o in zip(zip(*parts), named, offering)]
+    return out
 
 
 def mc_draws(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0, price_doubt: bool = True) -> dict:
@@ -96,12 +109,18 @@ def mc_draws_both(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int =
     """(``mc_draws(..., price_doubt=True)``, ``mc_draws(..., price_doubt=False)``) from one set of draws: the
     generator gives the efficiency, spot, utilization and interruption draws first and the price draws last
     (``_draws``), so the draws without price doubt are those with it less the price draws; the same arrays as two
-    calls (one evaluation where no price carries a doubt)."""
+    calls (one evaluation where no price carries a doubt; the spares of the spot fleets, ``cost.mcspares``, made once
+    for both)."""
     g = _draws(s, priced, n, seed, True)
-    with_doubt = _drawn(g)
     if g["z_price"] is None:
+        with_doubt = _drawn(g)
         return with_doubt, with_doubt
-    return with_doubt, _drawn(dict(g, arrays={}, z_price=None, price_rows=None, price_sigma=None))
+    # both evaluations price the same latency-bound spot fleets at the same rate draws: their spares once (cost.mcspares)
+    spares = MC_SPARES.set(mc_spares(priced, g["lam"]))
+    try:
+        return _drawn(g), _drawn(dict(g, arrays={}, z_price=None, price_rows=None, price_sigma=None))
+    finally:
+        MC_SPARES.reset(spares)
 
 
 class _Rows:

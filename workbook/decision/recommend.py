@@ -21,7 +21,7 @@ from .evidence import STALE_DAYS, age_days, price_valid_date, price_words  # noq
 from .nearest import nearest_changes, physical_hints
 from .rank import (TIE_BREAKERS, break_ties, describe, flip_conditions, metric_of, p_cheaper, rank, ranking_table,
                    reorderable, ties, weights)
-from .rules import percent_text
+from .rules import excluded_groups, percent_text
 
 TIE_LISTED = 3  # tied offers named one by one in the tie sentence (the rest: a count)
 
@@ -105,9 +105,7 @@ def _excluded_table(priced: pd.DataFrame) -> pd.DataFrame:
                                                         "excluded_codes", metric) if c in priced))]
     ex["kinds"] = ex["excluded_codes"].map(", ".join)
     ex = ex.sort_values(metric, na_position="last", kind="stable")
-    g = (ex.assign(offering=ex["offering"].fillna("-"))
-         .groupby(["accelerator", "pricing_model", "kinds"], sort=False)
-         .agg(offerings=("offering", "nunique"), constraint=("excluded_reason", "first")).reset_index())
+    g = excluded_groups(ex)
     g["option"] = (g["accelerator"] + " | " + g["offerings"].map(lambda k: f"{k} offering{'s' if k != 1 else ''}")
                    + " | " + g["pricing_model"])
     order = {m: i for i, m in enumerate(PRICING_MODEL_IDS)}

@@ -233,8 +233,19 @@ class _Ledger:
         self.found: list[list[Exclusion]] = [[] for _ in range(len(priced))]
 
     def add(self, code: str, mask, text) -> None:
+        """``text``: one sentence, a Series aligned with the rows, or a function of the positions of the rows ruled
+        out that gives theirs (a Series or array in that order, or one sentence): the sentences of the rows that
+        pass are then never made."""
         idx = self.priced.index
         mask = pd.Series(mask, index=idx).fillna(False).astype(bool)
+        if callable(text):
+            at = np.flatnonzero(mask.to_numpy())
+            if len(at):
+                got = text(at)
+                values = got.to_numpy() if isinstance(got, pd.Series) else np.broadcast_to(np.asarray(got, dtype=object), len(at))
+                for i, v in zip(at, values):
+                    self.found[i].append(Exclusion(code, str(v)))
+            return
         texts = text if isinstance(text, pd.Series) else pd.Series(text, index=idx)
         values = texts.reindex(idx).to_numpy() if not texts.index.equals(idx) else texts.to_numpy()
         for i in np.flatnonzero(mask.to_numpy()):  # positions: the label's row, its text at the same place
@@ -300,8 +311,8 @@ def _spot_rules(s: Scenario, priced: pd.DataFrame, ex: _Ledger) -> None:
     if never.any():
         rate = (priced["interruptions_per_hour"].astype(float) if "interruptions_per_hour" in priced
                 else priced["spot_instances"].astype(float) * p.spot_interruptions_per_hour)
-        ex.add("spot", never, "spot: the job is interrupted " + rate.map(lambda v: f"{v:.3g}") + " times an hour; "
-               f"with {p.restart_min:g}-min restarts it never finishes")
+        ex.add("spot", never, lambda at: "spot: the job is interrupted " + rate.iloc[at].map(lambda v: f"{v:.3g}")
+               + " times an hour; " f"with {p.restart_min:g}-min restarts it never finishes")
 
 
 def _limit_rules(s: Scenario, priced: pd.DataFrame, ex: _Ledger) -> None:
@@ -312,18 +323,18 @@ def _limit_rules(s: Scenario, priced: pd.DataFrame, ex: _Ledger) -> None:
         start = (priced["start_days"].astype(float).fillna(0.0) if "start_days" in priced
                  else pd.Series(0.0, index=priced.index))
         late = t + start > c.deadline_days
-        waits = start.map(lambda v: f"{v:g} days to start + " if v > 0 else "")
-        ex.add("deadline", late, "deadline: " + waits + t.map(lambda v: f"{v:,.1f}") + f" days > {c.deadline_days:g}")
+        ex.add("deadline", late, lambda at: "deadline: " + start.iloc[at].map(lambda v: f"{v:g} days to start + " if v > 0 else "")
+               + t.iloc[at].map(lambda v: f"{v:,.1f}") + f" days > {c.deadline_days:g}")
         if "p_meets_deadline" in priced:
             pm = priced["p_meets_deadline"].astype(float)
             ex.add("deadline", ~late & (pm < c.deadline_confidence),
-                   "deadline: meets the " + f"{c.deadline_days:g}-day deadline with probability "
-                   + pm.map(lambda v: f"{v:.2f}") + f" < deadline_confidence {c.deadline_confidence:g}")
+                   lambda at: "deadline: meets the " + f"{c.deadline_days:g}-day deadline with probability "
+                   + pm.iloc[at].map(lambda v: f"{v:.2f}") + f" < deadline_confidence {c.deadline_confidence:g}")
     if c.budget_usd is not None:
         total = priced["cost_usd"] if s.is_training else priced.get("usd_total")
         if total is not None:
             total = total.astype(float)
-            ex.add("budget", total > c.budget_usd, "budget: " + total.map(usd) + f" > {usd(c.budget_usd)}"
+            ex.add("budget", total > c.budget_usd, lambda at: "budget: " + total.iloc[at].map(usd) + f" > {usd(c.budget_usd)}"
                    + ("" if s.is_training else f" over {p.horizon_months:g} months"))
 
 
@@ -367,7 +378,7 @@ def _carbon_rules(s: Scenario, priced: pd.DataFrame, ex: _Ledger) -> None:
         else ", so pricing.carbon_usd_per_tonne cannot price it"))
     if cap is not None:
         what = "for the run" if s.is_training else f"over {s.pricing.horizon_months:g} months"
-        ex.add("carbon", co2 > cap, "carbon: " + co2.map(lambda v: f"{v:,.0f}") + f" kg CO2e {what} > "
+        ex.add("carbon", co2 > cap, lambda at: "carbon: " + co2.iloc[at].map(lambda v: f"{v:,.0f}") + f" kg CO2e {what} > "
                f"constraints.max_co2_kg {cap:,.0f}")
 
 
@@ -379,14 +390,15 @@ def exclusions(s: Scenario, priced: pd.DataFrame, fit: pd.DataFrame | None = Non
     _fit_rules(s, priced, ex)
     if c.max_chips is not None and "chips" in priced:
         ch = priced["chips"].astype(float)
-        ex.add("chips", ch > c.max_chips, "chips: " + ch.map(lambda v: f"{v:,.0f}") + f" > max_chips {c.max_chips:,}")
+        ex.add("chips", ch > c.max_chips, lambda at: "chips: " + ch.iloc[at].map(lambda v: f"{v:,.0f}") + f" > max_chips {c.max_chips:,}")
     if "shape_reason" in priced:
         ex.add("instance", priced["shape_reason"].notna(), priced["shape_reason"])
     if "term_reason" in priced:  # a capacity block that cannot hold the work (workbook.cost.bill)
         ex.add("term", priced["term_reason"].notna(), priced["term_reason"])
+    pm = priced["pricing_model"]
     ex.add("not_priced", priced["usd_per_instance_hour"].isna(),
-           "not priced: no sourced " + priced["pricing_model"].map(lambda m: pricing_label(m).replace("a ", "", 1))
-           + " price for this accelerator" + np.where(priced["pricing_model"] == "purchase", " (data/hardware.csv)", ""))
+           lambda at: "not priced: no sourced " + pm.iloc[at].map(lambda m: pricing_label(m).replace("a ", "", 1))
+           + " price for this accelerator" + np.where(pm.iloc[at] == "purchase", " (data/hardware.csv)", ""))
     _spot_rules(s, priced, ex)
     _limit_rules(s, priced, ex)
     _location_rules(s, priced, ex)
@@ -399,10 +411,38 @@ def exclusions(s: Scenario, priced: pd.DataFrame, fit: pd.DataFrame | None = Non
         ex.add("superseded", old, "superseded: a stale price row kept for history (data/README.md), never recommended")
     if "duplicate_of" in priced:  # another row's price for the same offer is kept (cost.doubt.resolve)
         dup = priced["duplicate_of"].notna()
-        ex.add("duplicate", dup, "duplicate: another row prices the same offer (provider, instance, region, way to pay) "
-               "with a newer or firmer price, " + priced["duplicate_of"].fillna("").astype(str)
+        ex.add("duplicate", dup, lambda at: "duplicate: another row prices the same offer (provider, instance, region, "
+               "way to pay) with a newer or firmer price, " + priced["duplicate_of"].iloc[at].fillna("").astype(str)
                + "; this row is kept as evidence of the price doubt, not ranked")
     return pd.Series(ex.found, index=priced.index, dtype=object)
+
+
+def excluded_groups(ex: pd.DataFrame) -> pd.DataFrame:
+    """The groups of ``recommend``'s excluded table (``_excluded_table``):
+    ``ex.assign(offering=ex["offering"].fillna("-")).groupby(["accelerator", "pricing_model", "kinds"],
+    sort=False).agg(offerings=("offering", "nunique"), constraint=("excluded_reason", "first")).reset_index()``
+    in one pass over the rows as lists (the groupby's frame: groups in order of first appearance, rows with a
+    missing key dropped, the distinct offerings, the first reason that is not missing; the key columns keep
+    their dtypes)."""
+    keys = ("accelerator", "pricing_model", "kinds")
+    cols = [ex[k].tolist() for k in keys]
+    offering, reason = ex["offering"].fillna("-").tolist(), ex["excluded_reason"].tolist()
+    groups: dict = {}
+    for a, m, k, o, r in zip(*cols, offering, reason):
+        if pd.isna(a) or pd.isna(m) or pd.isna(k):
+            continue
+        hit = groups.get((a, m, k))
+        if hit is None:
+            hit = groups[(a, m, k)] = [set(), None]
+        if not pd.isna(o):
+            hit[0].add(o)
+        if hit[1] is None and not pd.isna(r):
+            hit[1] = r
+    out = {k: pd.Series([key[i] for key in groups], dtype=ex[k].dtype) for i, k in enumerate(keys)}
+    out["offerings"] = pd.Series([len(v[0]) for v in groups.values()], dtype="int64")
+    out["constraint"] = pd.Series([np.nan if v[1] is None else v[1] for v in groups.values()],
+                                  dtype=ex["excluded_reason"].dtype)
+    return pd.DataFrame(out)
 
 
 def apply_constraints(s: Scenario, priced: pd.DataFrame, fit: pd.DataFrame | None = None) -> pd.DataFrame:

@@ -393,8 +393,10 @@ def ring_band_s(bytes_, gr: dict, topo: Topology | None = None):
     network (default the group's)."""
     M = np.asarray(bytes_, dtype=float)
     k, m = gr["k"], gr["m"]
-    t_in = _safe_div((k - 1.0) / k * M, gr["bw_i"])
-    t_out = np.where(m > 1, _safe_div((m - 1.0) / m * M / k, np.full_like(m, (topo or gr["topo"]).inter_bytes_per_s)), 0.0)
+    a_in, a_out = (k - 1.0) / k * M, (m - 1.0) / m * M / k
+    with np.errstate(divide="ignore", invalid="ignore"):  # ``_safe_div`` of both, under one errstate
+        t_in = np.where(a_in > 0, a_in / gr["bw_i"], 0.0)
+        t_out = np.where(m > 1, np.where(a_out > 0, a_out / float((topo or gr["topo"]).inter_bytes_per_s), 0.0), 0.0)
     return np.maximum(t_in, t_out)
 
 

@@ -72,20 +72,30 @@ def distributed_optimizer_bytes_per_param(param_bytes: float, grad_bytes: float,
     return param_bytes + grad_bytes + sharded / np.asarray(d, dtype=float)
 
 
-def zero_state_bytes(params, shards, zero, weight_bytes, grad_bytes, optim_bytes, trainable=1.0):
+def zero_state_bytes(params, shards, zero, weight_bytes, grad_bytes, optim_bytes, trainable=1.0, factors=None):
     """Bytes per chip of weights, gradients and optimizer states for ``params`` weights held by the
     chip, sharded ``shards`` ways by ZeRO stage ``zero`` (Rajbhandari et al. 2020 Fig. 1):
     0 = nothing sharded, 1 = optimizer states (the distributed optimizer), 2 = + gradients,
     3 = + weights (FSDP). Only the ``trainable`` fraction carries gradients and optimizer states
     (fine-tuning). Stage 1 with 16-bit weights, fp32 gradients and Adam (2, 4, 12) is the Megatron
-    table's 6 + 12/d (``distributed_optimizer_bytes_per_param``)."""
+    table's 6 + 12/d (``distributed_optimizer_bytes_per_param``). ``factors``: ``zero_shard_factors(shards,
+    zero)`` when the caller has them."""
     P = np.asarray(params, dtype=float)
+    f3, f2, f1 = zero_shard_factors(shards, zero) if factors is None else factors
+    w = weight_bytes * P * f3
+    g = grad_bytes * trainable * P * f2
+    o = optim_bytes * trainable * P * f1
+    return w + g + o
+
+
+def zero_shard_factors(shards, zero) -> tuple:
+    """The shares of the weights, the gradients and the optimizer states a chip keeps under ZeRO stage
+    ``zero`` over ``shards`` ranks (``zero_state_bytes``): 1/shards where the stage shards them (3, 2 and
+    1 or more), else 1. Handed to ``zero_state_bytes`` (``factors``) by callers that price several
+    weights over the same shards (``training.memory_per_chip_bytes``: the first and the last stage)."""
     D = np.asarray(shards, dtype=float)
     z = np.asarray(zero)
-    w = weight_bytes * P * np.where(z >= 3, 1.0 / D, 1.0)
-    g = grad_bytes * trainable * P * np.where(z >= 2, 1.0 / D, 1.0)
-    o = optim_bytes * trainable * P * np.where(z >= 1, 1.0 / D, 1.0)
-    return w + g + o
+    return np.where(z >= 3, 1.0 / D, 1.0), np.where(z >= 2, 1.0 / D, 1.0), np.where(z >= 1, 1.0 / D, 1.0)
 
 
 # --- overlap -------------------------------------------------------------------------------------
@@ -99,7 +109,11 @@ def overlapped_s(t, window, fraction, slowdown=0.0, buckets=np.inf):
     kernels alone), so each hidden second adds ``slowdown`` seconds; what the window cannot hold is
     exposed. The slowdown is charged only on the overlapped compute, never on the whole step."""
     t = np.asarray(t, dtype=float)
-    tail = np.where(np.asarray(fraction) > 0, t / np.asarray(buckets, dtype=float), t)
+    if type(fraction) is float and (type(buckets) is float or np.shape(buckets) == t.shape):
+        # one fraction for every row (``Overlap``'s): the branch the ``np.where`` below takes for all of them
+        tail = t / buckets if fraction > 0 else t
+    else:
+        tail = np.where(np.asarray(fraction) > 0, t / np.asarray(buckets, dtype=float), t)
     hidden = np.minimum(t - tail, fraction * np.asarray(window, dtype=float))
     return (t - hidden) + slowdown * hidden
 
@@ -128,9 +142,7 @@ def data_parallel_comm(g: dict, st: dict, c: dict, topo: comm.Topology, overlap,
     G_n, G_e = st["gb"] * frac * P_n, st["gb"] * frac * P_e
     W_n, W_e = st["wb"] * P_n, st["wb"] * P_e
     has_e = np.asarray(P_e) > 0  # dense models make no expert-group calls (no latency either)
-    nb_n, nb_e = buckets(P_n, D_n, z), np.where(has_e, buckets(P_e, D_e, z), 0.0)
     L = st["L_stage"]  # FSDP: one unit per layer
-    L_e = np.where(has_e, L, 0.0)
 
     # a dense model's expert-group term is 0 bytes in 0 calls: exactly 0 s wherever the latencies are finite, so it
     # is not evaluated (x + 0.0 == x); the same sums, half the collectives
@@ -138,6 +150,12 @@ def data_parallel_comm(g: dict, st: dict, c: dict, topo: comm.Topology, overlap,
     if np.isfinite(topo.ll_bandwidth_fraction):
         lat += [topo.ll_base_latency_s, topo.ll_hop_latency_s, topo.ll_net_latency_s]
     dense_only = not has_e.any() and all(math.isfinite(x) for x in lat)
+    nb_n = buckets(P_n, D_n, z)
+    if dense_only:  # no expert calls: max(nb_n, 0.0) is nb_n (nb_n >= 1, or NaN either way)
+        nb_e, L_e, nb = None, None, nb_n
+    else:
+        nb_e, L_e = np.where(has_e, buckets(P_e, D_e, z), 0.0), np.where(has_e, L, 0.0)
+        nb = np.maximum(nb_n, nb_e)
 
     groups = {}  # the placement and latencies of the dense and the expert group, shared by the five collectives
 
@@ -154,11 +172,19 @@ def data_parallel_comm(g: dict, st: dict, c: dict, topo: comm.Topology, overlap,
             bands[(which, buf)] = comm.ring_band_s(nbytes, on(which), topo)
         return bands[(which, buf)]
 
+    within = {}  # (dense's shape, the expert bytes' shape): whether the expert term would broadcast within it
+
     def both(kind, buf, n_bytes, e_bytes, calls_n, calls_e):
         dense = comm.collective_s(kind, n_bytes, D_n, tp, topo, calls_n, group_terms=on("dense"),
                                   ring_band=band("dense", buf, n_bytes))
-        if dense_only and np.shape(dense) == np.broadcast_shapes(np.shape(dense), np.shape(D_e), np.shape(e_bytes)):
-            return dense + 0.0
+        if dense_only:
+            key = (np.shape(dense), np.shape(e_bytes))
+            if key not in within:
+                within[key] = key[0] == np.broadcast_shapes(key[0], np.shape(D_e), key[1])
+            if within[key]:
+                return dense + 0.0
+        if calls_e is None:  # skipped above for a dense model: as the expert group's calls would be
+            calls_e = np.where(has_e, buckets(P_e, D_e, z) if calls_n is nb_n else L, 0.0)
         return dense + comm.collective_s(kind, e_bytes, D_e, tp * ep, topo, calls_e, group_terms=on("expert"),
                                          ring_band=band("expert", buf, e_bytes))
 
@@ -167,11 +193,11 @@ def data_parallel_comm(g: dict, st: dict, c: dict, topo: comm.Topology, overlap,
                                                                       ("all_gather", "weight", W_n, W_e)))
     rs3, ag3 = both("reduce_scatter", "grad", G_n, G_e, L, L_e), both("all_gather", "weight", W_n, W_e, L, L_e)
     fwd, bwd = c["t_fwd"], c["t_bwd"] + c["t_rc"]
-    o, s, nb = overlap, slowdown, np.maximum(nb_n, nb_e)
-    zero_mb = np.where(z == 2, overlapped_s(rs, bwd, o.dp, s, nb),
-                       np.where(z == 3, overlapped_s(ag3, fwd, o.fsdp, s, L) + overlapped_s(ag3 + rs3, bwd, o.fsdp, s, L), 0.0))
-    dp_step = np.where(z == 0, overlapped_s(ar, bwd, o.dp, s, nb),
-                       np.where(z == 1, overlapped_s(rs, bwd, o.dp, s, nb) + overlapped_s(ag, fwd, o.dp, s, nb),
-                                np.where(z == 2, overlapped_s(ag, fwd, o.dp, s, nb), 0.0)))
-    dp_total = np.where(z == 0, ar, np.where(z == 1, rs + ag, np.where(z == 2, m * rs + ag, m * (2.0 * ag3 + rs3))))
+    o, s = overlap, slowdown
+    rs_bwd, ag_fwd = overlapped_s(rs, bwd, o.dp, s, nb), overlapped_s(ag, fwd, o.dp, s, nb)  # each read by two stages
+    z0, z1, z2, z3 = z == 0, z == 1, z == 2, z == 3
+    zero_mb = np.where(z2, rs_bwd,
+                       np.where(z3, overlapped_s(ag3, fwd, o.fsdp, s, L) + overlapped_s(ag3 + rs3, bwd, o.fsdp, s, L), 0.0))
+    dp_step = np.where(z0, overlapped_s(ar, bwd, o.dp, s, nb), np.where(z1, rs_bwd + ag_fwd, np.where(z2, ag_fwd, 0.0)))
+    dp_total = np.where(z0, ar, np.where(z1, rs + ag, np.where(z2, m * rs + ag, m * (2.0 * ag3 + rs3))))
     return {"zero_mb": zero_mb, "dp_step": dp_step, "dp_total": dp_total}

@@ -59,6 +59,11 @@ def _pin_error(field: str, value, why: str):
 
 # --- the grid -----------------------------------------------------------------------------------
 
+def _tile(a: np.ndarray, n: int) -> np.ndarray:
+    """``np.tile(a, n)`` of a 1-d array (the same values, dtype and order) without ``np.tile``'s Python wrapper."""
+    return np.broadcast_to(a, (n, a.size)).reshape(-1)
+
+
 def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism | None = None, *,
                    max_tp: int | None = None, max_pp: int | None = None, micro_batches=None, interleave=None,
                    vpp: int | None = None, min_cp_tokens: int | None = None, max_cp: int | None = None,
@@ -120,29 +125,28 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
                 for ep in eps:
                     rows.append((tp, cp, pp, dp, ep))
     software = {"sequence_parallel": bool(sequence_parallel), "flash_attention": bool(flash_attention)}
-    empty = {k: np.zeros(0, dtype=int) for k in ("tp", "cp", "pp", "dp", "ep", "micro_batch", "vpp", "zero")} | {
-        "recompute": np.zeros(0, dtype=object), "microbatches": np.zeros(0, dtype=int)} | software
     if not rows:
         pins = {k: v for k, v in par.model_dump(exclude_none=True).items() if k in ("tp", "pp", "dp", "cp", "ep")}
         if pins:
             raise InputError(f"cluster.parallelism: {pins} cannot be laid out on {chips} chips "
                              f"(tp·pp·dp·cp must equal the chip count, dp ≤ {B} sequences per batch"
                              + (f", ep must divide dp and the {p.experts} experts" if p.is_moe else "") + ")")
-        return empty
+        return {k: np.zeros(0, dtype=int) for k in ("tp", "cp", "pp", "dp", "ep", "micro_batch", "vpp", "zero")} | {
+            "recompute": np.zeros(0, dtype=object), "microbatches": np.zeros(0, dtype=int)} | software
     # The product base x micro-batch x interleaving x (recompute, ZeRO), filtered, as indices into the base rows
     # (gathered once at the end): the same rows in the same order as expanding the arrays step by step.
     base = np.array(rows, dtype=np.int64)
     dp_base = base[:, 3]
     mb_grid = MICRO_BATCHES if micro_batches is None else tuple(micro_batches)
     mbs = np.array([par.micro_batch] if par.micro_batch is not None else mb_grid, dtype=np.int64)
-    bi, mb = np.repeat(np.arange(len(base)), len(mbs)), np.tile(mbs, len(base))
+    bi, mb = np.repeat(np.arange(len(base)), len(mbs)), _tile(mbs, len(base))
     if par.micro_batch is None:  # no micro-batch larger than a data-parallel rank's share of the batch
         keep = mb <= np.ceil(B / dp_base[bi])
         bi, mb = bi[keep], mb[keep]
     m = np.ceil(B / (dp_base[bi] * mb)).astype(np.int64)
     # x interleaving
     vs = np.array([vpp] if vpp is not None else (INTERLEAVE if interleave is None else tuple(interleave)), dtype=np.int64)
-    bi, mb, m, v = np.repeat(bi, len(vs)), np.repeat(mb, len(vs)), np.repeat(m, len(vs)), np.tile(vs, len(bi))
+    bi, mb, m, v = np.repeat(bi, len(vs)), np.repeat(mb, len(vs)), np.repeat(m, len(vs)), _tile(vs, len(bi))
     pp = base[bi, 2]
     layers_per_chunk = np.ceil(p.layers / (pp * v))
     keep = np.flatnonzero((v == 1) | ((pp > 1) & (m % pp == 0) & (layers_per_chunk >= 1) & (pp * v <= p.layers)))
@@ -155,8 +159,8 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
     stages = ZERO_STAGES if zero_stages is None else tuple(zero_stages)
     zs = np.array([par.zero] if par.zero is not None else stages if distributed_optimizer else (0,), dtype=np.int64)
     reps = len(rcs) * len(zs)
-    combo_rc, combo_z = np.repeat(rcs, len(zs)), np.tile(zs, len(rcs))
-    ri, ci = np.repeat(np.arange(len(bi)), reps), np.tile(np.arange(reps), len(bi))
+    combo_rc, combo_z = np.repeat(rcs, len(zs)), _tile(zs, len(rcs))
+    ri, ci = np.repeat(np.arange(len(bi)), reps), _tile(np.arange(reps), len(bi))
     replicas = (dp_base * base[:, 1] > 1)[bi]  # ZeRO needs data-parallel replicas
     keep = np.flatnonzero((combo_z == 0)[ci] | replicas[ri] | (par.zero is not None))
     ri, ci = ri[keep], ci[keep]
@@ -375,14 +379,6 @@ def _py(v):
     return v.item() if hasattr(v, "item") else v
 
 
-def _at(v, i: int, n: int):
-    """``np.broadcast_to(v, n)[i]`` (a priced column: per-row array of length n, or one value for every row),
-    without building the broadcast view where ``v`` is already an array of n rows."""
-    if type(v) is np.ndarray and v.shape == (n,):
-        return v[i]
-    return np.broadcast_to(v, n)[i]
-
-
 # ``best_config`` prices in full first the FIRST_ROWS layouts of smallest lower bound, then only the
 # layouts whose bound does not exceed the fastest step found (``_candidates``).
 FIRST_ROWS = 256
@@ -393,7 +389,7 @@ PRUNE_MARGIN = 1e-9
 
 def _take(d: dict, idx, n: int) -> dict:
     """``d`` with its per-row arrays (length ``n``) cut to the rows ``idx``; other values as they are."""
-    return {k: (v[idx] if isinstance(v, np.ndarray) and v.shape == (n,) else v) for k, v in d.items()}
+    return {k: (v[idx] if type(v) is np.ndarray and v.shape == (n,) else v) for k, v in d.items()}
 
 
 def _candidates(p: Profile, acc, chips: int, w: Workload, grid: dict, efficiency, *, topology, overlap, memory_headroom,
@@ -426,11 +422,11 @@ def _candidates(p: Profile, acc, chips: int, w: Workload, grid: dict, efficiency
     c = _compute_parts(p, w, g, st, x["eff"], acc, x["peak"], grid)
     prunable = x["sync_factor"] >= 0.0 and (not p.is_moe or moe.host_s_per_layer(x["eff"], acc) >= 0.0)
     if n <= FIRST_ROWS or not prunable:
-        return [(np.arange(n), _finish(p, acc, chips, w, grid, g, st, c, x, memory))]
+        return [(np.arange(n), _finish(p, acc, chips, w, grid, g, st, c, x, memory, labels=False))]
 
     def price(rows):
         return _finish(p, acc, chips, w, _take(grid, rows, n), _take(g, rows, n), _take(st, rows, n), _take(c, rows, n),
-                       x, memory[rows])
+                       x, memory[rows], labels=False)
 
     t = c["t_fwd"] + c["t_bwd"] + c["t_rc"]
     optimizer_s, dequant_s = _memory_bound_s(p, w, g, st, acc)
@@ -480,9 +476,13 @@ def _pick(parts: list, counts, acc, group=None) -> list:
     """``best_config``'s answer per chip count of ``counts`` from priced parts [(rows, columns)] (``group``: each
     row's count, by its index in ``counts``; None: one count): the fastest that fits, ties to less memory, then
     smaller tp and pp, then the first in grid order; None where none fits."""
-    rows = np.concatenate([pos for pos, _ in parts])
-    col = {k: np.concatenate([np.broadcast_to(r[k], len(pos)) for pos, r in parts])
-           for k in ("fits", "step_time_s", "memory_per_chip_bytes", "tp", "pp")}
+    if len(parts) == 1:  # one part: its columns as they are (the concatenation of one array is a copy of it)
+        rows, r = parts[0]
+        col = {k: np.broadcast_to(r[k], len(rows)) for k in ("fits", "step_time_s", "memory_per_chip_bytes", "tp", "pp")}
+    else:
+        rows = np.concatenate([pos for pos, _ in parts])
+        col = {k: np.concatenate([np.broadcast_to(r[k], len(pos)) for pos, r in parts])
+               for k in ("fits", "step_time_s", "memory_per_chip_bytes", "tp", "pp")}
     ok = np.flatnonzero(col["fits"] & np.isfinite(col["step_time_s"]))
     out = []
     for k, chips in enumerate(counts):
@@ -496,7 +496,10 @@ def _pick(parts: list, counts, acc, group=None) -> list:
             if i < len(pos):
                 break
             i -= len(pos)
-        cfg = {c: _py(_at(r[c], i, len(pos))) for c in RESULT_COLUMNS}
+        n = len(pos)
+        # row i of each priced column (an array of n rows, or one value for every row: ``np.broadcast_to(v, n)[i]``)
+        cfg = {c: _py(v[i] if type(v) is np.ndarray and v.shape == (n,) else np.broadcast_to(v, n)[i])
+               for c in RESULT_COLUMNS for v in (r[c],)}
         out.append(cfg | {"recompute": str(cfg["recompute"]), "fits": bool(cfg["fits"]), "chips": int(chips),
                           "accelerator": _acc_name(acc)})
     return out
@@ -569,7 +572,7 @@ def _batch(p: Profile, acc, w: Workload, parts: list) -> list:
 
     def price(rows):
         return _finish(p, acc, chips[rows], w, _take(grid, rows, n), _take(g, rows, n), _take(st, rows, n),
-                       _take(c, rows, n), x | {"sync_factor": sync[rows]}, memory[rows])
+                       _take(c, rows, n), x | {"sync_factor": sync[rows]}, memory[rows], labels=False)
 
     rows = np.concatenate(first)
     r = price(rows)

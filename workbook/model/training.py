@@ -51,7 +51,8 @@ from ..errors import InputError
 from ..scenario import Constraints, Parallelism, Workload
 from . import comm, moe
 from . import profile as prof
-from .dataparallel import ZERO_STAGES, data_parallel_comm, overlapped_s, state_bytes_per_param, zero_state_bytes  # noqa: F401 (re-exported)
+from .dataparallel import (ZERO_STAGES, data_parallel_comm, overlapped_s, state_bytes_per_param,  # noqa: F401 (re-exported)
+                           zero_shard_factors, zero_state_bytes)
 from .efficiency import Efficiency, compute_efficiency, default, network_loss
 from .profile import Profile
 
@@ -131,13 +132,14 @@ def pipeline_bubble_fraction(pp, microbatches, vpp=1):
     return (np.asarray(pp, dtype=float) - 1.0) / (np.asarray(vpp, dtype=float) * np.asarray(microbatches, dtype=float))
 
 
-def tp_collectives_per_layer(recompute):
+def tp_collectives_per_layer(recompute, full=None):
     """Tensor-parallel collectives per transformer layer and micro-batch, in all-reduce
     equivalents of the layer's activations (b·s·h): 2 forward (after attention and after the MLP)
     and 2 backward (Shoeybi et al. 2019 §3); with sequence parallelism each all-reduce becomes a
     reduce-scatter plus an all-gather of the same total volume (Korthikanti et al. 2022 §4.2.2).
-    Full recomputation repeats the forward pair."""
-    return np.where(np.asarray(recompute) == "full", 6.0, 4.0)
+    Full recomputation repeats the forward pair. ``full``: the mask ``recompute == "full"`` when the
+    caller has it (``_grid_arrays``), so the recompute labels are not compared again."""
+    return np.where(np.asarray(recompute) == "full" if full is None else full, 6.0, 4.0)
 
 
 def activation_inflight_factor(pp, microbatches, vpp=1):
@@ -303,7 +305,7 @@ def _model_parallel_comm(p: Profile, w: Workload, g: dict, st: dict, c: dict, to
     s, h, e = float(w.seq_len), float(p.hidden), ACTIVATION_BYTES
     tp, cp, pp, L_stage = g["tp"], g["cp"], g["pp"], st["L_stage"]
     act = g["mb"] * (s / cp) * h * e  # a layer's activations for one micro-batch (before SP scattering)
-    n_tp = tp_collectives_per_layer(g["rc"]) * L_stage
+    n_tp = tp_collectives_per_layer(g["rc"], g["full"]) * L_stage
     out = {"tp_mb": comm.collective_s("all_gather", 2.0 * n_tp * act, tp, 1.0, topo, calls=2.0 * n_tp)}
     kv_heads_per_chip = np.maximum(1.0, p.kv_heads / tp)
     kv_bytes = g["mb"] * s * p.kv_cache_dim * (kv_heads_per_chip / p.kv_heads) * e  # full-sequence K and V per layer
@@ -356,9 +358,18 @@ def memory_per_chip_bytes(p: Profile, w: Workload, g: dict, st: dict, c: dict):
     stored = np.select([g["full"], g["sel"]], [act_tok["full"], act_tok["selective"]], act_tok["none"]) * tok_chip
     working = np.where(g["full"], act_tok["none"] * tok_chip, 0.0)  # the layer being recomputed
     logits = 4.0 * g["mb"] * s * V / (tp * cp)  # fp32 logits for the loss (Korthikanti et al. 2022 §4.3)
-    experts = zero_state_bytes(st["P_e"], st["D_e"], z, wb, gb, ob, frac)
-    state_first = zero_state_bytes((L_stage * st["dense_layer"] + st["emb_first"]) / tp, st["D_n"], z, wb, gb, ob, frac) + experts
-    state_last = zero_state_bytes((L_stage * st["dense_layer"] + st["emb_last"]) / tp, st["D_n"], z, wb, gb, ob, frac) + experts
+    if st["expert_layer"] == 0.0 and all(math.isfinite(v) for v in (wb, gb, ob, frac)):
+        experts = 0.0  # a dense model: zero_state_bytes of 0 weights over finite shards (dp·cp/ep >= 1/ep) is 0 in every row
+    else:
+        experts = zero_state_bytes(st["P_e"], st["D_e"], z, wb, gb, ob, frac)
+    dense = zero_shard_factors(st["D_n"], z)  # the first and the last stage shard over the same replicas
+    state_first = zero_state_bytes((L_stage * st["dense_layer"] + st["emb_first"]) / tp, st["D_n"], z, wb, gb, ob, frac,
+                                   dense) + experts
+    if np.array_equal(st["emb_first"], st["emb_last"]):  # tied, or a head as large as the embedding: the same state
+        state_last = state_first
+    else:
+        state_last = zero_state_bytes((L_stage * st["dense_layer"] + st["emb_last"]) / tp, st["D_n"], z, wb, gb, ob, frac,
+                                      dense) + experts
     gathered = np.where(z == 3, 2.0 * wb * (st["dense_layer"] + st["expert_layer"] / ep) / tp, 0.0)  # current + prefetched layer
     inflight = activation_inflight_factor(pp, g["m"], g["v"])
     mem_first = state_first + gathered + stored * L_stage * inflight + working + np.where(pp == 1, logits, 0.0)
@@ -399,10 +410,13 @@ def _price(profile: Profile, acc: pd.Series, chips: int, workload: Workload, gri
     return _finish(p, acc, chips, w, grid, g, st, c, x, memory_per_chip_bytes(p, w, g, st, c))
 
 
-def _finish(p: Profile, acc, chips: int, w: Workload, grid: dict, g: dict, st: dict, c: dict, x: dict, memory) -> dict:
+def _finish(p: Profile, acc, chips: int, w: Workload, grid: dict, g: dict, st: dict, c: dict, x: dict, memory,
+            labels: bool = True) -> dict:
     """``_price``'s columns from the grid's arrays (``_grid_arrays``), the stage (``_stage_shape``), the
     compute parts (``_compute_parts``), the memory per chip and the search's constants (``_setup``); every
-    column is computed row by row, so a subset of the rows prices exactly as in the whole grid."""
+    column is computed row by row, so a subset of the rows prices exactly as in the whole grid. Without
+    ``labels`` (the layout search, which reads one row's) the recompute column keeps the grid's objects
+    (the same strings) instead of a string array."""
     topo, peak = x["topo"], x["peak"]
     mp = _model_parallel_comm(p, w, g, st, c, topo)
     s = gpu_overlap_slowdown(x["overlap"], acc)
@@ -412,7 +426,7 @@ def _finish(p: Profile, acc, chips: int, w: Workload, grid: dict, g: dict, st: d
     exposed_mb = (overlapped_s(mp["tp_mb"], t_compute_mb, o.tp, s) + overlapped_s(mp["cp_mb"], c["t_attn"], o.cp, s)
                   + (1.0 - o.ep + s * o.ep) * mp["ep_mb"] + (1.0 - o.pp + s * o.pp) * mp["pp_mb"] + dpc["zero_mb"])
     moe_host_mb = moe.host_s(p, g, st["L_stage"], x["eff"], acc)
-    t_mb = c["t_fwd"] + c["t_bwd"] + c["t_rc"] + exposed_mb + moe_host_mb
+    t_mb = t_compute_mb + exposed_mb + moe_host_mb  # (((fwd + bwd) + rc) + exposed) + host, as before
     compute_s, recompute_s = m * (c["t_fwd"] + c["t_bwd"]), m * c["t_rc"]
     exposed = m * exposed_mb + dpc["dp_step"]
     bubble = (g["pp"] - 1.0) / g["v"] * t_mb
@@ -423,7 +437,7 @@ def _finish(p: Profile, acc, chips: int, w: Workload, grid: dict, g: dict, st: d
     tokens = x["tokens"]
     return {
         "tp": grid["tp"], "pp": grid["pp"], "dp": grid["dp"], "ep": grid["ep"], "cp": grid["cp"],
-        "vpp": grid["vpp"], "zero": grid["zero"], "recompute": g["rc"].astype(str), "micro_batch": grid["micro_batch"],
+        "vpp": grid["vpp"], "zero": grid["zero"], "recompute": g["rc"].astype(str) if labels else g["rc"], "micro_batch": grid["micro_batch"],
         "microbatches": grid["microbatches"],
         "step_time_s": step, "compute_s": compute_s, "exposed_comm_s": exposed, "bubble_s": bubble,
         "recompute_s": recompute_s, "optimizer_s": optimizer_s, "sync_s": sync_s, "dequant_s": dequant_s,
