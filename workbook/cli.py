@@ -299,12 +299,16 @@ def exit_now(code: int) -> None:
     finalizers and its temporary folder; IPython's: its tempfiles; logging's flush; weakref
     finalizers, such as a TemporaryDirectory's removal); both streams are flushed again, and the
     process ends with ``os._exit(code)`` (120 when that last flush fails, as Python's own exit).
-    Every file of a report is written and closed, the pool shut down (its forkserver ends when this
+    It also returns under a profiler, debugger or coverage tool (``sys.getprofile``/``sys.gettrace``
+    set: ``python -m pyinstrument -m workbook report``, ``python -m cProfile``), which writes its
+    results only after the module returns. Every file of a report is written and closed, the pool shut down (its forkserver ends when this
     process's end closes its pipe) and the lock released before ``main`` returns."""
     import atexit
     import gc
     import threading
 
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        return   # a profiler, debugger or coverage tool wraps the run and writes its results after it
     main_thread = threading.main_thread()
     if threading.current_thread() is not main_thread or any(
             t is not main_thread and not t.daemon and t.is_alive() for t in threading.enumerate()):

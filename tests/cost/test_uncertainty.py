@@ -110,6 +110,19 @@ def test_percentiles_read_from_sorted_rows_are_numpys_to_the_bit(n):
     assert np.array_equal(want, got, equal_nan=True)
 
 
+def _spy_known(monkeypatch, module) -> list:
+    """Replace ``module.known`` (``cost.mcspares.known``) by a spy; the list it fills: per call, whether
+    the spares table had the answer."""
+    used, real = [], module.known
+
+    def spy(*a):
+        k = real(*a)
+        used.append(k is not None)
+        return k
+    monkeypatch.setattr(module, "known", spy)
+    return used
+
+
 def test_monte_carlo_spares_made_once_equal_those_of_each_block(analysed, monkeypatch):
     """The Monte Carlo's spares of latency-bound spot fleets, made once for every block of rows
     (``cost.mcspares``), give the same summary as each block computing its own (the frame to the bit), on the
@@ -121,14 +134,7 @@ def test_monte_carlo_spares_made_once_equal_those_of_each_block(analysed, monkey
     unc = importlib.import_module("workbook.cost.uncertainty")
     for name in ("embedding-service", "small-model-cheap"):
         s, priced = load_scenario(name), analysed(name, n_draws=200).priced
-        used = []
-        real = bill_mod.known
-
-        def spy(*a):
-            k = real(*a)
-            used.append(k is not None)
-            return k
-        monkeypatch.setattr(bill_mod, "known", spy)
+        used = _spy_known(monkeypatch, bill_mod)
         once = cost.monte_carlo(s, priced, n=3000, seed=5)
         monkeypatch.setattr(unc, "mc_spares", lambda *a: None)
         each = cost.monte_carlo(s, priced, n=3000, seed=5)
@@ -149,13 +155,7 @@ def test_both_draws_share_their_spares_and_equal_two_calls(analysed, monkeypatch
         s, priced = load_scenario(name), analysed(name, n_draws=200).priced
         ok = priced[priced["excluded_reason"].isna()]
         rows = pd.concat([ok[ok["kind"] == "spot"].head(20), ok[ok["kind"] != "spot"].head(20)])
-        used, real = [], sp.known
-
-        def spy(*a):
-            k = real(*a)
-            used.append(k is not None)
-            return k
-        monkeypatch.setattr(sp, "known", spy)
+        used = _spy_known(monkeypatch, sp)
         both = cost.mc_draws_both(s, rows, n=2000, seed=3)
         monkeypatch.undo()
         alone = (cost.mc_draws(s, rows, n=2000, seed=3), cost.mc_draws(s, rows, n=2000, seed=3, price_doubt=False))

@@ -49,6 +49,19 @@ def test_exit_now_returns_while_another_thread_works(tmp_path):
     assert (tmp_path / "thread.txt").read_text() == "done"   # the normal exit joined the thread
 
 
+def test_exit_now_returns_under_a_profiler(tmp_path):
+    """``python -m cProfile`` (or pyinstrument, coverage, a debugger) writes its results after the
+    module returns: exit_now leaves the exit to it."""
+    code = ("import sys\n"
+            "from workbook import cli\n"
+            "sys.setprofile(lambda *a: None)\n"
+            "cli.exit_now(0)\n"
+            "sys.setprofile(None)\n"
+            "print('returned')\n")
+    done = _python(code, tmp_path)
+    assert (done.returncode, done.stdout) == (0, "returned\n")
+
+
 def test_exit_now_returns_when_stdout_cannot_be_flushed(tmp_path):
     code = ("import io, sys\n"
             "from workbook import cli\n"
