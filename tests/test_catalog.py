@@ -403,3 +403,18 @@ def test_out_of_range_cell_names_the_bound_it_breaks(bounds, text, expected):
         catalog._parse(text, col, "t.csv", 3, "x")
     assert str(e.value) == f"t.csv: row 3: x: {expected}"
     assert catalog._parse("5", col, "t.csv", 3, "x") == 5.0
+
+
+def test_per_load_builds_once_per_loaded_object_and_again_for_another():
+    """``catalog.PerLoad``: a value derived from a loaded catalog object is built once for that very
+    object (callers get the same value back) and again when the catalog hands out another one (a
+    reload), also when the first source was None (the old ``[None, ...]`` slots would have returned
+    their initial value for a None source)."""
+    built = []
+    memo = catalog.PerLoad(lambda src: built.append(src) or {"n": len(built)})
+    first, again = memo.get(None), memo.get(None)
+    assert first is again and built == [None]
+    frame = catalog.offerings()
+    assert memo.get(frame) == {"n": 2} and memo.get(frame) is memo.get(frame)
+    reloaded = frame.copy()
+    assert memo.get(reloaded) == {"n": 3} and len(built) == 3

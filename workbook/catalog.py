@@ -272,25 +272,37 @@ def software(data_dir: str | None = None) -> pd.DataFrame:
     return load("software", data_dir)
 
 
-_BY_ID: dict = {}   # catalog name -> (the loaded frame, the same indexed by its id)
+class PerLoad:
+    """A value derived from one loaded catalog object (a frame or map this module hands out), built on
+    first use and again only when the catalog hands out another object (a reload, another data folder):
+    ``PerLoad(build).get(source)`` is ``build(source)``, remembered for that very ``source``. For the
+    indexes and row lists that per-call pandas filtering would otherwise rebuild (callers only read
+    them): the id indexes below, the host index of the balance checks, the lead-time rows, the claims'
+    instance index, the effort answers, the model rows, the MAMF rows, the accelerator aliases."""
+
+    __slots__ = ("_build", "_source", "_value", "_built")
+
+    def __init__(self, build):
+        self._build, self._source, self._value, self._built = build, None, None, False
+
+    def get(self, source):
+        if not self._built or self._source is not source:
+            self._value, self._source, self._built = self._build(source), source, True
+        return self._value
 
 
-def _indexed(df: pd.DataFrame, name: str, key: str) -> pd.DataFrame:
-    """``df.set_index(key)``, made once per catalog load (``df`` the cached frame of ``name``;
-    ``accelerator`` and ``model`` were indexing the whole catalog on every call: 25 calls in one
-    report's notebooks)."""
-    hit = _BY_ID.get(name)
-    if hit is None or hit[0] is not df:
-        hit = _BY_ID[name] = (df, df.set_index(key))
-    return hit[1]
+# each catalog indexed by its id once per load (``accelerator`` and ``model`` were indexing the whole
+# catalog on every call: 25 calls in one report's notebooks)
+_BY_ID = {"accelerators": PerLoad(lambda df: df.set_index("accelerator")),
+          "models": PerLoad(lambda df: df.set_index("model"))}
 
 
 def accelerator(ident: str) -> pd.Series:
-    return _indexed(accelerators(), "accelerators", "accelerator").loc[resolve("accelerators", ident)]
+    return _BY_ID["accelerators"].get(accelerators()).loc[resolve("accelerators", ident)]
 
 
 def model(ident: str) -> pd.Series:
-    return _indexed(models(), "models", "model").loc[resolve("models", ident)]
+    return _BY_ID["models"].get(models()).loc[resolve("models", ident)]
 
 
 def peak_flops_per_s(acc, precision: str, required: bool = False):

@@ -244,20 +244,21 @@ def _normal(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
-_ALIASES: list = [None, {}]  # (the catalog's resolve map it was built from, the map)
+def _build_alias_map(known: dict[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, chip in known.items():
+        out.setdefault(name.lower(), chip)
+        out.setdefault(_normal(name), chip)
+    return out
+
+
+_ALIASES = catalog.PerLoad(_build_alias_map)   # built from the catalog's resolve map
 
 
 def _alias_map() -> dict[str, str]:
     """Every id and alias of data/accelerators.csv, lower-case and with punctuation removed, -> chip id:
     a chip added there with its source names as aliases is imported without a code change."""
-    known = catalog.resolve_map("accelerators")
-    if _ALIASES[0] is not known:
-        out: dict[str, str] = {}
-        for name, chip in known.items():
-            out.setdefault(name.lower(), chip)
-            out.setdefault(_normal(name), chip)
-        _ALIASES[:] = [known, out]
-    return _ALIASES[1]
+    return _ALIASES.get(catalog.resolve_map("accelerators"))
 
 
 def map_accelerator(name: str | None, memory_gb: float | None, instance: str) -> tuple[str | None, int | None, str]:

@@ -162,19 +162,20 @@ def lead_time(provider, accelerator, instances, override=None) -> dict:
     return dict(_lead_time(provider, accelerator, float(instances), override))
 
 
-_LEAD_ROWS: list = [None, []]
+def _build_lead_rows(lt) -> list[dict]:
+    rows = lt.to_dict("records")
+    for r in rows:
+        r["min_instances"] = float(r["min_instances"])
+    return rows
+
+
+_LEAD_ROWS = catalog.PerLoad(_build_lead_rows)
 
 
 def _lead_rows() -> list[dict]:
     """``data/lead_times.csv`` as a list of dicts (``min_instances`` as float), rebuilt when the
     catalog is reloaded: a scan of a few rows instead of a frame filter per lookup."""
-    lt = catalog.lead_times()
-    if _LEAD_ROWS[0] is not lt:
-        rows = lt.to_dict("records")
-        for r in rows:
-            r["min_instances"] = float(r["min_instances"])
-        _LEAD_ROWS[:] = [lt, rows]
-    return _LEAD_ROWS[1]
+    return _LEAD_ROWS.get(catalog.lead_times())
 
 
 @functools.lru_cache(maxsize=4096)

@@ -48,19 +48,20 @@ def _num(v) -> float:
     return f
 
 
-_HOSTS: list = [None, None]
+def _build_host_index(full: pd.DataFrame) -> dict[str, dict]:
+    off = full[[c for c in _HOST_COLUMNS if c in full]]   # what balance_flags reads, not every column
+    off = off.drop_duplicates("offering")
+    cols = list(off.columns)
+    return {r["offering"]: r for r in (dict(zip(cols, row)) for row in zip(*_column_values(off, cols)))}
+
+
+_HOSTS = catalog.PerLoad(_build_host_index)
 
 
 def _host_index() -> dict[str, dict]:
     """Every offering's host specs (``_HOST_COLUMNS`` of its catalog row) by offering id, from ``data/offerings.csv``; built
     once per catalog load (callers only read it)."""
-    full = catalog.offerings()
-    if _HOSTS[0] is not full:
-        off = full[[c for c in _HOST_COLUMNS if c in full]]   # what balance_flags reads, not every column
-        off = off.drop_duplicates("offering")
-        cols = list(off.columns)
-        _HOSTS[:] = [full, {r["offering"]: r for r in (dict(zip(cols, row)) for row in zip(*_column_values(off, cols)))}]
-    return _HOSTS[1]
+    return _HOSTS.get(catalog.offerings())
 
 
 def _column_values(df: pd.DataFrame, cols: list) -> list[list]:

@@ -24,21 +24,22 @@ def _within(x, row) -> bool:
     return bool(row["claimed_low"] <= x <= row["claimed_high"])
 
 
-_INSTANCES: list = [None, None]    # [the catalog frame, (its current rows, their positions by instance name)]
+def _build_instance_index(full: pd.DataFrame) -> tuple[pd.DataFrame, dict, dict]:
+    off = full[~catalog.is_superseded(full)]
+    groups: dict = {}
+    for i, k in enumerate(off["instance"].astype(str).str.lower().tolist()):
+        if isinstance(k, str):
+            groups.setdefault(k, []).append(i)
+    return off, groups, {}
+
+
+_INSTANCES = catalog.PerLoad(_build_instance_index)
 
 
 def _instance_index() -> tuple[pd.DataFrame, dict, dict]:
     """The current (not superseded) offerings and the positions of each instance's rows among them, by the
     instance name lowered; built once per catalog load (11 claims read it, 1,500 rows each time before)."""
-    full = catalog.offerings()
-    if _INSTANCES[0] is not full:
-        off = full[~catalog.is_superseded(full)]
-        groups: dict = {}
-        for i, k in enumerate(off["instance"].astype(str).str.lower().tolist()):
-            if isinstance(k, str):
-                groups.setdefault(k, []).append(i)
-        _INSTANCES[:] = [full, (off, groups, {})]
-    return _INSTANCES[1]
+    return _INSTANCES.get(catalog.offerings())
 
 
 def _instance_rows(name: str) -> pd.DataFrame:

@@ -77,15 +77,14 @@ def porting_effort_range(s: Scenario, platform: str) -> tuple[float, float, floa
     eff = catalog.effort()
     task = "training" if s.is_training else "inference"
     # the answer depends on the effort table and these four values only: remembered per effort frame read
-    if _EFFORT[0] is not eff:
-        _EFFORT[:] = [eff, {}]
+    answers = _EFFORT.get(eff)
     key = (w.framework, platform, bool(w.custom_cuda_kernels), task)
-    if key not in _EFFORT[1]:
-        _EFFORT[1][key] = _effort_range(eff, *key)
-    return _EFFORT[1][key]
+    if key not in answers:
+        answers[key] = _effort_range(eff, *key)
+    return answers[key]
 
 
-_EFFORT: list = [None, {}]   # (the data/effort.csv frame, porting_effort_range's answers from it)
+_EFFORT = catalog.PerLoad(lambda eff: {})   # porting_effort_range's answers from the data/effort.csv frame read
 
 
 def _effort_range(eff: pd.DataFrame, framework: str, platform: str, kernels: bool, task: str) -> tuple[float, float, float, str]:
@@ -194,16 +193,17 @@ def framework_fit(s: Scenario, accelerators) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-_REGIONS: list = [None, None]   # (the offerings frame, its provider-region counts)
+def _region_counts(off: pd.DataFrame) -> pd.Series:
+    live = off[~catalog.is_superseded(off)]
+    return live.drop_duplicates(["accelerator", "provider", "region"]).groupby("accelerator").size()
+
+
+_REGIONS = catalog.PerLoad(_region_counts)   # the offerings frame's provider-region counts per accelerator
 
 
 def _provider_regions() -> pd.Series:
     """Provider-regions per accelerator, counted once per offerings frame read."""
-    off = catalog.offerings()
-    if _REGIONS[0] is not off:
-        live = off[~catalog.is_superseded(off)]
-        _REGIONS[:] = [off, live.drop_duplicates(["accelerator", "provider", "region"]).groupby("accelerator").size()]
-    return _REGIONS[1]
+    return _REGIONS.get(catalog.offerings())
 
 
 def supply_scores(accelerators) -> pd.Series:

@@ -88,18 +88,15 @@ def _fraction(accelerator: str, family: str, kind: str, prec: str) -> float:
     return _median(same_kind) if same_kind else 1.0
 
 
-_ROWS: list = [None, ()]   # (the table frame, its rows as dicts)
+_ROWS = catalog.PerLoad(lambda t: tuple(
+    {"accelerator": a, "precision": p, "family": f, "kind": k, "fraction": float(x)}
+    for a, p, f, k, x in zip(t["accelerator"], t["precision"], t["family"], t["kind"], t["fraction"])))
 
 
 def _rows() -> tuple[dict, ...]:
     """``table()``'s rows as dicts (accelerator, precision, family, kind, fraction), in file order, rebuilt when the
     table is: ``_fraction`` scans a few dozen rows instead of filtering the frame for each chip and precision."""
-    t = table()
-    if _ROWS[0] is not t:
-        _ROWS[:] = [t, tuple({"accelerator": a, "precision": p, "family": f, "kind": k, "fraction": float(x)}
-                             for a, p, f, k, x in zip(t["accelerator"], t["precision"], t["family"], t["kind"],
-                                                      t["fraction"]))]
-    return _ROWS[1]
+    return _ROWS.get(table())
 
 
 def _median(values: list[float]) -> float:

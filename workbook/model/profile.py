@@ -159,16 +159,13 @@ def profile_from_architecture(arch: Architecture, name: str = "custom") -> Profi
     )
 
 
-_MODEL_ROWS: list = []   # [(the models table, its rows as dicts by id)]: one ``to_dict`` per loaded table
+_MODEL_ROWS = catalog.PerLoad(lambda df: {r["model"]: r for r in df.to_dict("records")})   # one ``to_dict`` per loaded table
 
 
 def _model_row(model_id: str) -> dict:
     """The ``data/models.csv`` row of a model (id or alias) as a dict (``catalog.model`` re-indexes the
     whole table on every call, a pandas row per model costs as much)."""
-    df = catalog.models()
-    if not _MODEL_ROWS or _MODEL_ROWS[0][0] is not df:
-        _MODEL_ROWS[:] = [(df, {r["model"]: r for r in df.to_dict("records")})]
-    return _MODEL_ROWS[0][1][catalog.resolve("models", model_id)]
+    return _MODEL_ROWS.get(catalog.models())[catalog.resolve("models", model_id)]
 
 
 @functools.lru_cache(maxsize=None)
