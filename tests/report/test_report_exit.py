@@ -37,29 +37,19 @@ def test_exit_now_runs_the_atexit_handlers_flushes_and_keeps_the_status(tmp_path
     assert (tmp_path / "atexit.txt").read_text() == "ran"
 
 
-def test_exit_now_returns_while_another_thread_works(tmp_path):
-    code = ("import threading, time\n"
-            "from workbook import cli\n"
-            "t = threading.Thread(target=lambda: (time.sleep(0.5), open('thread.txt', 'w').write('done')))\n"
-            "t.start()\n"
-            "cli.exit_now(0)\n"
-            "print('returned')\n")
+@pytest.mark.parametrize("setup,after", [
+    ("t = threading.Thread(target=lambda: (time.sleep(0.5), open('thread.txt', 'w').write('done')))\nt.start()\n", ""),
+    ("sys.setprofile(lambda *a: None)\n", "sys.setprofile(None)\n"),
+], ids=["another thread works", "under a profiler"])
+def test_exit_now_returns_when_the_normal_exit_is_needed(tmp_path, setup, after):
+    """exit_now returns (the normal exit follows) while another thread works, which the normal exit
+    joins, and under ``python -m cProfile`` (pyinstrument, coverage, a debugger), which writes its
+    results after the module returns."""
+    code = "import sys, threading, time\nfrom workbook import cli\n" + setup + "cli.exit_now(0)\n" + after + "print('returned')\n"
     done = _python(code, tmp_path)
     assert (done.returncode, done.stdout) == (0, "returned\n")
-    assert (tmp_path / "thread.txt").read_text() == "done"   # the normal exit joined the thread
-
-
-def test_exit_now_returns_under_a_profiler(tmp_path):
-    """``python -m cProfile`` (or pyinstrument, coverage, a debugger) writes its results after the
-    module returns: exit_now leaves the exit to it."""
-    code = ("import sys\n"
-            "from workbook import cli\n"
-            "sys.setprofile(lambda *a: None)\n"
-            "cli.exit_now(0)\n"
-            "sys.setprofile(None)\n"
-            "print('returned')\n")
-    done = _python(code, tmp_path)
-    assert (done.returncode, done.stdout) == (0, "returned\n")
+    if "thread" in setup:
+        assert (tmp_path / "thread.txt").read_text() == "done"
 
 
 def test_exit_now_returns_when_stdout_cannot_be_flushed(tmp_path):
