@@ -48,6 +48,23 @@ def test_a_tie_is_said_with_the_share_of_draws_and_a_lower_scored_winner_is_expl
     assert doubt.startswith("Tie on the doubt of the prices") and "order is kept" in doubt
 
 
+LEVEL = {"option": "A | x-a-1-us | on_demand", "score_gap": 0.0, "gap_p10": 0.0, "gap_p90": 0.0, "p_top_leads": 0.0}
+
+
+def test_an_offer_level_in_every_draw_is_said_level_not_led_in_0_percent():
+    """The same instance in another region scores the same as the first in every draw (its price doubt is
+    drawn once per instance): the headline said the first "leads 6 other offers in only 0%" of the draws
+    (llama-70b-pretrain's report); it now gives the share over the others and says the twin is level."""
+    mixed = _summary(ties=[LEVEL, TIE])
+    text = buyer.tie_text(mixed)
+    assert "leads 1 other offer in only 57%" in text and "level with 1 more in every draw" in text
+    assert " 0%" not in text and buyer.tie_short(mixed) == "tie (leads in 57% of draws)"
+    only = _summary(ties=[LEVEL])
+    assert buyer.tie_text(only).startswith("Tie: the best-scored offer is level with 1 other offer in every draw")
+    assert buyer.tie_short(only) == "tie (same plan, same price)"
+    assert buyer.tie_facts(only)["share"] is None and buyer.tie_facts(only)["level"] == [LEVEL["option"]]
+
+
 def test_the_winners_price_says_its_basis_and_age():
     p = buyer.price_facts(_summary(), "x-a-1", "on_demand")
     assert (p["basis"], p["age_days"]) == ("secondary", 200)

@@ -114,20 +114,36 @@ def tie_short(summary: dict) -> str | None:
     t = tie_facts(summary)
     if not t["tie"]:
         return "clear lead"
+    if t["share"] is None and t["level"]:
+        return "tie (same plan, same price)"
     return f"tie (leads in {t['share']:.0%} of draws)" if t["share"] is not None else "tie"
 
 
+def _level(t: dict) -> bool:
+    """A tied offer that scores the same as the first in every draw (gap zero at the point estimate and at
+    P10 and P90: the same plan at the same price, e.g. the same instance in another region, whose price
+    doubt is drawn once per instance), as ``decision.recommend._tie_words`` says it."""
+    return all(_num(t.get(k)) == 0 for k in ("score_gap", "gap_p10", "gap_p90"))
+
+
 def tie_facts(summary: dict) -> dict:
-    """Whether the winner is tied (``recommendation.ties``), with the lowest share of joint draws in which
-    the top-scored offer leads a tied one, the offers tied with it, and whether a tie-breaker put a
-    lower-scored offer first."""
+    """Whether the winner is tied (``recommendation.ties``), the offers tied with it (``with``), those level
+    with it in every draw (``level``: the same plan at the same price, which it "leads" in no draw), the
+    lowest share of joint draws in which the top-scored offer leads one of the others (``share``; None when
+    every tied offer is level), and whether a tie-breaker put a lower-scored offer first."""
     rec = summary.get("recommendation") or {}
     ties = rec.get("ties") or []
-    shares = [s for s in (_num(t.get("p_top_leads")) for t in ties) if s is not None]
+    level = [t for t in ties if _level(t)]
+    shares = [s for s in (_num(t.get("p_top_leads")) for t in ties if not _level(t)) if s is not None]
     score, ru = _num((rec.get("figures") or {}).get("score")), _num((rec.get("runner_up") or {}).get("score"))
     return {"tie": bool(ties), "share": min(shares) if shares else None, "with": [t.get("option") for t in ties],
+            "level": [t.get("option") for t in level],
             "causes": {t.get("cause") for t in ties if t.get("cause")},
             "score": score, "runner_up_score": ru, "lower_scored_first": score is not None and ru is not None and ru > score}
+
+
+def _offers(n: int) -> str:
+    return f"{n} other offer{'s' if n > 1 else ''}"
 
 
 def tie_text(summary: dict) -> str | None:
@@ -137,15 +153,21 @@ def tie_text(summary: dict) -> str | None:
         return None
     t = tie_facts(summary)
     if t["tie"]:
-        n = len(t["with"])
+        n_level = len(t["level"])
+        n = len(t["with"]) - n_level
+        same = "the same plan at the same price, such as the same instance in another region"
+        if not n:
+            return (f"Tie: the best-scored offer is level with {_offers(n_level)} in every draw ({same}); the "
+                    f"tie-breakers ({', then '.join(TIE_BREAKERS)}) chose this one.")
+        level = f", and is level with {n_level} more in every draw ({same})" if n_level else ""
         share = f"in only {t['share']:.0%}" if t["share"] is not None else "in fewer than 90%"
         if t["causes"] == {"price doubt"}:   # decision.rank.ties: stated, the order kept (cost.doubt)
-            return (f"Tie on the doubt of the prices: the best-scored offer leads {n} other offer{'s' if n > 1 else ''} "
+            return (f"Tie on the doubt of the prices: the best-scored offer leads {_offers(n)} "
                     f"{share} of {TIE_DRAWS:,} joint Monte Carlo draws with each price varied within its doubt (a "
-                    f"clear win needs {CLEAR_LEAD:.0%}); at the catalog's prices it leads clearly, so the order is "
-                    "kept: confirm the prices before acting.")
-        text = (f"Tie: the best-scored offer leads {n} other offer{'s' if n > 1 else ''} {share} of {TIE_DRAWS:,} "
-                f"joint Monte Carlo draws (a clear win needs {CLEAR_LEAD:.0%}); the tie-breakers "
+                    f"clear win needs {CLEAR_LEAD:.0%}){level}; at the catalog's prices it leads clearly, so the "
+                    "order is kept: confirm the prices before acting.")
+        text = (f"Tie: the best-scored offer leads {_offers(n)} {share} of {TIE_DRAWS:,} "
+                f"joint Monte Carlo draws (a clear win needs {CLEAR_LEAD:.0%}){level}; the tie-breakers "
                 f"({', then '.join(TIE_BREAKERS)}) chose this one")
         if t["lower_scored_first"]:
             text += (f", although the runner-up scores higher ({t['runner_up_score']:.3f} vs {t['score']:.3f}), "
