@@ -21,10 +21,16 @@ from .rates import Z90, lognormal_from_band
 
 
 def _feasible(priced: pd.DataFrame) -> pd.DataFrame:
+    return priced[_feasible_mask(priced)]
+
+
+def _feasible_mask(priced: pd.DataFrame) -> np.ndarray:
+    """The rows ``_feasible`` keeps (a figure in the scenario's metric, not excluded), as a boolean array:
+    callers that filter further take them without copying the 116 priced columns first."""
     metric = priced["metric"].iloc[0] if len(priced) and "metric" in priced else "cost_usd"
-    ok = priced[priced[metric].notna()]
-    if "excluded_reason" in ok:
-        ok = ok[ok["excluded_reason"].isna()]
+    ok = priced[metric].notna().to_numpy()
+    if "excluded_reason" in priced:
+        ok = ok & priced["excluded_reason"].isna().to_numpy()
     return ok
 
 
@@ -380,15 +386,6 @@ def mc_histogram(s: Scenario, priced: pd.DataFrame, options: list[str] | None = 
         counts, _ = np.histogram(np.clip(vals[i][np.isfinite(vals[i])], edges[0], edges[-1]), bins=edges)
         rows.append(pd.DataFrame({"option": opt, "bin_start": edges[:-1], "bin_end": edges[1:], "share": counts / n}))
     return pd.concat(rows, ignore_index=True)
-
-
-def _feasible_mask(priced: pd.DataFrame) -> np.ndarray:
-    """The rows ``_feasible`` keeps, as a boolean array (without copying the 116 priced columns)."""
-    metric = priced["metric"].iloc[0] if len(priced) and "metric" in priced else "cost_usd"
-    ok = priced[metric].notna().to_numpy()
-    if "excluded_reason" in priced:
-        ok = ok & priced["excluded_reason"].isna().to_numpy()
-    return ok
 
 
 # --- tornado -------------------------------------------------------------------------------------

@@ -103,18 +103,11 @@ def _price_rows(priced: pd.DataFrame) -> list[dict]:
     def col(c):
         return used[c].tolist() if c in used else [None] * n
 
-    dates: dict = {}
     rows = []
     for offering, model, hourly, chips, derivation, basis, source, as_of, price_as_of in zip(
             col("offering"), col("pricing_model"), col("usd_per_instance_hour"), col("chips_per_instance"),
             col("price_derivation"), col("price_basis"), col("source"), col("as_of"), col("price_as_of")):
-        when = as_of if model == "purchase" else price_as_of       # price_valid_date, from the row's two dates
-        if isinstance(when, str):
-            if when not in dates:
-                dates[when] = prices.price_date(when)
-            valid = dates[when]
-        else:
-            valid = prices.price_date(when)
+        valid = price_valid_date({"pricing_model": model, "as_of": as_of, "price_as_of": price_as_of})
         rows.append({"category": "price", "item": f"{offering} {model}",
                      "value": f"{usd(hourly)} per instance-hour ({chips:.0f} "
                               f"chips; {derivation}; basis {basis})",
