@@ -109,6 +109,33 @@ def test_longest_first_orders_jobs_by_their_last_report(tmp_path):
     assert [j.scenario for j in longest_first(jobs, tmp_path)] == ["new", "long", "short"]
 
 
+def test_longest_first_falls_back_on_the_durations_this_machine_remembers(tmp_path, monkeypatch):
+    """A batch writing into a new folder (a scheduled run into a dated folder) still orders its jobs by
+    how long each scenario's last report took on this machine (``pool.remember_durations``)."""
+    import json
+    from types import SimpleNamespace
+
+    from workbook.report import pool
+    from workbook.report.jobs import Result
+
+    monkeypatch.setenv("WORKBOOK_CACHE_DIR", str(tmp_path / "cache"))
+    jobs = [SimpleNamespace(scenario=n) for n in ("short", "new", "long")]
+    assert [j.scenario for j in longest_first(jobs, tmp_path / "out")] == ["short", "new", "long"]
+
+    def done(name, secs):
+        summary = json.dumps({"report": {"notebooks": [{"duration_s": s} for s in secs]}})
+        return Result(scenario=name, ok=True, files={"summary.json": summary.encode()})
+
+    pool.remember_durations([done("short", [1.0, 0.5]), done("long", [3.0, 2.0]),
+                             Result(scenario="new", ok=False, error="x")])
+    assert json.loads((tmp_path / "cache" / pool.DURATIONS_FILE).read_text()) == {"long": 5.0, "short": 1.5}
+    assert [j.scenario for j in longest_first(jobs, tmp_path / "out")] == ["new", "long", "short"]
+    pool.remember_durations([done("short", [9.0])])   # the newest run wins, the others are kept
+    assert [j.scenario for j in longest_first(jobs, tmp_path / "out")] == ["new", "short", "long"]
+    (tmp_path / "cache" / pool.DURATIONS_FILE).write_text("[not a mapping")
+    assert [j.scenario for j in longest_first(jobs, tmp_path / "out")] == ["short", "new", "long"]
+
+
 def test_vendored_fonts_only_points_vl_convert_at_no_system_font(monkeypatch):
     monkeypatch.delenv("FONTCONFIG_FILE", raising=False)
     assert base.vendored_fonts_only()

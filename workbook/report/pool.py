@@ -30,7 +30,18 @@ def pool_results(jobs: list[Job], workers: int, render, failed):
     (``execute.read_progress``) tells them apart: the job whose worker died in a cell fails, that
     cell named; the jobs whose workers the pool stopped afterwards (their files end with "stopped")
     and the jobs not yet started run again in a new pool. When no job can be blamed, those jobs fail
-    as before ("worker failed: BrokenProcessPool")."""
+    as before ("worker failed: BrokenProcessPool"). When it ends, the durations of the reports it
+    rendered are remembered for the next batch's order (``remember_durations``)."""
+    done: list[Result] = []
+    try:
+        for job, res in _pool_results(jobs, workers, render, failed):
+            done.append(res)
+            yield job, res
+    finally:
+        remember_durations(done)
+
+
+def _pool_results(jobs: list[Job], workers: int, render, failed):
     todo = list(jobs)
     with tempfile.TemporaryDirectory(prefix="workbook-report-progress-") as progress:
         while todo:
@@ -81,17 +92,67 @@ def _died(job: Job, progress: str, procs: dict) -> Result | None:
                                 "ename": "WorkerDied", "evalue": f"the process running the notebook ended{how}"})
 
 
+def _notebooks_s(summary: str | bytes) -> float | None:
+    """The seconds a report's notebooks ran, from its ``summary.json`` text; None if unreadable."""
+    try:
+        return float(sum(n["duration_s"] for n in json.loads(summary)["report"]["notebooks"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
 def _expected_s(out: Path, name: str) -> float | None:
     """How long the scenario's last report took to run its notebooks (``summary.json``), if known."""
     try:
-        data = json.loads((out / name / "summary.json").read_text())
-        return float(sum(n["duration_s"] for n in data["report"]["notebooks"]))
-    except (OSError, ValueError, KeyError, TypeError):
+        return _notebooks_s((out / name / "summary.json").read_bytes())
+    except OSError:
         return None
+
+
+DURATIONS_FILE = "report-durations.json"
+
+
+def _durations_path() -> Path:
+    """Where this machine keeps how long each scenario's last report took (``remember_durations``),
+    beside the drawn-chart and calibration caches (``paths.cache_dir``)."""
+    return paths.cache_dir() / DURATIONS_FILE
+
+
+def _remembered() -> dict[str, float]:
+    try:
+        data = json.loads(_durations_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: float(v) for k, v in data.items() if isinstance(v, (int, float))}
+
+
+def remember_durations(results: list[Result]) -> None:
+    """Keep how long each rendered report's notebooks ran (its ``summary.json``) in the cache folder (scenario name -> seconds, the newest
+    run winning), so that the next batch orders its jobs even when it writes into another folder (a
+    scheduled run into a dated folder has no earlier ``summary.json`` there). Written atomically (a
+    temporary file, then a rename); an unwritable cache only costs the ordering."""
+    times = {r.scenario: _notebooks_s(r.files["summary.json"]) for r in results if r.ok and "summary.json" in r.files}
+    times = {k: round(v, 3) for k, v in times.items() if v is not None}
+    if not times:
+        return
+    path = _durations_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(json.dumps({**_remembered(), **times}, sort_keys=True), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def longest_first(jobs: list[Job], out: str | Path) -> list[Job]:
     """``jobs`` in the order a pool finishes soonest: the longest first (by the last report's time in
-    ``out``; a scenario never rendered there counts as longest), ties in the given order."""
+    ``out``, else by the last time this machine rendered the scenario, ``remember_durations``; a
+    scenario never rendered counts as longest), ties in the given order. The greedy longest-first
+    order of list scheduling (Graham, "Bounds on multiprocessing timing anomalies", SIAM J. Appl.
+    Math. 17(2), 1969: within 4/3 of the best finish time)."""
+    remembered = _remembered()
     known = {j.scenario: _expected_s(Path(out), j.scenario) for j in jobs}
+    known = {k: v if v is not None else remembered.get(k) for k, v in known.items()}
     return sorted(jobs, key=lambda j: -(known[j.scenario] if known[j.scenario] is not None else float("inf")))
