@@ -141,6 +141,62 @@ def _chart_alt(svg) -> str:
 
 _LOCAL = threading.local()  # one exporter per thread: from_notebook_node re-registers filters
 
+TEMPLATE_CACHE_DIR = "templates"   # compiled Jinja templates, in ``paths.cache_dir()``
+
+
+@functools.lru_cache(maxsize=1)
+def template_cache():
+    """Jinja's bytecode cache for the report's templates (nbconvert's and ``workbook/templates``), in
+    ``$WORKBOOK_CACHE_DIR/templates``: a process's first report compiled nbconvert's HTML templates
+    and its own (about 0.15-0.2 s of Jinja's parser and code generator, then Python's compiler); with
+    the cache it loads their code objects, as Python's ``__pycache__`` spares recompiling modules.
+
+    Jinja keys a template's file by name and path and checks the source's checksum (an edited
+    template is compiled again); the key here also holds what else the generated code depends on:
+    the Python and Jinja versions and the environment's syntax, whitespace, autoescape (for that
+    template) and extension settings, so two environments never share code compiled for the other.
+    A missing, unreadable, corrupt or unwritable cache only costs the compilation (never an error)."""
+    import hashlib as _hashlib
+
+    import jinja2
+    from jinja2.bccache import Bucket, FileSystemBytecodeCache
+
+    class TemplateCache(FileSystemBytecodeCache):
+        def __init__(self):
+            super().__init__(directory="", pattern="%s.jinja")
+
+        def get_bucket(self, environment, name, filename, source):
+            env = environment
+            auto = env.autoescape(name) if callable(env.autoescape) else env.autoescape
+            fingerprint = repr((sys.version, jinja2.__version__, name, filename, bool(auto), env.block_start_string,
+                                env.block_end_string, env.variable_start_string, env.variable_end_string,
+                                env.comment_start_string, env.comment_end_string, env.line_statement_prefix,
+                                env.line_comment_prefix, env.trim_blocks, env.lstrip_blocks, env.newline_sequence,
+                                env.keep_trailing_newline, env.optimized, env.is_async, sorted(env.extensions),
+                                getattr(env.finalize, "__qualname__", env.finalize)))
+            bucket = Bucket(environment, _hashlib.sha256(fingerprint.encode()).hexdigest()[:40],
+                            self.get_source_checksum(source))
+            self.load_bytecode(bucket)
+            return bucket
+
+        def _get_cache_filename(self, bucket) -> str:
+            return str(paths.cache_dir() / TEMPLATE_CACHE_DIR / (self.pattern % (bucket.key,)))
+
+        def load_bytecode(self, bucket) -> None:
+            try:
+                super().load_bytecode(bucket)
+            except Exception:  # noqa: BLE001 - a corrupt file (its checksum unreadable): compile
+                bucket.reset()
+
+        def dump_bytecode(self, bucket) -> None:
+            try:
+                (paths.cache_dir() / TEMPLATE_CACHE_DIR).mkdir(parents=True, exist_ok=True)
+                super().dump_bytecode(bucket)
+            except Exception:  # noqa: BLE001 - read-only or full: the compiled template stands
+                pass
+
+    return TemplateCache()
+
 
 def _exporter():
     """nbconvert's HTMLExporter with the ``report_cells`` template: cells only, no code, no prompts."""
@@ -166,12 +222,29 @@ def _exporter():
                     notebook_metadata=self._nb_metadata, parent=self, resources=resources))
                 return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
 
+            def _validate_preprocessor(self, nbc, preprocessor):
+                """nbconvert's check of the notebook after the preprocessors (nbformat's schema with any
+                extra property allowed), made by the strict schema first: its validator is built
+                already (nbformat validates each notebook it writes and reads), the relaxed one costs
+                0.03 s to build, once per process. A notebook the strict schema accepts, the relaxed one
+                accepts (it only lifts ``additionalProperties``; the v4 schema's ``oneOf`` choices are
+                told apart by ``cell_type`` and ``output_type`` values); both normalise the notebook
+                alike (``relax_add_props`` only matters when stripping metadata, not done here). A
+                notebook it refuses is checked by nbconvert's own rule, which raises as before."""
+                import nbformat
+
+                try:
+                    nbformat.validate(nbc)
+                except nbformat.ValidationError:
+                    super()._validate_preprocessor(nbc, preprocessor)
+
         # optimistic_validation: validate the notebook once after the preprocessors rather than after
         # each of the 13 (twelve schema validations per notebook saved; the result is the same)
         ex = CellsExporter(template_name="report_cells", extra_template_basedirs=[str(TEMPLATE_DIR)],
                            exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True,
                            optimistic_validation=True)
         ex.register_preprocessor(TagRemovePreprocessor(remove_cell_tags=set(REMOVE_CELL_TAGS)), enabled=True)
+        ex.environment.bytecode_cache = template_cache()
         _LOCAL.exporter = ex
     return _LOCAL.exporter
 
@@ -268,11 +341,14 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
-def build_summary(job: Job, durations: list[dict], estimate_file: Path | None = None) -> dict:
+def build_summary(job: Job, durations: list[dict], estimate_file: Path | None = None,
+                  estimate: tuple[dict | None, str | None] | None = None) -> dict:
     """``summary.json``: the estimate's keys at the top level, plus ``report`` metadata. The estimate
-    is read from ``estimate_file`` (``write_estimate`` in the kernel) when there is one, else computed."""
+    is ``estimate`` (``run_estimate``'s pair, computed in this process by the in-process engine) when
+    given, else read from ``estimate_file`` (``write_estimate`` in the kernel) when there is one, else
+    computed."""
     s = load_scenario(job.scenario_file)
-    est, err = _read_estimate(estimate_file) or run_estimate(s)
+    est, err = estimate or _read_estimate(estimate_file) or run_estimate(s)
     meta = {
         "generated_utc": utc_now(),
         "package_version": paths.VERSION,
@@ -295,23 +371,38 @@ def build_summary(job: Job, durations: list[dict], estimate_file: Path | None = 
 
 
 def dumps_indented(obj, indent: int = 2) -> str:
-    """``json.dumps(obj, indent=indent, allow_nan=False)``, the same text, in about a fifth of the time.
+    """``json.dumps(obj, indent=indent, allow_nan=False)``, the same text, in about a third of the time.
 
     Why: with ``indent`` Python's json module encodes in pure Python, item by item (0.1-0.2 s for a
     report's 3 MB ``summary.json``, 400,000 items); without it, in C. A dict or list that holds no
     dict, list or tuple is written here by the C encoder with ``",\n" + indentation`` as its item
     separator, which is what the pure-Python encoder writes between such items; only its first and
-    last line breaks are added by hand. Containers that hold containers are walked in Python. Keys,
-    strings (``ensure_ascii``), numbers (``float.__repr__``), ``true``/``false``/``null`` go through
-    the same rules either way. A value json cannot encode (NaN, an object) is encoded by
+    last line breaks are added by hand. A list of such dicts, none empty (the records of
+    ``offers`` and ``monte_carlo``: 2,300 of a summary's dicts), is written by one C call too, with
+    the dicts' item separator, and each ``},\n<that indentation>{`` between two dicts then gets the
+    list's line breaks: the C encoder writes a line break only as a separator (a string's is
+    ``\n``), and a dict's item is followed by a key, never by ``{``, so that text occurs between the
+    list's dicts only. Other containers that hold containers are walked in Python. Keys, strings
+    (``ensure_ascii``), numbers (``float.__repr__``), ``true``/``false``/``null`` go through the
+    same rules either way. A value json cannot encode (NaN, an object) is encoded by
     ``json.dumps`` itself, so that its error is the usual one."""
     encoders: dict[int, object] = {}
+    nested = (dict, list, tuple)
 
     def enc(level: int):
         if level not in encoders:
             encoders[level] = json.JSONEncoder(separators=(",\n" + " " * (indent * level), ": "),
                                                allow_nan=False).encode
         return encoders[level]
+
+    def flat_records(o) -> bool:
+        """Is ``o`` a list or tuple of non-empty dicts (exactly) that hold no container?"""
+        if set(map(type, o)) != {dict} or not all(o):
+            return False
+        kinds: set = set()
+        for d in o:
+            kinds.update(map(type, d.values()))
+        return not any(issubclass(t, nested) for t in kinds)
 
     def walk(o, level: int) -> str:
         is_dict = isinstance(o, dict)
@@ -321,8 +412,13 @@ def dumps_indented(obj, indent: int = 2) -> str:
             return "{}" if is_dict else "[]"
         inner, outer = " " * (indent * (level + 1)), " " * (indent * level)
         values = o.values() if is_dict else o
-        if not any(issubclass(t, (dict, list, tuple)) for t in set(map(type, values))):
+        if not any(issubclass(t, nested) for t in set(map(type, values))):
             text = enc(level + 1)(o)
+        elif not is_dict and flat_records(o):
+            deeper = " " * (indent * (level + 2))
+            text = enc(level + 2)(o)   # "[{k: v,\n<deeper>k: v},\n<deeper>{...}]"
+            text = (f"[{{\n{deeper}" + text[2:-2].replace(f"}},\n{deeper}{{", f"\n{inner}}},\n{inner}{{\n{deeper}")
+                    + f"\n{inner}}}]")
         elif is_dict:
             text = "{" + f",\n{inner}".join(f"{enc(0)({k: None})[1:-7]}: {walk(v, level + 1)}"
                                             for k, v in o.items()) + "}"
@@ -470,12 +566,13 @@ def headline(summary: dict) -> dict:
 def jinja_env():
     """The Jinja environment of ``workbook/templates`` (report and index pages), one per process: a
     template is compiled once (about 0.025 s for the report page) and recompiled only when its file
-    changes (Jinja's ``auto_reload``), rather than for every report and index."""
+    changes (Jinja's ``auto_reload``), rather than for every report and index; its code is kept
+    between processes (``template_cache``)."""
     import jinja2
 
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
                               autoescape=jinja2.select_autoescape(["html", "j2"]), trim_blocks=True,
-                              lstrip_blocks=True)
+                              lstrip_blocks=True, bytecode_cache=template_cache())
 
 
 def report_css() -> str:
@@ -495,9 +592,10 @@ def _section(key: str, label: str, path: Path, notes: list[str], notebook: str) 
             "subheads": [h for h in heads if h["level"] == 2]}
 
 
-def assemble_report(job: Job, executed: list[tuple[str, Path, float]],
-                    estimate_file: Path | None = None) -> tuple[dict[str, bytes], list[str]]:
-    """The report folder's files: ``report.html``, ``summary.json`` and the executed notebooks."""
+def assemble_report(job: Job, executed: list[tuple[str, Path, float]], estimate_file: Path | None = None,
+                    estimate: tuple[dict | None, str | None] | None = None) -> tuple[dict[str, bytes], list[str]]:
+    """The report folder's files: ``report.html``, ``summary.json`` and the executed notebooks
+    (``estimate``, ``estimate_file``: see ``build_summary``)."""
     labels = {key: label for key, _nb, label in job.sections}
     names = {key: nb for key, nb, _label in job.sections}
     files, notes, sections, durations = {}, [], [], []
@@ -505,7 +603,7 @@ def assemble_report(job: Job, executed: list[tuple[str, Path, float]],
         files[path.name] = path.read_bytes()
         durations.append({"section": key, "notebook": path.name, "duration_s": round(seconds, 2)})
         sections.append(_section(key, labels[key], path, notes, names[key]))
-    summary = build_summary(job, durations, estimate_file)
+    summary = build_summary(job, durations, estimate_file, estimate)
     head = headline(summary)
     items = [("Recommendation", head["recommendation"] or "(no recommendation)"),
              ("Nearest change", head["nearest_change"]), ("Price", head["price"]),
