@@ -593,9 +593,12 @@ def _section(key: str, label: str, path: Path, notes: list[str], notebook: str) 
 
 
 def assemble_report(job: Job, executed: list[tuple[str, Path, float]], estimate_file: Path | None = None,
-                    estimate: tuple[dict | None, str | None] | None = None) -> tuple[dict[str, bytes], list[str]]:
-    """The report folder's files: ``report.html``, ``summary.json`` and the executed notebooks
-    (``estimate``, ``estimate_file``: see ``build_summary``)."""
+                    estimate: tuple[dict | None, str | None] | None = None) -> tuple[dict[str, bytes], list[str], dict]:
+    """The report folder's files: ``report.html``, ``summary.json`` and the executed notebooks, the
+    notes, and the headline of the summary (``estimate``, ``estimate_file``: see ``build_summary``).
+    The headline is read from the summary as it is written: its values are JSON's own types (the
+    estimate is JSON-ready, ``analysis.summary_json``, or read from JSON), so ``headline`` of the
+    file read back gives the same."""
     labels = {key: label for key, _nb, label in job.sections}
     names = {key: nb for key, nb, _label in job.sections}
     files, notes, sections, durations = {}, [], [], []
@@ -620,4 +623,4 @@ def assemble_report(job: Job, executed: list[tuple[str, Path, float]], estimate_
                          "(charts must be static: import workbook.views.charts, which enables the svg renderer)")
     files["report.html"] = page.encode()
     files["summary.json"] = (dumps_indented(summary) + "\n").encode()
-    return files, notes
+    return files, notes, head

@@ -556,7 +556,8 @@ def render_scenario(job: Job) -> Result:
         finally:
             _PROGRESS["file"] = None
         try:
-            res.files, res.notes = assemble_report(job, executed, Path(tmp) / ESTIMATE_FILE, estimate.get("value"))
+            res.files, res.notes, res.headline = assemble_report(job, executed, Path(tmp) / ESTIMATE_FILE,
+                                                                 estimate.get("value"))
             res.ok = True
         except Exception as e:  # a rendering bug or an offline-rule violation: this report only
             res.error = f"{job.scenario}: assembling the report: {e.__class__.__name__}: {e}"
