@@ -331,3 +331,18 @@ def test_export_is_the_same_with_a_warm_template_cache_and_checks_the_notebook(t
     nb.cells[0]["cell_type"] = "bogus"
     with pytest.raises(nbformat.ValidationError):
         assemble.notebook_html(nb)
+
+
+def test_a_section_from_the_notebook_in_memory_is_the_section_of_its_file(tmp_path):
+    """``assemble_report`` takes the executed notebooks Papermill returned (``notebooks``) instead of
+    reading back the files it wrote: the same section either way."""
+    import copy
+
+    nb = executed_like()
+    assemble.clean_notebook(nb)                 # no duplicate cell id (nbconvert would draw a new one)
+    nb.cells[2].outputs[0]["data"]["text/plain"] = "line one\nline two\n"   # written as a list of lines
+    path = tmp_path / "05_decision.ipynb"
+    nbformat.write(nb, path)                    # as Papermill's write_ipynb: validated, then written
+    from_file = assemble._section("decision", "Decision", path, notes := [], "05_decision.ipynb")
+    in_memory = assemble._section("decision", "Decision", path, notes2 := [], "05_decision.ipynb", copy.deepcopy(nb))
+    assert in_memory == from_file and notes == notes2 and "Question" in from_file["html"]

@@ -579,11 +579,13 @@ def report_css() -> str:
     return (TEMPLATE_DIR / "report.css").read_text()
 
 
-def _section(key: str, label: str, path: Path, notes: list[str], notebook: str) -> dict:
-    """One executed notebook as a report section: cleaned, exported, its headings prefixed."""
+def _section(key: str, label: str, path: Path, notes: list[str], notebook: str, nb=None) -> dict:
+    """One executed notebook as a report section: cleaned, exported, its headings prefixed. ``nb``: the
+    notebook written at ``path``, in memory (changed here), else read from ``path``."""
     import nbformat
 
-    nb = nbformat.read(path, as_version=4)
+    if nb is None:
+        nb = nbformat.read(path, as_version=4)
     notes += [f"{notebook}: {n}" for n in clean_notebook(nb)]
     fragment, heads = _prefix_anchors(notebook_html(nb, Path(path).stem), key)
     first = next((h for h in heads if h["level"] == 1), None)
@@ -593,9 +595,13 @@ def _section(key: str, label: str, path: Path, notes: list[str], notebook: str) 
 
 
 def assemble_report(job: Job, executed: list[tuple[str, Path, float]], estimate_file: Path | None = None,
-                    estimate: tuple[dict | None, str | None] | None = None) -> tuple[dict[str, bytes], list[str], dict]:
+                    estimate: tuple[dict | None, str | None] | None = None,
+                    notebooks: dict | None = None) -> tuple[dict[str, bytes], list[str], dict]:
     """The report folder's files: ``report.html``, ``summary.json`` and the executed notebooks, the
-    notes, and the headline of the summary (``estimate``, ``estimate_file``: see ``build_summary``).
+    notes, and the headline of the summary (``estimate``, ``estimate_file``: see ``build_summary``;
+    ``notebooks``: executed notebook path -> the notebook in memory, which is not read back then:
+    Papermill wrote that object, and reading its file gives it again, about 3 ms of JSON and
+    validation per notebook).
     The headline is read from the summary as it is written: its values are JSON's own types (the
     estimate is JSON-ready, ``analysis.summary_json``, or read from JSON), so ``headline`` of the
     file read back gives the same."""
@@ -605,7 +611,7 @@ def assemble_report(job: Job, executed: list[tuple[str, Path, float]], estimate_
     for key, path, seconds in executed:
         files[path.name] = path.read_bytes()
         durations.append({"section": key, "notebook": path.name, "duration_s": round(seconds, 2)})
-        sections.append(_section(key, labels[key], path, notes, names[key]))
+        sections.append(_section(key, labels[key], path, notes, names[key], (notebooks or {}).get(path)))
     summary = build_summary(job, durations, estimate_file, estimate)
     head = headline(summary)
     items = [("Recommendation", head["recommendation"] or "(no recommendation)"),
