@@ -14,7 +14,7 @@ import pytest
 from report_helpers import BAD_PARAMS, FIXTURE_NOTEBOOKS, copy_scenario, page, run_report, without_catalog_model
 
 from workbook.errors import InputError
-from workbook.report import assemble, batch, execute
+from workbook.report import assemble, batch, digest, execute
 
 # --- batch behaviour on the fixture notebooks --------------------------------------------------------
 
@@ -172,7 +172,7 @@ def test_plan_hashes_the_shared_inputs_once_and_gets_each_scenarios_own_digest(t
     for job in jobs:
         h = hashlib.sha256(f"workbook {paths.VERSION}\n".encode())
         for kind, p in ([("scenario", Path(job.scenario_file))] + [("catalog", p) for p in sorted(paths.DATA_DIR.glob("*.csv"))]
-                        + [("notebook", p) for p in nbs] + [("package", p) for p in batch._package_files()]):
+                        + [("notebook", p) for p in nbs] + [("package", p) for p in digest.package_files()]):
             h.update(f"{kind} {p.name} {assemble.sha256_file(p)}\n".encode())
         assert job.inputs_sha256 == h.hexdigest() == batch.inputs_sha256(job.scenario_file, nbs)
 

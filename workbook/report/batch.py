@@ -27,7 +27,6 @@ import argparse
 import concurrent.futures as cf
 import copy
 import csv
-import hashlib
 import io
 import json
 import os
@@ -42,12 +41,13 @@ from pathlib import Path
 
 from .. import diff, netcheck, paths
 from ..errors import InputError
-from ..paths import NOTEBOOK_DIR, PACKAGE_DIR, SCENARIO_DIR
+from ..paths import NOTEBOOK_DIR, SCENARIO_DIR
 from ..scenario import load_scenario, resolve_path, scenario_names
 from . import outfolder
-from .assemble import headline, jinja_env, report_css, sha256_file, utc_now
+from .assemble import headline, jinja_env, report_css, utc_now
 from .execute import render_scenario, shutdown_kernels, unwind_on_signals
 from .command import add_arguments, default_jobs, pool_context
+from .digest import inputs_sha256, package_files, shared_inputs
 from .jobs import CELL_TIMEOUT_S, Job, Result, default_engine
 from .pool import longest_first, pool_results
 from .sections import SECTION_METADATA, Section, available_sections, check_parameters
@@ -57,32 +57,6 @@ __all__ = ["Section", "Job", "Result", "available_sections", "check_parameters",
 
 
 # --- planning: everything checked before a kernel starts -------------------------------------------
-
-def _package_files() -> list[Path]:
-    return sorted(p for p in PACKAGE_DIR.rglob("*")
-                  if p.is_file() and p.suffix in (".py", ".j2", ".json", ".css") and "__pycache__" not in p.parts)
-
-
-def inputs_sha256(scenario_file: str | Path, notebooks: list[Path], data_dir: str | Path | None = None,
-                  shared: str | None = None) -> str:
-    """One hash over what a report depends on: the scenario file, every catalog CSV, the section
-    notebooks, and the package (version and source). Equal hash: the report would be the same.
-    ``shared``: ``shared_inputs(notebooks, data_dir)`` computed once for the scenarios of a batch
-    (the same digest: hashing is sequential; 140 files, about 15 ms, per scenario otherwise)."""
-    h = hashlib.sha256(f"workbook {paths.VERSION}\n".encode())
-    h.update(f"scenario {Path(scenario_file).name} {sha256_file(Path(scenario_file))}\n".encode())
-    h.update((shared if shared is not None else shared_inputs(notebooks, data_dir)).encode())
-    return h.hexdigest()
-
-
-def shared_inputs(notebooks: list[Path], data_dir: str | Path | None = None) -> str:
-    """The lines ``inputs_sha256`` hashes after the scenario's: every catalog CSV, the section notebooks
-    and the package's source files, each ``kind name sha256``."""
-    data = Path(data_dir) if data_dir else paths.DATA_DIR
-    parts = ([("catalog", p) for p in sorted(data.glob("*.csv"))] + [("notebook", Path(p)) for p in notebooks]
-             + [("package", p) for p in _package_files()])
-    return "".join(f"{kind} {p.name} {sha256_file(p)}\n" for kind, p in parts)
-
 
 def _previous_inputs_sha256(out: Path, name: str) -> str | None:
     summary = out / name / "summary.json"
@@ -127,7 +101,7 @@ def plan(scenarios: list[str], out: str | Path, notebook_dir: str | Path = NOTEB
     out = Path(out)
     jobs, problems, skipped, seen = [], [], [], {}
     failed = problems if failures is None else failures
-    shared: list[str] = []   # shared_inputs, computed for the first scenario that gets that far
+    shared = shared_inputs(nb_paths)   # the inputs every scenario's digest shares, hashed once
     for arg in scenarios:
         try:
             name, job = _plan_one(arg, out, nb_paths, skip_unchanged, seen, base, shared)
@@ -150,10 +124,9 @@ def excerpt(text: str, limit: int = 200) -> str:
 
 
 def _plan_one(arg: str, out: Path, nb_paths: list[Path], skip_unchanged: bool, seen: dict,
-              base: dict, shared: list[str] | None = None) -> tuple[str, Job | None]:
+              base: dict, shared: str | None = None) -> tuple[str, Job | None]:
     """(name, Job) of one scenario, the Job None when its inputs are unchanged; InputError when the
-    file or its name is refused. ``seen``: name -> file of the scenarios planned so far; ``shared``:
-    the batch's ``shared_inputs`` once computed (an empty list before)."""
+    file or its name is refused. ``seen``: name -> file of the scenarios planned so far."""
     s = load_scenario(arg)
     path = resolve_path(arg).resolve()
     rel = paths.rel(path)
@@ -169,9 +142,7 @@ def _plan_one(arg: str, out: Path, nb_paths: list[Path], skip_unchanged: bool, s
                          f"{'the shipped scenario' if owner == 'shipped' else owner}; refusing to replace it "
                          "(rename this scenario, use another --out, or delete that folder)")
     shipped = path.parent == SCENARIO_DIR.resolve() and path.stem == s.name
-    if shared is not None and not shared:
-        shared.append(shared_inputs(nb_paths))
-    digest = inputs_sha256(path, nb_paths, shared=shared[0] if shared else None)
+    digest = inputs_sha256(path, nb_paths, shared=shared)
     if skip_unchanged and _previous_inputs_sha256(out, s.name) == digest:
         return s.name, None
     return s.name, Job(scenario=s.name, parameter=s.name if shipped else str(path), scenario_file=str(path),
@@ -241,8 +212,7 @@ def install(result: Result, out: str | Path) -> Path:
 # only when no install of this process wrote that very file. A batch installs each report while the
 # pool's workers still render the others; the index is written after the last one, and parsing every
 # summary there came after all the rendering (8 reports: 0.25-0.43 s of CPU at load 12, now 0.03-0.04 s).
-# The worker hands the headline over with the files (``Result.headline``): the runner no longer parses
-# each summary it installs either (20-25 ms of JSON per report); a Result without one has it parsed.
+# The worker hands the headline over (``Result.headline``): no 20-25 ms parse per install either.
 _HEADLINES: dict[str, tuple[tuple, dict]] = {}
 
 
