@@ -313,3 +313,34 @@ def test_fuzz_yaml_texts_give_data_or_a_yaml_error(text):
         parse_scenario(data, "fuzz.yaml")
     except InputError:
         pass
+
+
+def test_read_yaml_memo_gives_each_caller_its_own_copy_and_reparses_an_edited_text(tmp_path):
+    """``yamlsafe.read_yaml`` keeps the parse of a text (a report reads its scenario 8-9 times): the same
+    text gives equal data, never the kept object nor another caller's (a caller may edit what it got),
+    aliases stay shared within one result; another text is parsed anew; a refused text is refused again."""
+    import yaml
+
+    from workbook import yamlsafe
+
+    text = "name: memo\nlist: &l [1, 2]\nagain: *l\nwhen: 2026-01-02\n"
+    first = yamlsafe.read_yaml(text)
+    first["list"].append(3)
+    first["name"] = "edited"
+    second = yamlsafe.read_yaml(text)
+    assert second == {"name": "memo", "list": [1, 2], "again": [1, 2], "when": yaml.safe_load("2026-01-02")}
+    assert second["list"] is second["again"]          # the alias, as a fresh parse gives it
+    assert second is not yamlsafe._PARSED[text] and second["list"] is not yamlsafe._PARSED[text]["list"]
+    assert yamlsafe.read_yaml(text.replace("memo", "other"))["name"] == "other"
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    assert yamlsafe.read_yaml_file(path, "a file", "s.yaml")["name"] == "memo"
+    path.write_text(text.replace("memo", "edited-file"))
+    assert yamlsafe.read_yaml_file(path, "a file", "s.yaml")["name"] == "edited-file"
+    for _ in range(2):
+        with pytest.raises(yaml.YAMLError):
+            yamlsafe.read_yaml("a: 1\na: 2\n")
+    assert "a: 1\na: 2\n" not in yamlsafe._PARSED
+    for i in range(yamlsafe.PARSED_MAX + 5):
+        yamlsafe.read_yaml(f"n: {i}\n")
+    assert len(yamlsafe._PARSED) <= yamlsafe.PARSED_MAX

@@ -161,6 +161,36 @@ def test_dumps_indented_writes_what_json_dumps_writes():
         assert str(got.value) == str(expected.value)
 
 
+def test_dumps_indented_writes_lists_of_flat_dicts_as_json_dumps_does():
+    """The one-call path of ``dumps_indented`` (a list of non-empty dicts holding no container, as the
+    summary's ``offers`` and ``monte_carlo``): 2,000 random such lists, alone and inside dicts and lists,
+    with strings that look like the text it edits (``},\n  {``), and beside the cases it leaves to the
+    walk (an empty dict, a dict holding a list, a dict subclass, a tuple of dicts)."""
+    import collections
+    import json
+    import random
+
+    rng = random.Random(31)
+    odd = ["}, {", "},\n    {", "}\n{", '"},\n      {"', "{", "}", "\n", ",\n  "]
+
+    def record():
+        n = rng.randint(1, 6)
+        return {rng.choice(["a", "b", "}", "{", "x y", 1, None]): rng.choice(
+            [rng.choice(odd), rng.random(), rng.randint(-5, 5), True, None, 1e22]) for _ in range(n)}
+
+    for i in range(2000):
+        rows = [record() for _ in range(rng.randint(1, 5))]
+        if i % 5 == 1:
+            rows.insert(rng.randrange(len(rows) + 1), {})
+        if i % 7 == 2:
+            rows[0]["nested"] = [1, {"k": "v"}]
+        if i % 11 == 3:
+            rows[-1] = collections.OrderedDict(rows[-1])
+        value = rng.choice([rows, tuple(rows), {"offers": rows, "n": 1}, [rows, {"mc": rows}], {"a": {"b": rows}}])
+        indent = 1 + i % 4
+        assert assemble.dumps_indented(value, indent) == json.dumps(value, indent=indent, allow_nan=False)
+
+
 def test_headline_reads_a_training_recommendation():
     summary = {"scenario": "s", "title": "T", "report": {"generated_utc": "2026-01-01T00:00:00Z"},
                "recommendation": {"accelerator": "H100-SXM5-80GB", "provider": "AWS", "offering": "p5.48xlarge",
@@ -234,3 +264,85 @@ def test_the_page_templates_are_compiled_once_per_process_and_reloaded_when_chan
     env = jinja_env()
     assert jinja_env() is env and env.auto_reload
     assert env.get_template("report_page.html.j2") is env.get_template("report_page.html.j2")
+
+
+def test_template_cache_keeps_compiled_templates_and_never_fails(tmp_path, monkeypatch):
+    """``template_cache``: a template compiled once is loaded from ``$WORKBOOK_CACHE_DIR/templates`` by a
+    new environment (no compilation), renders the same, is compiled again when its source changes or
+    when another environment's settings would compile it differently; a corrupt file or a cache folder
+    that cannot be made only costs the compilation."""
+    import jinja2
+
+    monkeypatch.setenv("WORKBOOK_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "t").mkdir()
+    page = tmp_path / "t" / "p.html.j2"
+    page.write_text("{% for x in xs %}\n<b>{{ x }}</b>\n{% endfor %}")
+
+    compiled = []
+
+    def env(**kw):
+        e = jinja2.Environment(loader=jinja2.FileSystemLoader(str(tmp_path / "t")), autoescape=True,
+                               bytecode_cache=assemble.template_cache(), **kw)
+        compile_ = e.compile
+        e.compile = lambda *a, **k: compiled.append(a[1]) or compile_(*a, **k)
+        return e
+
+    first = env().get_template("p.html.j2").render(xs=["<1>", 2])
+    assert compiled == ["p.html.j2"] and len(list((tmp_path / "cache" / "templates").glob("*.jinja"))) == 1
+    assert env().get_template("p.html.j2").render(xs=["<1>", 2]) == first == "\n<b>&lt;1&gt;</b>\n\n<b>2</b>\n"
+    assert compiled == ["p.html.j2"]                      # loaded, not compiled
+    trimmed = env(trim_blocks=True).get_template("p.html.j2").render(xs=["<1>", 2])
+    assert trimmed == "<b>&lt;1&gt;</b>\n<b>2</b>\n" and len(compiled) == 2   # other settings: its own code
+    page.write_text("{{ xs | length }}")
+    assert env().get_template("p.html.j2").render(xs=[1, 2]) == "2" and len(compiled) == 3
+    for f in (tmp_path / "cache" / "templates").glob("*.jinja"):
+        f.write_bytes(f.read_bytes()[:12] + b"garbage")
+    assert env().get_template("p.html.j2").render(xs=[1]) == "1" and len(compiled) == 4
+    (tmp_path / "file").write_text("not a folder")
+    monkeypatch.setenv("WORKBOOK_CACHE_DIR", str(tmp_path / "file"))
+    assert env().get_template("p.html.j2").render(xs=[]) == "0" and len(compiled) == 5
+
+
+def test_export_is_the_same_with_a_warm_template_cache_and_checks_the_notebook(tmp_path, monkeypatch):
+    """The nbconvert export with its templates loaded from the cache writes the same HTML; the check
+    after the preprocessors still accepts an extra property (nbconvert's relaxed schema) and still
+    refuses a notebook its schema refuses."""
+    import copy
+    import threading
+
+    nb = executed_like()
+    assemble.clean_notebook(nb)   # drops the copied widget cell (a duplicate id: nbconvert draws a new one)
+
+    def export():
+        out = {}
+        t = threading.Thread(target=lambda: out.update(html=assemble.notebook_html(copy.deepcopy(nb))))
+        t.start()
+        t.join()   # a new thread: its own exporter, its templates loaded through a new environment
+        return out.get("html")
+
+    monkeypatch.setenv("WORKBOOK_CACHE_DIR", str(tmp_path))
+    cold = export()
+    assert list((tmp_path / "templates").glob("*.jinja"))
+    assert export() == cold and cold
+    nb = executed_like()
+    nb.cells[0]["metadata"]["extra"] = 1
+    nb.cells[0]["unknown_field"] = True                   # refused by the strict schema only
+    assert "Question" in assemble.notebook_html(nb)
+    nb.cells[0]["cell_type"] = "bogus"
+    with pytest.raises(nbformat.ValidationError):
+        assemble.notebook_html(nb)
+
+
+def test_a_section_from_the_notebook_in_memory_is_the_section_of_its_file(tmp_path):
+    """``assemble_report`` takes the executed notebooks Papermill returned (``notebooks``) instead of
+    reading back the files it wrote: the same section either way."""
+    import copy
+
+    nb = executed_like()
+    assemble.clean_notebook(nb)                 # no duplicate cell id (nbconvert would draw a new one)
+    nb.cells[2].outputs[0]["data"]["text/plain"] = "line one\nline two\n"   # written as a list of lines
+    path = tmp_path / "05_decision.ipynb"
+    nbformat.write(nb, path)                    # as Papermill's write_ipynb: validated, then written
+    from_file = assemble._section("decision", "Decision", path, notes := [], "05_decision.ipynb")
+    in_memory = assemble._section("decision", "Decision", path, notes2 := [], "05_decision.ipynb", copy.deepcopy(nb))
+    assert in_memory == from_file and notes == notes2 and "Question" in from_file["html"]

@@ -14,7 +14,7 @@ import pytest
 from report_helpers import BAD_PARAMS, FIXTURE_NOTEBOOKS, copy_scenario, page, run_report, without_catalog_model
 
 from workbook.errors import InputError
-from workbook.report import batch, execute
+from workbook.report import assemble, batch, digest, execute
 
 # --- batch behaviour on the fixture notebooks --------------------------------------------------------
 
@@ -154,6 +154,27 @@ def test_inputs_hash_changes_with_the_scenario_and_the_notebooks(tmp_path):
     h1 = batch.inputs_sha256(s, [nb])
     nb.write_text(nb.read_text().replace("# Decision", "# The decision"))
     assert len({h0, h1, batch.inputs_sha256(s, [nb])}) == 3
+
+
+def test_plan_hashes_the_shared_inputs_once_and_gets_each_scenarios_own_digest(tmp_path, monkeypatch):
+    """``plan`` hashes the catalogs, notebooks and package once for all its scenarios (``shared_inputs``);
+    each job's digest is what hashing every file in turn gives (the digest --skip-unchanged compares)."""
+    import hashlib
+
+    from workbook import paths
+
+    calls = []
+    real = batch.shared_inputs
+    monkeypatch.setattr(batch, "shared_inputs", lambda *a, **k: calls.append(a) or real(*a, **k))
+    jobs, problems, _ = batch.plan(["small-model-cheap", "chat-70b-realtime"], tmp_path / "out")
+    assert not problems and len(jobs) == 2 and len(calls) == 1
+    nbs = [Path(jobs[0].notebook_dir) / nb for _k, nb, _l in jobs[0].sections]
+    for job in jobs:
+        h = hashlib.sha256(f"workbook {paths.VERSION}\n".encode())
+        for kind, p in ([("scenario", Path(job.scenario_file))] + [("catalog", p) for p in sorted(paths.DATA_DIR.glob("*.csv"))]
+                        + [("notebook", p) for p in nbs] + [("package", p) for p in digest.package_files()]):
+            h.update(f"{kind} {p.name} {assemble.sha256_file(p)}\n".encode())
+        assert job.inputs_sha256 == h.hexdigest() == batch.inputs_sha256(job.scenario_file, nbs)
 
 
 # --- writing: atomic install, recovery --------------------------------------------------------------

@@ -38,3 +38,16 @@ def test_a_remembered_headline_is_a_copy(tmp_path):
     first = batch.index_rows(tmp_path)[0]
     first["recommendation"] = "changed"
     assert batch.index_rows(tmp_path)[0]["recommendation"] != "changed"
+
+
+def test_install_remembers_the_headline_the_worker_handed_over(tmp_path, monkeypatch):
+    """A Result with its ``headline`` (the worker's ``assemble.headline`` of the summary it wrote): the
+    runner does not parse the summary to remember it, and the index shows it."""
+    files = {"report.html": b"", "summary.json": json.dumps(_summary(7.0)).encode()}
+    head = assemble.headline(_summary(7.0))
+    monkeypatch.setattr(batch.json, "loads", lambda *a, **k: (_ for _ in ()).throw(AssertionError("parsed")))
+    batch.install(batch.Result(scenario="s", ok=True, files=files, headline=head), tmp_path)
+    monkeypatch.undo()
+    head["recommendation"] = "changed after the install"
+    row = batch.index_rows(tmp_path)[0]
+    assert row["cost_value"] == 7.0 and row["recommendation"] == assemble.headline(_summary(7.0))["recommendation"]

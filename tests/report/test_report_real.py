@@ -122,6 +122,9 @@ def test_index_lists_each_scenario_with_a_link_and_a_csv(real):
         summary = json.loads((out / r["scenario"] / "summary.json").read_text())
         assert r["recommendation"] == (assemble.headline(summary)["recommendation"] or "")
         assert r["status"] == "ok"
+        # the headline the worker handed over with the files (Result.headline) is the file's own
+        remembered = batch._HEADLINES[str(out / r["scenario"] / "summary.json")][1]
+        assert remembered == assemble.headline(summary)
     assert assemble.external_resources(index) == []
 
 

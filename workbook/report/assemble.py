@@ -20,6 +20,7 @@ from ..scenario import load_scenario
 from ..terms import chips_billed_label, pricing_label
 from ..views import buyer
 from .jobs import Job
+from .templatecache import template_cache
 
 WIDGETS_TAG = "widgets"
 # Cells that never reach a report: widget cells, the parameters (and Papermill's injected copy),
@@ -141,7 +142,6 @@ def _chart_alt(svg) -> str:
 
 _LOCAL = threading.local()  # one exporter per thread: from_notebook_node re-registers filters
 
-
 def _exporter():
     """nbconvert's HTMLExporter with the ``report_cells`` template: cells only, no code, no prompts."""
     if getattr(_LOCAL, "exporter", None) is None:
@@ -166,12 +166,29 @@ def _exporter():
                     notebook_metadata=self._nb_metadata, parent=self, resources=resources))
                 return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
 
+            def _validate_preprocessor(self, nbc, preprocessor):
+                """nbconvert's check of the notebook after the preprocessors (nbformat's schema with any
+                extra property allowed), made by the strict schema first: its validator is built
+                already (nbformat validates each notebook it writes and reads), the relaxed one costs
+                0.03 s to build, once per process. A notebook the strict schema accepts, the relaxed one
+                accepts (it only lifts ``additionalProperties``; the v4 schema's ``oneOf`` choices are
+                told apart by ``cell_type`` and ``output_type`` values); both normalise the notebook
+                alike (``relax_add_props`` only matters when stripping metadata, not done here). A
+                notebook it refuses is checked by nbconvert's own rule, which raises as before."""
+                import nbformat
+
+                try:
+                    nbformat.validate(nbc)
+                except nbformat.ValidationError:
+                    super()._validate_preprocessor(nbc, preprocessor)
+
         # optimistic_validation: validate the notebook once after the preprocessors rather than after
         # each of the 13 (twelve schema validations per notebook saved; the result is the same)
         ex = CellsExporter(template_name="report_cells", extra_template_basedirs=[str(TEMPLATE_DIR)],
                            exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True,
                            optimistic_validation=True)
         ex.register_preprocessor(TagRemovePreprocessor(remove_cell_tags=set(REMOVE_CELL_TAGS)), enabled=True)
+        ex.environment.bytecode_cache = template_cache()
         _LOCAL.exporter = ex
     return _LOCAL.exporter
 
@@ -268,11 +285,14 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
-def build_summary(job: Job, durations: list[dict], estimate_file: Path | None = None) -> dict:
+def build_summary(job: Job, durations: list[dict], estimate_file: Path | None = None,
+                  estimate: tuple[dict | None, str | None] | None = None) -> dict:
     """``summary.json``: the estimate's keys at the top level, plus ``report`` metadata. The estimate
-    is read from ``estimate_file`` (``write_estimate`` in the kernel) when there is one, else computed."""
+    is ``estimate`` (``run_estimate``'s pair, computed in this process by the in-process engine) when
+    given, else read from ``estimate_file`` (``write_estimate`` in the kernel) when there is one, else
+    computed."""
     s = load_scenario(job.scenario_file)
-    est, err = _read_estimate(estimate_file) or run_estimate(s)
+    est, err = estimate or _read_estimate(estimate_file) or run_estimate(s)
     meta = {
         "generated_utc": utc_now(),
         "package_version": paths.VERSION,
@@ -295,23 +315,38 @@ def build_summary(job: Job, durations: list[dict], estimate_file: Path | None = 
 
 
 def dumps_indented(obj, indent: int = 2) -> str:
-    """``json.dumps(obj, indent=indent, allow_nan=False)``, the same text, in about a fifth of the time.
+    """``json.dumps(obj, indent=indent, allow_nan=False)``, the same text, in about a third of the time.
 
     Why: with ``indent`` Python's json module encodes in pure Python, item by item (0.1-0.2 s for a
     report's 3 MB ``summary.json``, 400,000 items); without it, in C. A dict or list that holds no
     dict, list or tuple is written here by the C encoder with ``",\n" + indentation`` as its item
     separator, which is what the pure-Python encoder writes between such items; only its first and
-    last line breaks are added by hand. Containers that hold containers are walked in Python. Keys,
-    strings (``ensure_ascii``), numbers (``float.__repr__``), ``true``/``false``/``null`` go through
-    the same rules either way. A value json cannot encode (NaN, an object) is encoded by
+    last line breaks are added by hand. A list of such dicts, none empty (the records of
+    ``offers`` and ``monte_carlo``: 2,300 of a summary's dicts), is written by one C call too, with
+    the dicts' item separator, and each ``},\n<that indentation>{`` between two dicts then gets the
+    list's line breaks: the C encoder writes a line break only as a separator (a string's is
+    ``\n``), and a dict's item is followed by a key, never by ``{``, so that text occurs between the
+    list's dicts only. Other containers that hold containers are walked in Python. Keys, strings
+    (``ensure_ascii``), numbers (``float.__repr__``), ``true``/``false``/``null`` go through the
+    same rules either way. A value json cannot encode (NaN, an object) is encoded by
     ``json.dumps`` itself, so that its error is the usual one."""
     encoders: dict[int, object] = {}
+    nested = (dict, list, tuple)
 
     def enc(level: int):
         if level not in encoders:
             encoders[level] = json.JSONEncoder(separators=(",\n" + " " * (indent * level), ": "),
                                                allow_nan=False).encode
         return encoders[level]
+
+    def flat_records(o) -> bool:
+        """Is ``o`` a list or tuple of non-empty dicts (exactly) that hold no container?"""
+        if set(map(type, o)) != {dict} or not all(o):
+            return False
+        kinds: set = set()
+        for d in o:
+            kinds.update(map(type, d.values()))
+        return not any(issubclass(t, nested) for t in kinds)
 
     def walk(o, level: int) -> str:
         is_dict = isinstance(o, dict)
@@ -321,8 +356,13 @@ def dumps_indented(obj, indent: int = 2) -> str:
             return "{}" if is_dict else "[]"
         inner, outer = " " * (indent * (level + 1)), " " * (indent * level)
         values = o.values() if is_dict else o
-        if not any(issubclass(t, (dict, list, tuple)) for t in set(map(type, values))):
+        if not any(issubclass(t, nested) for t in set(map(type, values))):
             text = enc(level + 1)(o)
+        elif not is_dict and flat_records(o):
+            deeper = " " * (indent * (level + 2))
+            text = enc(level + 2)(o)   # "[{k: v,\n<deeper>k: v},\n<deeper>{...}]"
+            text = (f"[{{\n{deeper}" + text[2:-2].replace(f"}},\n{deeper}{{", f"\n{inner}}},\n{inner}{{\n{deeper}")
+                    + f"\n{inner}}}]")
         elif is_dict:
             text = "{" + f",\n{inner}".join(f"{enc(0)({k: None})[1:-7]}: {walk(v, level + 1)}"
                                             for k, v in o.items()) + "}"
@@ -470,23 +510,26 @@ def headline(summary: dict) -> dict:
 def jinja_env():
     """The Jinja environment of ``workbook/templates`` (report and index pages), one per process: a
     template is compiled once (about 0.025 s for the report page) and recompiled only when its file
-    changes (Jinja's ``auto_reload``), rather than for every report and index."""
+    changes (Jinja's ``auto_reload``), rather than for every report and index; its code is kept
+    between processes (``template_cache``)."""
     import jinja2
 
     return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
                               autoescape=jinja2.select_autoescape(["html", "j2"]), trim_blocks=True,
-                              lstrip_blocks=True)
+                              lstrip_blocks=True, bytecode_cache=template_cache())
 
 
 def report_css() -> str:
     return (TEMPLATE_DIR / "report.css").read_text()
 
 
-def _section(key: str, label: str, path: Path, notes: list[str], notebook: str) -> dict:
-    """One executed notebook as a report section: cleaned, exported, its headings prefixed."""
+def _section(key: str, label: str, path: Path, notes: list[str], notebook: str, nb=None) -> dict:
+    """One executed notebook as a report section: cleaned, exported, its headings prefixed. ``nb``: the
+    notebook written at ``path``, in memory (changed here), else read from ``path``."""
     import nbformat
 
-    nb = nbformat.read(path, as_version=4)
+    if nb is None:
+        nb = nbformat.read(path, as_version=4)
     notes += [f"{notebook}: {n}" for n in clean_notebook(nb)]
     fragment, heads = _prefix_anchors(notebook_html(nb, Path(path).stem), key)
     first = next((h for h in heads if h["level"] == 1), None)
@@ -495,17 +538,25 @@ def _section(key: str, label: str, path: Path, notes: list[str], notebook: str) 
             "subheads": [h for h in heads if h["level"] == 2]}
 
 
-def assemble_report(job: Job, executed: list[tuple[str, Path, float]],
-                    estimate_file: Path | None = None) -> tuple[dict[str, bytes], list[str]]:
-    """The report folder's files: ``report.html``, ``summary.json`` and the executed notebooks."""
+def assemble_report(job: Job, executed: list[tuple[str, Path, float]], estimate_file: Path | None = None,
+                    estimate: tuple[dict | None, str | None] | None = None,
+                    notebooks: dict | None = None) -> tuple[dict[str, bytes], list[str], dict]:
+    """The report folder's files: ``report.html``, ``summary.json`` and the executed notebooks, the
+    notes, and the headline of the summary (``estimate``, ``estimate_file``: see ``build_summary``;
+    ``notebooks``: executed notebook path -> the notebook in memory, which is not read back then:
+    Papermill wrote that object, and reading its file gives it again, about 3 ms of JSON and
+    validation per notebook).
+    The headline is read from the summary as it is written: its values are JSON's own types (the
+    estimate is JSON-ready, ``analysis.summary_json``, or read from JSON), so ``headline`` of the
+    file read back gives the same."""
     labels = {key: label for key, _nb, label in job.sections}
     names = {key: nb for key, nb, _label in job.sections}
     files, notes, sections, durations = {}, [], [], []
     for key, path, seconds in executed:
         files[path.name] = path.read_bytes()
         durations.append({"section": key, "notebook": path.name, "duration_s": round(seconds, 2)})
-        sections.append(_section(key, labels[key], path, notes, names[key]))
-    summary = build_summary(job, durations, estimate_file)
+        sections.append(_section(key, labels[key], path, notes, names[key], (notebooks or {}).get(path)))
+    summary = build_summary(job, durations, estimate_file, estimate)
     head = headline(summary)
     items = [("Recommendation", head["recommendation"] or "(no recommendation)"),
              ("Nearest change", head["nearest_change"]), ("Price", head["price"]),
@@ -522,4 +573,4 @@ def assemble_report(job: Job, executed: list[tuple[str, Path, float]],
                          "(charts must be static: import workbook.views.charts, which enables the svg renderer)")
     files["report.html"] = page.encode()
     files["summary.json"] = (dumps_indented(summary) + "\n").encode()
-    return files, notes
+    return files, notes, head

@@ -27,7 +27,6 @@ import argparse
 import concurrent.futures as cf
 import copy
 import csv
-import hashlib
 import io
 import json
 import os
@@ -42,12 +41,13 @@ from pathlib import Path
 
 from .. import diff, netcheck, paths
 from ..errors import InputError
-from ..paths import NOTEBOOK_DIR, PACKAGE_DIR, SCENARIO_DIR
+from ..paths import NOTEBOOK_DIR, SCENARIO_DIR
 from ..scenario import load_scenario, resolve_path, scenario_names
 from . import outfolder
-from .assemble import headline, jinja_env, report_css, sha256_file, utc_now
+from .assemble import headline, jinja_env, report_css, utc_now
 from .execute import render_scenario, shutdown_kernels, unwind_on_signals
 from .command import add_arguments, default_jobs, pool_context
+from .digest import inputs_sha256, package_files, shared_inputs
 from .jobs import CELL_TIMEOUT_S, Job, Result, default_engine
 from .pool import longest_first, pool_results
 from .sections import SECTION_METADATA, Section, available_sections, check_parameters
@@ -57,24 +57,6 @@ __all__ = ["Section", "Job", "Result", "available_sections", "check_parameters",
 
 
 # --- planning: everything checked before a kernel starts -------------------------------------------
-
-def _package_files() -> list[Path]:
-    return sorted(p for p in PACKAGE_DIR.rglob("*")
-                  if p.is_file() and p.suffix in (".py", ".j2", ".json", ".css") and "__pycache__" not in p.parts)
-
-
-def inputs_sha256(scenario_file: str | Path, notebooks: list[Path], data_dir: str | Path | None = None) -> str:
-    """One hash over what a report depends on: the scenario file, every catalog CSV, the section
-    notebooks, and the package (version and source). Equal hash: the report would be the same."""
-    h = hashlib.sha256(f"workbook {paths.VERSION}\n".encode())
-    data = Path(data_dir) if data_dir else paths.DATA_DIR
-    parts = ([("scenario", Path(scenario_file))] + [("catalog", p) for p in sorted(data.glob("*.csv"))]
-             + [("notebook", Path(p)) for p in notebooks]
-             + [("package", p) for p in _package_files()])
-    for kind, p in parts:
-        h.update(f"{kind} {p.name} {sha256_file(p)}\n".encode())
-    return h.hexdigest()
-
 
 def _previous_inputs_sha256(out: Path, name: str) -> str | None:
     summary = out / name / "summary.json"
@@ -119,9 +101,10 @@ def plan(scenarios: list[str], out: str | Path, notebook_dir: str | Path = NOTEB
     out = Path(out)
     jobs, problems, skipped, seen = [], [], [], {}
     failed = problems if failures is None else failures
+    shared = shared_inputs(nb_paths)   # the inputs every scenario's digest shares, hashed once
     for arg in scenarios:
         try:
-            name, job = _plan_one(arg, out, nb_paths, skip_unchanged, seen, base)
+            name, job = _plan_one(arg, out, nb_paths, skip_unchanged, seen, base, shared)
         except InputError as e:
             problems.extend(e.problems)
             continue
@@ -141,7 +124,7 @@ def excerpt(text: str, limit: int = 200) -> str:
 
 
 def _plan_one(arg: str, out: Path, nb_paths: list[Path], skip_unchanged: bool, seen: dict,
-              base: dict) -> tuple[str, Job | None]:
+              base: dict, shared: str | None = None) -> tuple[str, Job | None]:
     """(name, Job) of one scenario, the Job None when its inputs are unchanged; InputError when the
     file or its name is refused. ``seen``: name -> file of the scenarios planned so far."""
     s = load_scenario(arg)
@@ -159,7 +142,7 @@ def _plan_one(arg: str, out: Path, nb_paths: list[Path], skip_unchanged: bool, s
                          f"{'the shipped scenario' if owner == 'shipped' else owner}; refusing to replace it "
                          "(rename this scenario, use another --out, or delete that folder)")
     shipped = path.parent == SCENARIO_DIR.resolve() and path.stem == s.name
-    digest = inputs_sha256(path, nb_paths)
+    digest = inputs_sha256(path, nb_paths, shared=shared)
     if skip_unchanged and _previous_inputs_sha256(out, s.name) == digest:
         return s.name, None
     return s.name, Job(scenario=s.name, parameter=s.name if shipped else str(path), scenario_file=str(path),
@@ -220,7 +203,7 @@ def install(result: Result, out: str | Path) -> Path:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     shutil.rmtree(out / "_failed" / result.scenario, ignore_errors=True)
-    _remember_headline(dest / "summary.json", result.files.get("summary.json"))
+    _remember_headline(dest / "summary.json", result.files.get("summary.json"), result.headline)
     return dest / "report.html"
 
 
@@ -229,6 +212,7 @@ def install(result: Result, out: str | Path) -> Path:
 # only when no install of this process wrote that very file. A batch installs each report while the
 # pool's workers still render the others; the index is written after the last one, and parsing every
 # summary there came after all the rendering (8 reports: 0.25-0.43 s of CPU at load 12, now 0.03-0.04 s).
+# The worker hands the headline over (``Result.headline``): no 20-25 ms parse per install either.
 _HEADLINES: dict[str, tuple[tuple, dict]] = {}
 
 
@@ -240,12 +224,12 @@ def _stat_key(path: Path) -> tuple | None:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _remember_headline(path: Path, data: bytes | None) -> None:
+def _remember_headline(path: Path, data: bytes | None, head: dict | None = None) -> None:
     key = _stat_key(path)
     if data is None or key is None:
         return
     try:
-        _HEADLINES[str(path)] = (key, headline(json.loads(data)))
+        _HEADLINES[str(path)] = (key, copy.deepcopy(head) if head is not None else headline(json.loads(data)))
     except Exception:  # noqa: BLE001 - not a summary headline can read: the index reads the file, as before
         _HEADLINES.pop(str(path), None)
 

@@ -48,3 +48,6 @@ class Result:
     error_detail: dict | None = None
     duration_s: float = 0.0
     notes: list[str] = field(default_factory=list)
+    # the headline of the report's summary.json (``assemble.headline``), read by the index: the runner
+    # need not parse the summary (up to 3 MB of JSON) again to get it
+    headline: dict | None = None

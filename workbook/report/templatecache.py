@@ -1,0 +1,63 @@
+"""Compiled Jinja templates kept between processes (``template_cache``), for the report's templates:
+nbconvert's HTML templates and the package's own (``workbook/templates``)."""
+from __future__ import annotations
+
+import functools
+import hashlib
+import sys
+
+from .. import paths
+
+TEMPLATE_CACHE_DIR = "templates"   # compiled Jinja templates, in ``paths.cache_dir()``
+
+
+@functools.lru_cache(maxsize=1)
+def template_cache():
+    """Jinja's bytecode cache for the report's templates (nbconvert's and ``workbook/templates``), in
+    ``$WORKBOOK_CACHE_DIR/templates``: a process's first report compiled nbconvert's HTML templates
+    and its own (about 0.15-0.2 s of Jinja's parser and code generator, then Python's compiler); with
+    the cache it loads their code objects, as Python's ``__pycache__`` spares recompiling modules.
+
+    Jinja keys a template's file by name and path and checks the source's checksum (an edited
+    template is compiled again); the key here also holds what else the generated code depends on:
+    the Python and Jinja versions and the environment's syntax, whitespace, autoescape (for that
+    template) and extension settings, so two environments never share code compiled for the other.
+    A missing, unreadable, corrupt or unwritable cache only costs the compilation (never an error)."""
+    import jinja2
+    from jinja2.bccache import Bucket, FileSystemBytecodeCache
+
+    class TemplateCache(FileSystemBytecodeCache):
+        def __init__(self):
+            super().__init__(directory="", pattern="%s.jinja")
+
+        def get_bucket(self, environment, name, filename, source):
+            env = environment
+            auto = env.autoescape(name) if callable(env.autoescape) else env.autoescape
+            fingerprint = repr((sys.version, jinja2.__version__, name, filename, bool(auto), env.block_start_string,
+                                env.block_end_string, env.variable_start_string, env.variable_end_string,
+                                env.comment_start_string, env.comment_end_string, env.line_statement_prefix,
+                                env.line_comment_prefix, env.trim_blocks, env.lstrip_blocks, env.newline_sequence,
+                                env.keep_trailing_newline, env.optimized, env.is_async, sorted(env.extensions),
+                                getattr(env.finalize, "__qualname__", env.finalize)))
+            bucket = Bucket(environment, hashlib.sha256(fingerprint.encode()).hexdigest()[:40],
+                            self.get_source_checksum(source))
+            self.load_bytecode(bucket)
+            return bucket
+
+        def _get_cache_filename(self, bucket) -> str:
+            return str(paths.cache_dir() / TEMPLATE_CACHE_DIR / (self.pattern % (bucket.key,)))
+
+        def load_bytecode(self, bucket) -> None:
+            try:
+                super().load_bytecode(bucket)
+            except Exception:  # noqa: BLE001 - a corrupt file (its checksum unreadable): compile
+                bucket.reset()
+
+        def dump_bytecode(self, bucket) -> None:
+            try:
+                (paths.cache_dir() / TEMPLATE_CACHE_DIR).mkdir(parents=True, exist_ok=True)
+                super().dump_bytecode(bucket)
+            except Exception:  # noqa: BLE001 - read-only or full: the compiled template stands
+                pass
+
+    return TemplateCache()
