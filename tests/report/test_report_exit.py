@@ -6,8 +6,11 @@ batch leaves no temporary folder and says nothing more."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 from report_helpers import FIXTURE_NOTEBOOKS, copy_scenario
@@ -116,8 +119,7 @@ def test_a_pooled_batch_ends_at_once_leaving_no_temporary_folder_nor_warning(tmp
     d.mkdir()
     (d / "05_decision.ipynb").write_bytes((FIXTURE_NOTEBOOKS / "05_decision.ipynb").read_bytes())
     scenarios = [str(copy_scenario(tmp_path, n)) for n in ("small-model-cheap", "llama-8b-finetune")]
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    tmp = Path(tempfile.mkdtemp(prefix="wb-", dir="/tmp" if os.path.isdir("/tmp") else None))  # short: the forkserver's socket lives there
     env = {k: v for k, v in os.environ.items() if k != "WORKBOOK_REPORT_BATCH"}
     env.update(PYTHONPATH=str(paths.ROOT), TMPDIR=str(tmp))
     done = subprocess.run([sys.executable, "-m", "workbook", "report", *scenarios, "--jobs", "2", "--notebooks", str(d),
@@ -129,4 +131,16 @@ def test_a_pooled_batch_ends_at_once_leaving_no_temporary_folder_nor_warning(tmp
     assert (tmp_path / "out" / "index.html").is_file()
     lines = done.stderr.splitlines()
     assert all(line.startswith(("report:", "ok ", "note: section ")) for line in lines), lines
-    assert list(tmp.iterdir()) == []
+    try:
+        assert list(tmp.iterdir()) == []
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_the_pool_spawns_where_the_forkservers_socket_path_would_be_too_long():
+    """A deep TMPDIR (pytest's per-test folders under xdist) made the forkserver fail with "OSError:
+    AF_UNIX path too long"; such a folder makes the pool spawn its workers instead."""
+    from workbook.report.command import socket_dir_fits
+
+    assert socket_dir_fits("/tmp/pymp-abcd1234")
+    assert not socket_dir_fits("/tmp/pytest-of-root/pytest-117/popen-gw1/test_a_pooled_batch_ends_at_once_lea0/tmp/pymp-abcd1234")

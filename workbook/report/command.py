@@ -70,13 +70,28 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
+# Linux's sockaddr_un.sun_path holds 108 bytes with the final NUL (unix(7)); macOS's 104.
+SUN_PATH_MAX_BYTES = 103
+
+
+def socket_dir_fits(folder: str) -> bool:
+    """Whether the forkserver's listening socket fits in ``folder`` (multiprocessing names it
+    ``<folder>/listener-<8 characters>``, ``connection.arbitrary_address``): a longer path fails with
+    "OSError: AF_UNIX path too long" (a deep ``TMPDIR``, as pytest's per-test folders)."""
+    return len(os.fsencode(folder)) + len("/listener-") + 8 <= SUN_PATH_MAX_BYTES
+
+
 def pool_context(start: bool = False):
     """The process pool's start method. forkserver: workers fork from a clean single-threaded server
-    that imported the heavy modules once (``PRELOAD``), rather than importing them each. ``start``:
-    start that server now, so that its imports run while this process imports and plans."""
+    that imported the heavy modules once (``PRELOAD``), rather than importing them each; spawn where
+    there is no forkserver or its socket's path would be too long (``socket_dir_fits``: the workers
+    then import the modules each). ``start``: start that server now, so that its imports run while
+    this process imports and plans."""
     import multiprocessing as mp
+    from multiprocessing import util
 
-    method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+    method = ("forkserver" if "forkserver" in mp.get_all_start_methods() and socket_dir_fits(util.get_temp_dir())
+              else "spawn")
     ctx = mp.get_context(method)
     if method == "forkserver":
         ctx.set_forkserver_preload(PRELOAD)
