@@ -1,16 +1,18 @@
-"""``views.charts.base.fitted_label_limits``: an axis or legend loses its label limit only when no
-label can reach it, so vl-convert draws the same SVG (a label at the limit would be truncated with
-an ellipsis, and the drawings would differ)."""
+"""``views.charts.base.fitted_label_limits`` (``views.charts.labels``): an axis or legend loses its label
+limit when no label reaches it, so vl-convert draws the same SVG, and when labels do, they are
+truncated in Python exactly as Vega would (``views.charts.textwidth``: vl-convert's own text widths)."""
 from __future__ import annotations
 
+import html
 import random
+import re
 
 import altair as alt
 import pandas as pd
 import pytest
 import vl_convert as vlc
 
-from workbook.views.charts import base
+from workbook.views.charts import base, textwidth
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -34,6 +36,10 @@ def _spec(labels, legend=True, **axis) -> dict:
     return base.slim_spec(chart.to_dict())
 
 
+def _texts(svg: str) -> list[str]:
+    return [html.unescape(t) for t in re.findall(r"<text[^>]*>(.*?)</text>", svg, re.S)]
+
+
 def _limits(spec) -> dict:
     out = {}
     for channel, kind in (("x", "axis"), ("y", "axis"), ("color", "legend")):
@@ -50,17 +56,50 @@ def test_short_labels_lose_their_limits_and_draw_the_same():
     assert vlc.vegalite_to_svg(fitted) == vlc.vegalite_to_svg(spec)
 
 
-def test_a_label_that_could_reach_the_limit_keeps_it_and_is_truncated_as_before():
+def test_a_label_over_the_limit_is_truncated_here_as_vega_truncates_it():
+    """The long label loses its limit on the axis and in the legend, and the texts Vega draws are the
+    same: the truncation is done by the spec (``labelExpr``), and Vega measures nothing more."""
     long = "hyperbolic-2x-h100-149-1443-default · on-demand"
     spec = _spec(["a", long])
     fitted = base.fitted_label_limits(spec)
-    assert _limits(fitted) == {"x": 0, "y": None, "color": None}       # numbers still fit
-    svg = vlc.vegalite_to_svg(fitted)
-    assert "…" in svg and svg == vlc.vegalite_to_svg(spec)
+    assert _limits(fitted) == {"x": 0, "y": 0, "color": 0}
+    assert "labelExpr" in fitted["encoding"]["y"]["axis"] and "labelExpr" in fitted["encoding"]["color"]["legend"]
+    before, after = vlc.vegalite_to_svg(spec), vlc.vegalite_to_svg(fitted)
+    assert "…" in before and _texts(after) == _texts(before)
+
+
+def test_with_the_axis_extent_fixed_the_drawing_is_the_same_to_the_byte():
+    """Vega gives a label it truncates the bounds of the limit, and the truncated text its own width:
+    with the axis' extent fixed (``minExtent`` over both), nothing else differs."""
+    labels = ["1. verda-1b200.30v-fin-03 · spot", "10. shadeform-massedcompute-h100x2-desmoines-usa-1 · on-demand",
+              "13. shadeform-scaleway-h100x2-warsaw-poland-1 · on-demand", "18. runpod-b200-pod · on-demand",
+              "AVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAV To To", "spaces     before   the   cut at the limit"]
+    spec = _spec(labels, legend=False, minExtent=260)
+    fitted = base.fitted_label_limits(spec)
+    assert _limits(fitted)["y"] == 0 and fitted["encoding"]["y"]["axis"]["labelExpr"].count("===") == 3
+    assert vlc.vegalite_to_svg(fitted) == vlc.vegalite_to_svg(spec)
+
+
+def test_an_explicit_limit_is_honoured_as_the_default_is():
+    long = "A100-SXM4-80GB | shadeform-massedcompute-a100-sxm4-80gbx8-desmoines-usa-1 | on_demand"
+    spec = _spec(["short", long], labelLimit=300)
+    fitted = base.fitted_label_limits(spec)
+    assert fitted["encoding"]["y"]["axis"]["labelLimit"] == 0
+    assert _texts(vlc.vegalite_to_svg(fitted)) == _texts(vlc.vegalite_to_svg(spec))
+    short = _spec(["short", "labels"], legend=False, labelLimit=300)
+    assert vlc.vegalite_to_svg(base.fitted_label_limits(short)) == vlc.vegalite_to_svg(short)
+
+
+def test_without_the_width_table_long_labels_keep_their_limit(monkeypatch):
+    """Another font configuration (the system's fonts): the table does not apply, the conservative
+    rule does."""
+    monkeypatch.setenv("FONTCONFIG_FILE", "/etc/fonts/fonts.conf")
+    assert textwidth.table() is None
+    fitted = base.fitted_label_limits(_spec(["a", "hyperbolic-2x-h100-149-1443-default · on-demand"]))
+    assert _limits(fitted) == {"x": 0, "y": None, "color": None}
 
 
 @pytest.mark.parametrize("spec_patch", [
-    {"axis": {"labelLimit": 300}},               # an explicit limit is the author's
     {"axis": {"labelExpr": "datum.label + ' and more text'"}},
     {"axis": {"labelFont": "serif"}},
 ])
@@ -92,3 +131,44 @@ def test_the_bound_holds_for_the_widest_glyphs_at_the_longest_length_it_accepts(
         fitted = base.fitted_label_limits(spec)
         assert _limits(fitted)["y"] == 0 and _limits(fitted)["color"] == 0
         assert vlc.vegalite_to_svg(fitted) == vlc.vegalite_to_svg(spec)
+
+
+SAMPLE = ["2. hyperbolic-2x-h100-149-1443-default · on-demand", "AVATAR To Yes, Tw 11 111", "P. F, L'T T. Ly",
+          "  leading and trailing  ", "a  run   of spaces", "A V Y T, 1 1", "—–…·@WMmw%&", "nvidia-blackwell",
+          "A100-SXM4-80GB | aws-p4de.24xlarge-us-west-2 | commit_1y", "{[(|)]}~^`_\\\"'<>=?!#$*+;:/"]
+
+
+@pytest.mark.parametrize("size", [10, 11, 12.5])
+def test_the_width_model_is_vl_converts_own_measurement(size):
+    """Every width the model gives is the one vl-convert measures (usvg's layout: advances, the font's
+    pair kerning, SVG whitespace), to the last bit, for labels, their prefixes and the ellipsis."""
+    texts = SAMPLE + [t[:i] + textwidth.ELLIPSIS for t in SAMPLE[:3] for i in range(1, len(t))]
+    assert [textwidth.text_width(t, size) for t in texts] == textwidth.measure(texts, size)
+
+
+def test_the_table_is_the_installed_vl_converts():
+    """The advances and the listed pairs, and a sample of pairs listed as zero, read again from vl-convert."""
+    table = textwidth.table()
+    assert table is not None, "vl-convert's version is not the table's: regenerate it (textwidth.write_table)"
+    chars = [c for c in textwidth.ALPHABET if c != " "]
+    assert textwidth.measure(chars, textwidth.REF_SIZE) == [table.ADVANCE[c] for c in chars]
+    rng = random.Random(3)
+    pairs = [p for p in table.PAIR if " " not in p] + [a + b for a, b in (rng.sample(chars, 2) for _ in range(200))]
+    got = textwidth.measure(pairs, textwidth.REF_SIZE)
+    assert got == [table.ADVANCE[p[0]] + table.ADVANCE[p[1]] + table.PAIR.get(p, 0) for p in pairs]
+
+
+@pytest.mark.parametrize("limit", [180, 97.5, 40])
+def test_truncation_is_vegas(limit):
+    """Labels Vega truncates (a text mark with a limit, drawn by vl-convert) come out of
+    ``textwidth.truncate`` with the same text."""
+    labels = [t for t in SAMPLE if textwidth.text_width(t.strip(), 11) >= limit] + [
+        "15. verda-2h200.141s.88v-fin-02 · on-demand", "lambda-gpu-1x-b200-sxm6-europe-central-1", "a b " * 30]
+    spec = {"width": 10, "height": 10, "data": [{"name": "t", "values": [{"t": t} for t in labels]}],
+            "marks": [{"type": "text", "from": {"data": "t"},
+                       "encode": {"enter": {"text": {"field": "t"}, "limit": {"value": limit}, "fontSize": {"value": 11},
+                                            "font": {"value": "sans-serif"}}}}]}
+    drawn = _texts(vlc.vega_to_svg(spec))
+    assert all(t.endswith("…") for t in drawn) and len(drawn) == len(labels) >= 4
+    assert [textwidth.truncate(t, limit, 11) for t in labels] == drawn
+
