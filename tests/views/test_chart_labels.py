@@ -172,3 +172,21 @@ def test_truncation_is_vegas(limit):
     assert all(t.endswith("…") for t in drawn) and len(drawn) == len(labels) >= 4
     assert [textwidth.truncate(t, limit, 11) for t in labels] == drawn
 
+
+def test_the_calibration_chart_leaves_a_gap_between_x_labels():
+    """The calibration chart's log x axes: no two labels drawn closer than ``CALIBRATION_LABEL_GAP_PX``
+    (with Vega's default, no gap, "10,000" and "20,000" were drawn 1 px apart on 1,190-94,620)."""
+    from workbook.views.charts import perf
+
+    values = [1190.0, 3000.0, 13000.0, 40000.0, 94620.0]
+    table = pd.DataFrame({"run": [f"r{i}" for i in range(5)], "family": "tpu-v4", "metric": "tps", "value": values,
+                          "predicted": values, "error": 0.0, "split": "fit", "kind": "generic inference"})
+    svg = vlc.vegalite_to_svg(perf.calibration(table).to_dict())
+    shown = re.findall(r'<text text-anchor="(\w+)" transform="translate\(([-\d.e]+),16\)"[^>]*opacity="1"[^>]*>([^<]+)</text>', svg)
+    spans = []
+    for anchor, x, text in shown:
+        w = textwidth.text_width(html.unescape(text), 11)
+        x0 = float(x) - {"start": 0, "middle": w / 2, "end": w}[anchor]
+        spans.append((x0, x0 + w))
+    assert len(spans) >= 3
+    assert all(b[0] - a[1] >= perf.CALIBRATION_LABEL_GAP_PX for a, b in zip(spans, spans[1:]))
