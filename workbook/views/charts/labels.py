@@ -61,6 +61,23 @@ def _transforms_keep(node, field: str) -> bool:
     return all(_transforms_keep(v, field) for k, v in node.items() if k not in ("datasets", "transform"))
 
 
+def _extent_from_the_widest(channel: str, kind: str, guide: dict, config: dict) -> bool:
+    """Whether labels narrower than the widest leave the guide's layout as it is: a y axis on the left
+    or right with level labels (its extent is the widest label's; an x axis' bounds also take the
+    first and last labels' own widths), or a legend of one column (each entry as wide as the widest),
+    without label overlap or bound checks (which test each label's own bounds) or such settings in
+    the config."""
+    settings = {"labelOverlap", "labelBound", "labelAngle", "orient", "columns", "direction"}
+    if {"labelOverlap", "labelBound"} & set(guide) or any(
+            settings & set(v) for k, v in config.items() if k.startswith(kind) and isinstance(v, dict)):
+        return False
+    if kind == "axis":
+        return channel == "y" and guide.get("orient", "left") in ("left", "right") and not guide.get("labelAngle")
+    if "columns" in guide:
+        return guide["columns"] == 1
+    return guide.get("direction", "vertical") == "vertical" and guide.get("orient", "right") not in ("top", "bottom")
+
+
 def _label_expr(truncated: dict[str, str]) -> str:
     """A Vega expression giving each label in ``truncated`` its truncated text, any other label as
     it is (string literals written as JSON, which Vega's expression parser reads as JavaScript)."""
@@ -71,49 +88,62 @@ def _label_expr(truncated: dict[str, str]) -> str:
     return expr
 
 
-def exact_limit(labels: set[str], limit: float, size: float, widths) -> dict[str, str] | None:
+def exact_limit(labels: set[str], limit: float, size: float, widths) -> tuple[bool, dict[str, str]] | None:
     """``_exact_limit`` of the labels in order, memoised (the layers of a chart share their guides)."""
     found = _exact_limit(tuple(sorted(labels)), limit, size, widths)
-    return None if found is None else dict(found)
+    return None if found is None else (found[0], dict(found[1]))
 
 
 @functools.lru_cache(maxsize=256)
 def _exact_limit(labels: tuple[str, ...], limit: float, size: float, widths) -> tuple | None:
-    """The labels Vega would truncate under ``limit`` at ``size`` px, each with the text it would draw
-    (``textwidth.truncate``); None unless every decision is certain and every truncated label is
-    narrower than the limit by more than ``textwidth.MARGIN_PX`` (its bounds, the limit when Vega
-    truncates, are then its own width: smaller, never larger)."""
-    truncated = {}
+    """What a guide of ``labels`` under ``limit`` at ``size`` px needs for Vega to draw it as before:
+    (whether it keeps its limit, the labels to truncate here, each with the text Vega would draw:
+    ``textwidth.truncate``). No limit when Vega would truncate none of them. Otherwise the limit stays,
+    and Vega itself truncates the labels this cannot decide with ``textwidth.MARGIN_PX`` to spare, those
+    whose truncated text is not narrower than the limit, and, if none of these is certain to be
+    truncated, one more (the shortest): Vega gives a label it truncates the bounds of the limit
+    (``min(width, limit)`` of the whole label, vl-convert's width of the untruncated text), where a
+    label truncated here gets the bounds of its own text, so the guide keeps its extent only while one
+    label at least is truncated by Vega. The others, truncated here, each cost Vega one measurement
+    (``width(text) < limit``) instead of a binary search of them. None when there is nothing to gain."""
+    truncated, by_vega, unsure = {}, False, False
     for label in labels:
         text = textwidth.truncate(label, limit, size, widths)
         if text is None:
-            return None
-        if text != label.strip():
+            unsure = True
+        elif text != label.strip():
             width = textwidth.text_width(text, size, widths)
             if width is None or width >= limit - textwidth.MARGIN_PX:
-                return None
-            truncated[label] = text
-    return tuple(truncated.items())
+                by_vega = True
+            else:
+                truncated[label] = text
+    if not truncated:
+        return None if unsure or by_vega else (False, ())
+    if not by_vega:
+        del truncated[min(truncated, key=lambda label: (len(label), label))]
+    return (True, tuple(truncated.items())) if truncated else None
 
 
 def fitted_label_limits(spec: dict) -> dict:
     """``spec`` with ``labelLimit: 0`` (no limit) on each axis and legend whose labels Vega would not
-    truncate, and on each whose labels it would truncate, those labels truncated here exactly as Vega
-    would (a ``labelExpr`` mapping each to its text): the same labels, with fewer text measurements.
+    truncate, and the labels it would truncate truncated here exactly as Vega would (a ``labelExpr``
+    mapping each to its text) but one, where that leaves the drawing as it was: the same SVG, with
+    fewer text measurements.
 
-    Why: vl-convert 1.x measures a text by laying it out with usvg (no cache), and Vega measures a
-    label with a limit once more each time it takes its bounds or writes it (``textValue``), and a
-    label over the limit once per step of a binary search (``truncate``) when it writes it; text
-    measurement is most of what a chart costs to draw (the offers chart, 21 of 25 labels truncated:
-    0.12 s, 0.05 s without limits). (vl-convert 2.0 measures with a canvas and Vega keeps each width
-    it measured, so the saving is smaller there.) A label narrower than the limit is never truncated,
-    so without the limit it is drawn the same, to the byte. A truncated label is drawn with the same
-    text, but Vega gives it the bounds of the whole label, ``min(width, limit)`` (vl-convert's
-    ``textMetrics.width`` of the untruncated text), which is the limit, where without a limit it takes
-    the truncated text's own width: an axis or legend holding a truncated label comes out up to
-    ``limit - width`` narrower (the shipped charts: 0.2-1.5 px for the offers and memory axes, which
-    moves the chart title or the plot by under 1.5 px; 7 px for the invisible entry boxes of one
-    legend), never wider.
+    Why: vl-convert 1.x measures a text by laying it out with usvg (no cache). Vega measures a label
+    with a limit once more when it writes it (``textValue``: ``width(text) < limit``), and a label over
+    the limit once per step of a binary search (``truncate``), about 8 layouts of a 40-60 character
+    text; text measurement is most of what a chart costs to draw (the offers chart, 21 of 25 labels
+    truncated: 0.12 s, 0.05 s without limits). (vl-convert 2.0 measures with a canvas and Vega keeps
+    each width it measured, so the saving is smaller there.) A label narrower than the limit is never
+    truncated, so without the limit it is drawn the same. A truncated label is drawn with the same text
+    either way, but Vega gives the label it truncates the bounds of the limit (its bounds take
+    vl-convert's ``min(width, limit)`` of the whole label) and a label truncated beforehand the width of
+    its text, so a guide whose labels were all truncated here would be up to ``limit - width`` narrower
+    (0.2-1.5 px on the offers and memory axes, the chart moved by as much): the guide keeps its limit
+    and one truncated label is left to Vega (``_exact_limit``), where the layout takes only the widest
+    label (``_extent_from_the_widest``: a y axis, a one-column legend); elsewhere truncating labels are
+    left to Vega.
 
     Exact, where ``textwidth.table()`` applies (vl-convert 1.9 with its vendored font): a nominal or
     ordinal guide whose every label (``_label_texts``) is text the width table holds, at a known size
@@ -135,7 +165,7 @@ def fitted_label_limits(spec: dict) -> dict:
         return spec
     widths = textwidth.table()
 
-    def fitted(kind: str, chdef: dict, guide: dict) -> dict | None:
+    def fitted(channel: str, kind: str, chdef: dict, guide: dict) -> dict | None:
         explicit = guide.get("labelLimit")
         if explicit is not None and (isinstance(explicit, bool) or not isinstance(explicit, (int, float))
                                      or explicit <= 0):
@@ -151,9 +181,11 @@ def fitted_label_limits(spec: dict) -> dict:
             return None
         labels = _label_texts(spec, chdef)
         if widths is not None and labels and not _EXACT_UNKNOWN & set(guide):
-            truncated = exact_limit(labels, limit, size, widths)
-            if truncated is not None:
-                return {**guide, "labelLimit": 0, **({"labelExpr": _label_expr(truncated)} if truncated else {})}
+            found = exact_limit(labels, limit, size, widths)
+            if found is not None and not found[0]:
+                return {**guide, "labelLimit": 0}
+            if found is not None and _extent_from_the_widest(channel, kind, guide, config):
+                return {**guide, "labelExpr": _label_expr(found[1])}
         values = _field_texts(spec, chdef.get("field"))
         if values and all(set(v) <= _PLAIN_TEXT for v in values) and max(map(len, values)) * MAX_GLYPH_EM * size < limit:
             return {**guide, "labelLimit": 0}
@@ -177,7 +209,7 @@ def fitted_label_limits(spec: dict) -> dict:
                 guide = chdef.get(kind, {})
                 if guide is None or not isinstance(guide, dict) or _LABEL_STYLE & set(guide):
                     continue
-                new = fitted(kind, chdef, guide)
+                new = fitted(channel, kind, chdef, guide)
                 if new is not None:
                     enc[channel] = {**chdef, kind: new}
             out["encoding"] = enc
