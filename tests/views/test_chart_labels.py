@@ -58,7 +58,8 @@ def test_short_labels_lose_their_limits_and_draw_the_same():
 
 OFFERS = ["1. verda-1b200.30v-fin-03 · spot", "10. shadeform-massedcompute-h100x2-desmoines-usa-1 · on-demand",
           "13. shadeform-scaleway-h100x2-warsaw-poland-1 · on-demand", "18. runpod-b200-pod · on-demand",
-          "AVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAV To To", "spaces     before   the   cut at this limit here"]
+          "AVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAVAV To To", "spaces     before   the   cut at this limit here",
+          'quotes "in it", a back\\slash and an apostrophe\'s text, to be cut at the limit']
 
 
 def test_labels_over_the_limit_are_truncated_here_but_one_and_the_drawing_is_the_same():
@@ -68,7 +69,8 @@ def test_labels_over_the_limit_are_truncated_here_but_one_and_the_drawing_is_the
     fitted = base.fitted_label_limits(spec)
     assert _limits(fitted) == {"x": 0, "y": None, "color": None}
     for guide in (fitted["encoding"]["y"]["axis"], fitted["encoding"]["color"]["legend"]):
-        assert guide["labelExpr"].count("===") >= 2      # 4 or 5 of the 6 are truncated, one left to Vega
+        assert guide["labelExpr"].count("===") >= 3      # 5 or 6 of the 7 are truncated, one left to Vega
+        assert 'quotes \\"in it\\", a back\\\\slash' in guide["labelExpr"]   # written as a JSON string
     before, after = vlc.vegalite_to_svg(spec), vlc.vegalite_to_svg(fitted)
     assert "…" in before and after == before
 

@@ -69,7 +69,7 @@ def text_width(text: str, size: float, widths=_liberation_sans) -> float | None:
         if previous is not None:
             units += widths.PAIR.get(previous + char, 0)
         previous = char
-    return units * size / REF_SIZE
+    return units * size / widths.REF_SIZE
 
 
 def truncate(text: str, limit: float, size: float, widths=_liberation_sans) -> str | None:
