@@ -17,8 +17,9 @@ from altair.utils.schemapi import debug_mode
 
 from ...model.memo import Memo
 from .data import default_data_transformer
+from .labels import MAX_GLYPH_EM, VEGA_LABEL_FONT_SIZE, VEGA_LABEL_LIMIT_PX, fitted_label_limits  # noqa: F401
+from .textwidth import FONTS_CONF
 from ... import paths
-from ...paths import TEMPLATE_DIR
 
 # vl-convert 2.0 hands Vega-Lite's compile warnings ("Channel opacity should not be used with an unsorted
 # discrete field", "Dropping sort property ...") to Python's logging, whose last-resort handler writes them to
@@ -419,92 +420,12 @@ def slim_spec(spec: dict) -> dict:
     return {**spec, "datasets": datasets}
 
 
-# Vega's default label limits (vega-parser's config: axis.labelLimit, legend.labelLimit), in pixels.
-VEGA_LABEL_LIMIT_PX = {"axis": 180, "legend": 160}
-VEGA_LABEL_FONT_SIZE = 10
-# Every character of Liberation Sans (vl-convert's sans-serif) that ``fitted_label_limits`` accepts
-# is at most this many ems wide (the widest, "@", is 1.015 em; "W" 0.944, "M" 0.833, digits 0.556).
-MAX_GLYPH_EM = 1.05
-_PLAIN_TEXT = set(map(chr, range(32, 127))) | {"·", "…", "–", "—"}
-_GUIDES = {"x": "axis", "y": "axis", "color": "legend", "fill": "legend", "stroke": "legend",
-           "shape": "legend", "opacity": "legend", "strokeDash": "legend", "size": "legend"}
-
-
-def _field_texts(spec: dict, field) -> set[str]:
-    """Every value of ``field`` across a spec's inline datasets, as text."""
-    return {str(row[field]) for rows in (spec.get("datasets") or {}).values() for row in rows
-            if isinstance(row, dict) and field in row}
-
-
-def fitted_label_limits(spec: dict) -> dict:
-    """``spec`` with ``labelLimit: 0`` (no limit) on each axis and legend whose labels are certain to
-    be narrower than Vega's limit, so that Vega skips truncating them: the same drawing, with fewer
-    text measurements.
-
-    Why: vl-convert 1.x measures a text by laying it out with usvg (no cache), and Vega measures a
-    label with a limit once more when it writes the SVG, to see whether to truncate it (``textValue``);
-    text measurement was most of what a chart cost to draw. (vl-convert 2.0 measures with a canvas
-    and Vega keeps each width it measured, so the saving is smaller there; the drawing is the same.) A label narrower than the limit is never
-    truncated, so without the limit it is drawn the same (vl-convert's width is ``min(width, limit)``).
-
-    Certain: a quantitative axis (no ``labelExpr``) labels numbers, which d3-format writes in fewer than
-    25 characters of digits, separators, signs and SI or currency symbols (under 180 px at any label
-    size up to 13 px); a nominal or ordinal axis or legend whose every value (as text, at least as long
-    as Vega's label) is plain text of n characters with n x ``MAX_GLYPH_EM`` x the label font size under
-    the limit. Anything else (an explicit limit, a label expression, a field made by a transform, a
-    limit set in the config, a font other than sans-serif, characters outside ``_PLAIN_TEXT``) keeps
-    its limit."""
-    config = spec.get("config") or {}
-    if (config.get("font", "sans-serif") != "sans-serif"
-            or any(isinstance(v, dict) and {"labelLimit", "labelFont"} & set(v)
-                   for k, v in config.items() if k.startswith(("axis", "legend", "style")))):
-        return spec
-
-    def fits(guide_kind: str, chdef: dict, guide: dict) -> bool:
-        if chdef.get("type") == "quantitative":
-            return guide_kind == "axis" and not {"timeUnit", "bin"} & set(chdef)
-        if chdef.get("type") not in ("nominal", "ordinal") or {"timeUnit", "bin", "aggregate"} & set(chdef):
-            return False
-        values = _field_texts(spec, chdef.get("field"))
-        if not values or "format" in guide:
-            return False
-        size = guide.get("labelFontSize", config.get(guide_kind, {}).get("labelFontSize", VEGA_LABEL_FONT_SIZE))
-        if not isinstance(size, (int, float)) or not all(set(v) <= _PLAIN_TEXT for v in values):
-            return False
-        return max(len(v) for v in values) * MAX_GLYPH_EM * size < VEGA_LABEL_LIMIT_PX[guide_kind]
-
-    def visit(node):
-        if isinstance(node, list):
-            return [visit(v) for v in node]
-        if not isinstance(node, dict):
-            return node
-        out = {k: visit(v) for k, v in node.items() if k != "datasets"}
-        if "datasets" in node:
-            out["datasets"] = node["datasets"]
-        encoding = node.get("encoding")
-        if isinstance(encoding, dict):
-            enc = dict(out["encoding"])
-            for channel, kind in _GUIDES.items():
-                chdef = enc.get(channel)
-                if not isinstance(chdef, dict) or not isinstance(chdef.get("field"), str):
-                    continue
-                guide = chdef.get(kind, {})
-                if guide is None or not isinstance(guide, dict) or {"labelLimit", "labelExpr", "labelFont"} & set(guide):
-                    continue
-                if fits(kind, chdef, guide):
-                    enc[channel] = {**chdef, kind: {**guide, "labelLimit": 0}}
-            out["encoding"] = enc
-        return out
-
-    return visit(spec)
-
-
 def static_bundle(chart: alt.TopLevelMixin) -> dict:
     """The chart as the active renderer (``svg``) draws it for a notebook output, as
     ``chart._repr_mimebundle_()`` does, but without validating the spec against the Vega-Lite schema
     again (about a third of ``to_dict``'s time; the charts' specs are validated by the test suite),
-    its data cut to the columns it reads (``slim_spec``), no label limit where no label can reach it
-    (``fitted_label_limits``) and memoised by spec (``_SVG_MEMO``, and between processes in
+    its data cut to the columns it reads (``slim_spec``), no label limit where no label reaches it and
+    labels that do truncated as Vega would (``labels.fitted_label_limits``) and memoised by spec (``_SVG_MEMO``, and between processes in
     ``svg_cache_folder``). Used by batch report kernels (``report.kernelside``)."""
     with debug_mode(False):
         spec = chart.to_dict(validate=False, context={"pre_transform": False})
@@ -559,9 +480,6 @@ def _drawn(spec: dict, key: str) -> dict:
     except OSError:   # read-only home, a file pruned by another process: the drawing stands
         pass
     return bundle
-
-
-FONTS_CONF = TEMPLATE_DIR / "vl-convert-fonts.conf"
 
 
 def vendored_fonts_only() -> bool:

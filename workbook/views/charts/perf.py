@@ -95,15 +95,24 @@ def memory_breakdown(df: pd.DataFrame, memory_bytes: float | None = None) -> alt
     return chart.properties(title="Memory by component", width=480, height=max(90, 34 * d["setting"].nunique()))
 
 
+# The least gap between two x-axis labels of the calibration chart that Vega leaves both shown (its
+# ``labelSeparation``, default 0; the labels are hidden greedily, left to right, as Vega-Lite sets for a log
+# scale): a log axis labels 1, 2, 3, 4, 5 x each power of ten (d3's log tick format), and with no gap
+# required "10,000" and "20,000" were drawn 1 px apart, reading "10,00020,000". A space at 11 px is 3.1 px.
+CALIBRATION_LABEL_GAP_PX = 4
+
+
 def calibration(table: pd.DataFrame) -> alt.Chart:
     """Predicted against published for every calibration run (``calibrate.calibration_table``), one
-    panel per kind, log scales, the diagonal for reference; held-out runs as a second shape."""
+    panel per kind, log scales, the diagonal for reference; held-out runs as a second shape. Two x-axis
+    labels closer than ``CALIBRATION_LABEL_GAP_PX`` are not both drawn."""
     if table is None or table.empty:
         return empty("No calibration runs.")
     d = keep(table, "run", "family", "metric", "value", "predicted", "error", "split", "kind").assign(
         held_out=table["split"].eq("holdout"))
     base = Chart(d).encode(
-        x=alt.X("value:Q", scale=alt.Scale(type="log"), title="published (one definition)"),
+        x=alt.X("value:Q", scale=alt.Scale(type="log"), title="published (one definition)",
+                axis=alt.Axis(labelSeparation=CALIBRATION_LABEL_GAP_PX)),
         y=alt.Y("predicted:Q", scale=alt.Scale(type="log"), title="model"),
         color=alt.Color("family:N", title="Family"),
         tooltip=["run", "family", "metric", alt.Tooltip("value:Q", format=".4g"), alt.Tooltip("predicted:Q", format=".4g"),
