@@ -313,3 +313,18 @@ def test_fuzz_yaml_texts_give_data_or_a_yaml_error(text):
         parse_scenario(data, "fuzz.yaml")
     except InputError:
         pass
+
+
+def test_read_yaml_hands_out_a_fresh_copy_of_a_document_read_before():
+    """``read_yaml`` remembers documents by their text: a second read equals the first, shares no
+    object with it (a caller may change its copy) and a refused document is refused every time."""
+    text = "name: t\nworkload:\n  task: training\n  tokens: 2e12\n  list: [1, 2]\n"
+    first = read_yaml(text)
+    first["workload"]["list"].append(3)
+    first["name"] = "changed"
+    second = read_yaml(text)
+    assert second == {"name": "t", "workload": {"task": "training", "tokens": 2e12, "list": [1, 2]}}
+    assert second["workload"] is not read_yaml(text)["workload"]
+    for _ in range(2):
+        with pytest.raises(Exception, match="duplicate key"):
+            read_yaml("a: 1\na: 2\n")
