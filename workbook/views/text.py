@@ -103,6 +103,9 @@ def _visible(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+_BLANK_TEXT = html.escape(BLANK)
+
+
 def _values(col: pd.Series) -> list:
     """A column's values as iterating it yields them (``list(col)``), read in one call where pandas
     holds them in a numpy array: numpy dtypes (``Series.__iter__`` maps ``ndarray.item``, which
@@ -154,6 +157,8 @@ def table_html(df: pd.DataFrame | None, columns=None, labels: dict | None = None
                 t = figures.get(v)
                 if t is None:   # _cell of a float is number's text (NaN: both the dash)
                     t = figures[v] = f"<td{k}>{html.escape(number(v))}</td>"
+            elif v is None:
+                t = f"<td{k}>{_BLANK_TEXT}</td>"                       # esc(_cell(None))
             elif tv is int or tv is bool:
                 t = others.get((tv, v))
                 if t is None:
