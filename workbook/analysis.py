@@ -269,18 +269,18 @@ def records(df: pd.DataFrame) -> list[dict]:
     fast = [isinstance(dt, np.dtype) and dt.kind in "fiub" for dt in dtypes]
     text = [isinstance(dt, pd.StringDtype) for dt in dtypes]
     columns = []
-    for i, (c, f) in enumerate(zip(cols, fast)):
+    for i, ((_, col), f) in enumerate(zip(df.items(), fast)):   # items(): each column by position, as iloc[:, i]
         if f:
-            a = df.iloc[:, i].to_numpy()
+            a = col.to_numpy()
             v = a.tolist()
             if a.dtype.kind == "f":  # NaN and infinities to None: only where numpy finds them
                 for j in np.flatnonzero(~np.isfinite(a)).tolist():
                     v[j] = None
             columns.append(v)
         elif text[i]:  # strings as they are, a missing value (NaN or NA) through ``jsonable`` (None)
-            columns.append([x if type(x) is str else jsonable(x) for x in df.iloc[:, i].to_numpy(dtype=object).tolist()])
+            columns.append([x if type(x) is str else jsonable(x) for x in col.to_numpy(dtype=object).tolist()])
         else:  # object and extension columns (nullable ints and booleans, lists): each value as it is
-            columns.append([jsonable(x) for x in df.iloc[:, i].to_numpy(dtype=object).tolist()])
+            columns.append([jsonable(x) for x in col.to_numpy(dtype=object).tolist()])
     keys = [str(c) for c in cols]
     return [dict(zip(keys, row)) for row in zip(*columns)]
 

@@ -156,3 +156,19 @@ def test_a_workload_read_from_a_hugging_face_config_is_named_by_its_config():
     assert text.model_label(w) == "config models/llama/config.json"
     assert text.model_label(SimpleNamespace(model="llama-3.1-8b", hf_config=None, architecture=None)) == "llama-3.1-8b"
     assert text.model_label(SimpleNamespace(model=None, hf_config=None, architecture=None)) == "generic model"
+
+
+def test_table_html_reads_each_column_as_iterating_it_does():
+    """``text._values`` reads numpy and Python-string columns in one call: the same values, of the same
+    types (Python floats, ints, booleans, the strings and blanks as stored), as ``list(col)``; other
+    extension columns (nullable ints and booleans, categories, dates) are iterated."""
+    df = pd.DataFrame({"f": [1.5, np.nan, -0.0, np.inf], "i": [1, 2, 3, 4], "b": [True, False, True, False],
+                       "s": pd.Series(["a", None, "a", "<b>"], dtype="str"), "o": ["x", None, 3, [1, 2]],
+                       "n": pd.array([1, None, 3, 4], dtype="Int64"), "nb": pd.array([True, None, False, True], dtype="boolean"),
+                       "c": pd.Categorical(["u", "v", "u", "v"]), "d": pd.to_datetime(["2026-01-01"] * 4)})
+    for c in df.columns:
+        got, want = text._values(df[c]), list(df[c])
+        assert [type(v) for v in got] == [type(v) for v in want], c
+        assert all(g is w or g == w or (g != g and w != w) for g, w in zip(got, want)), c
+    html = text.table_html(df)
+    assert "<td>1.5</td>" in html and "&lt;b&gt;" in html and "<td>yes</td>" in html and "<td>1</td>" in html

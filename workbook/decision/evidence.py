@@ -345,13 +345,16 @@ def _pair_savings(priced: pd.DataFrame, model: str) -> pd.DataFrame:
 
 def _pairs(priced: pd.DataFrame, model: str) -> pd.DataFrame:
     metric = "cost_usd" if priced["metric"].iloc[0] == "cost_usd" else "usd_per_month"
-    hourly, pm = priced["usd_per_instance_hour"].notna(), priced["pricing_model"]
+    # the rows as positions from numpy arrays (``==`` on the object array is the Series' elementwise test, a
+    # missing way to pay is unequal to every name), then a take of the few columns read: the rows and values of
+    # ``priced.loc[mask, cols]``
+    hourly, pm = priced["usd_per_instance_hour"].notna().to_numpy(), priced["pricing_model"].to_numpy(dtype=object)
     od = _memo("on-demand prices", priced,
-               lambda: priced.loc[(pm == "on_demand") & hourly, ["offering", "usd_per_instance_hour", metric]])
+               lambda: priced[["offering", "usd_per_instance_hour", metric]].take(np.flatnonzero((pm == "on_demand") & hourly)))
     # the columns read below and by the claims (the savings), not every priced column
     cols = [c for c in dict.fromkeys(["offering", "usd_per_instance_hour", "sticker_usd_per_instance_hour", metric])
             if c in priced]
-    other = priced.loc[(pm == model) & hourly, cols]
+    other = priced[cols].take(np.flatnonzero((pm == model) & hourly))
     keys = od["offering"]
     if keys.notna().all() and keys.is_unique:
         # one on-demand row per offering: the inner merge on "offering" is a lookup (left rows in order)

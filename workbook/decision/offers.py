@@ -103,7 +103,9 @@ def energy_summary(s: Scenario, priced: pd.DataFrame) -> pd.DataFrame:
     (``workbook.cost.energy``: chip power x system overhead x utilization x PUE, x the region's grid
     intensity), lowest CO2e first (unknown last); training: the run, serving: a month and the horizon."""
     metric = metric_of(s)
-    ok = priced[priced["offering"].notna() & priced["excluded_reason"].isna() & priced[metric].notna()]
+    # the columns shown and sorted on, not every priced column through the filter and the two sorts
+    keep = list(dict.fromkeys(c for c in (*ENERGY_COLUMNS, metric, "co2_kg", "energy_kwh") if c in priced))
+    ok = priced.loc[priced["offering"].notna() & priced["excluded_reason"].isna() & priced[metric].notna(), keep]
     if ok.empty or "energy_kwh" not in ok:
         return pd.DataFrame(columns=ENERGY_COLUMNS)
     best = ok.sort_values(metric, kind="stable").drop_duplicates("offering")

@@ -225,9 +225,13 @@ def break_ties(ranked: pd.DataFrame, tied: list[str]) -> pd.DataFrame:
     (``TIE_BREAKERS``: lower point-estimate cost, then fewer chips) at the head, ranks renumbered."""
     if not tied or ranked.empty:
         return ranked
-    group = ranked["option"].isin([ranked["option"].iloc[0], *tied])
-    head = ranked[group].sort_values(["cost_value", "chips"], kind="stable")
-    out = pd.concat([head, ranked[~group]]).reset_index(drop=True)
+    group = ranked["option"].isin([ranked["option"].iloc[0], *tied]).to_numpy()
+    at = np.flatnonzero(group)
+    # the group sorted as ``ranked[group].sort_values(...)`` orders it, then the rest in order: the rows of
+    # that concatenation in one take of the wide frame instead of two filters and a concat
+    keys = ranked[["cost_value", "chips"]].iloc[at].reset_index(drop=True)
+    head = at[keys.sort_values(["cost_value", "chips"], kind="stable").index.to_numpy()]
+    out = ranked.take(np.concatenate([head, np.flatnonzero(~group)])).reset_index(drop=True)
     out["rank"] = np.arange(1, len(out) + 1)
     return out
 
@@ -237,16 +241,19 @@ def ranking_table(ranked: pd.DataFrame, s: Scenario) -> pd.DataFrame:
     if ranked.empty:
         return ranked
     training = s.is_training
-    best = ranked.drop_duplicates(["accelerator", "pricing_model"]).copy()
-    best["rank"] = np.arange(1, len(best) + 1)
     cols = ["rank", "accelerator", "pricing_model", "provider", "offering", "region"]
     cols += (["cost_usd", "cost_usd_low", "cost_usd_high", "training_days"] if training
              else ["usd_per_million_tokens", "usd_per_million_tokens_low", "usd_per_million_tokens_high",
                    "usd_per_month", "tpot_ms"])
-    cols += [c for c in ("p_cheapest",) if c in best]
+    cols += [c for c in ("p_cheapest",) if c in ranked]
     cols += ["cost_score", "time_score", "ecosystem_score", "portability_score", "supply_risk_score", "score", "pareto",
              "option"]
-    return best[[c for c in cols if c in best]].reset_index(drop=True)
+    # the first row of each accelerator x way to pay (``drop_duplicates``), only the columns shown (not a copy of
+    # every priced column first)
+    first = ~ranked.duplicated(["accelerator", "pricing_model"]).to_numpy()
+    best = ranked.loc[first, [c for c in cols if c in ranked and c != "rank"]].copy()
+    best.insert(0, "rank", np.arange(1, len(best) + 1))
+    return best.reset_index(drop=True)
 
 
 
@@ -261,8 +268,11 @@ def _weight_flips(s: Scenario, ranked: pd.DataFrame) -> list[str]:
     The score difference is linear in one weight w_k: D(w_k') = D + (w_k' - w_k)·d_k."""
     w = weights(s)
     win_row = ranked.iloc[0]
+    # the columns read below (the scores, and ``describe``'s) of the other accelerator x way to pay rows
     rivals = ranked.iloc[1:]
-    rivals = rivals[(rivals["accelerator"] != win_row["accelerator"]) | (rivals["pricing_model"] != win_row["pricing_model"])]
+    other = ((rivals["accelerator"] != win_row["accelerator"]) | (rivals["pricing_model"] != win_row["pricing_model"]))
+    rivals = rivals.loc[other, [c for c in ("accelerator", "pricing_model", "provider", "instance", "region",
+                                            *[f"{k}_score" for k in CRITERIA]) if c in rivals]]
     if rivals.empty:
         return []
     sc = rivals[[f"{k}_score" for k in CRITERIA]].to_numpy(float)
@@ -327,7 +337,10 @@ def _utilization_flip(s: Scenario, winner: pd.Series, priced: pd.DataFrame) -> s
     """Break-even utilization between a commitment and on-demand on the same offering, or the
     interruption rate at which spot stops paying."""
     p = s.pricing
-    same = priced[(priced["offering"] == winner["offering"]) & priced["usd_per_instance_hour"].notna()]
+    # the offering's priced rows, the columns read below
+    same = priced.loc[(priced["offering"] == winner["offering"]) & priced["usd_per_instance_hour"].notna(),
+                      [c for c in ("pricing_model", "usd_per_instance_hour", "term_months", "horizon_eff_months",
+                                   "duty_fraction") if c in priced]]
     od = same[same["pricing_model"] == "on_demand"]
     if winner["kind"] == "reserved" and winner["pricing_model"] != "purchase" and len(od):
         u_star = float(cost.breakeven_utilization_commit(winner["usd_per_instance_hour"],
@@ -365,9 +378,9 @@ def _constraint_flips(s: Scenario, priced: pd.DataFrame, ranked: pd.DataFrame, m
     cols = [c for c in ("option", "accelerator", "pricing_model", "provider", "instance", "region", metric, "cost_usd",
                         "usd_total", "training_days", "tpot_ms", "chips") if c in priced]
     cols = list(dict.fromkeys(cols))
-    ex = priced[priced["excluded_reason"].notna() & priced[metric].notna()]
-    codes = [tuple(c) for c in ex["excluded_codes"]]
-    ex = ex[cols]
+    rows = priced["excluded_reason"].notna() & priced[metric].notna()
+    codes = [tuple(c) for c in priced.loc[rows, "excluded_codes"]]
+    ex = priced.loc[rows, cols]
     out, ranked_rows = [], None
     for key in ("budget", "deadline", "chips"):
         only = ex[np.array([c == (key,) for c in codes], dtype=bool)]

@@ -125,8 +125,8 @@ def _choose(ranked: pd.DataFrame) -> tuple[pd.Series, int | None]:
     """The winner (top of the ranking) and the runner-up's row: the best option on another
     accelerator, else the second option."""
     win = ranked.iloc[0]
-    others = ranked[ranked["accelerator"] != win["accelerator"]]
-    runner_idx = int(others.index[0]) if len(others) else (1 if len(ranked) > 1 else None)
+    others = np.flatnonzero((ranked["accelerator"] != win["accelerator"]).to_numpy())  # positions, not a filtered copy
+    runner_idx = int(ranked.index[others[0]]) if len(others) else (1 if len(ranked) > 1 else None)
     return win, runner_idx
 
 

@@ -365,8 +365,10 @@ def tp_curve(p: Profile, acc, w: Workload, tp_values=None, efficiency: Efficienc
     else:
         bw, lat = _net(acc, net_bytes_per_s)
         layouts = [Layout(int(t), 1, 1, bw, lat) for t in sorted({int(t) for t in tp_values})]
-    frames = [_curve_rows(eff, p, acc, w, lay, memory_headroom, batches, pinned, I, O) for lay in layouts]
-    df = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    parts = [_curve_rows(eff, p, acc, w, lay, memory_headroom, batches, pinned, I, O) for lay in layouts]
+    # one frame of the layouts' columns joined end to end: the rows, values and dtypes of a frame per layout
+    # concatenated (``pd.concat(..., ignore_index=True)``), without building a frame per layout
+    df = pd.DataFrame({c: np.concatenate([part[c] for part in parts]) for c in parts[0]}) if parts else pd.DataFrame()
     if len(df):
         df["meets_tpot_slo"] = True if w.tpot_slo_ms is None else df["tpot_ms"] <= w.tpot_slo_ms
         df["meets_ttft_slo"] = True if w.ttft_slo_ms is None else df["ttft_ms"] <= w.ttft_slo_ms
@@ -384,12 +386,16 @@ def _curve_rows(eff, p, acc, w, lay: Layout, headroom, batches, pinned, I, O) ->
     seq = _seq_tokens(w, I, O)
     mb = float(max_batch_fit(p, acc, lay.tp, seq, w.weight_precision, w.kv_precision, headroom, lay))
     kv = bs * seq * kv_bytes_per_token_held(p, acc, lay.tp, w.kv_precision)
-    return pd.DataFrame({
-        "accelerator": acc["accelerator"] if "accelerator" in acc else acc.name, "tp": lay.tp, "pp": lay.pp,
-        "ep": lay.ep, "batch": bs.astype(int),
+    n = len(bs)
+    cols = {
+        "accelerator": np.full(n, acc["accelerator"] if "accelerator" in acc else acc.name, dtype=object),
+        "tp": np.full(n, lay.tp, dtype=np.int64), "pp": np.full(n, lay.pp, dtype=np.int64),
+        "ep": np.full(n, lay.ep, dtype=np.int64), "batch": bs.astype(int),
         "memory_per_chip_bytes": (stored_weight_bytes(p, w.weight_precision, lay) + kv) / lay.chips,
         "fits": bs <= mb, "ttft_ms": pt["ttft_s"] * 1e3, "tpot_ms": pt["tpot_s"] * 1e3,
         "decode_compute_ms": pt["decode_compute_s"] * 1e3, "decode_memory_ms": pt["decode_memory_s"] * 1e3,
         "decode_comm_ms": pt["decode_comm_s"] * 1e3, "output_tokens_per_s": pt["output_tokens_per_s"],
         "output_tokens_per_s_per_chip": pt["output_tokens_per_s"] / lay.chips,
-        "chosen": (bs == chosen["batch"]) if chosen else False})
+        "chosen": (bs == chosen["batch"]) if chosen else np.zeros(n, dtype=bool)}
+    # each column an array of the layout's rows (a scalar repeated, as a frame broadcasts it)
+    return {c: np.broadcast_to(v, (n,)) if np.ndim(v) == 0 else np.asarray(v) for c, v in cols.items()}

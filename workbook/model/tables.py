@@ -101,10 +101,17 @@ def roofline_table(accelerators: pd.DataFrame, precision: str = "bf16") -> pd.Da
         if math.isnan(pk):
             continue
         att = np.minimum(pk, ai * float(a["memory_bytes_per_s"]))
-        rows.append(pd.DataFrame({"accelerator": a["accelerator"], "intensity_flops_per_byte": ai,
-                                  "attainable_flops_per_s": att, "peak_flops_per_s": pk,
-                                  "ridge_flops_per_byte": pk / float(a["memory_bytes_per_s"])}))
-    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+        rows.append((a["accelerator"], att, pk, pk / float(a["memory_bytes_per_s"])))
+    if not rows:
+        return pd.DataFrame()
+    # one frame of every accelerator's 60 points (the rows, values and dtypes of a frame per accelerator
+    # concatenated), the scalars repeated per point
+    n = len(ai)
+    return pd.DataFrame({"accelerator": np.repeat(np.array([r[0] for r in rows], dtype=object), n),
+                         "intensity_flops_per_byte": np.tile(ai, len(rows)),
+                         "attainable_flops_per_s": np.concatenate([r[1] for r in rows]),
+                         "peak_flops_per_s": np.repeat(np.array([r[2] for r in rows], dtype=float), n),
+                         "ridge_flops_per_byte": np.repeat(np.array([r[3] for r in rows], dtype=float), n)})
 
 
 def roofline_lines(s: Scenario) -> pd.DataFrame:

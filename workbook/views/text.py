@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 import pandas as pd
+from pandas.core.arrays.string_ import StringArray
 
 from ..scenario import Scenario
 from ..terms import SECONDS_PER_DAY, chips_billed_label, usd
@@ -102,6 +103,22 @@ def _visible(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+_BLANK_TEXT = html.escape(BLANK)
+
+
+def _values(col: pd.Series) -> list:
+    """A column's values as iterating it yields them (``list(col)``), read in one call where pandas
+    holds them in a numpy array: numpy dtypes (``Series.__iter__`` maps ``ndarray.item``, which
+    ``tolist`` does at once: the same Python floats, ints and booleans, the same objects) and
+    Python-backed strings (iterating gives each element of the backing object array as it is)."""
+    arr = col._values
+    if isinstance(arr, np.ndarray):
+        return arr.tolist()
+    if type(arr) is StringArray:
+        return arr._ndarray.tolist()
+    return list(col)
+
+
 def table_html(df: pd.DataFrame | None, columns=None, labels: dict | None = None, highlight_first: bool = False,
                max_rows: int = 100) -> str:
     """A frame as an HTML table for notebooks, reports and the app: escaped text, readable numbers
@@ -116,9 +133,8 @@ def table_html(df: pd.DataFrame | None, columns=None, labels: dict | None = None
     # a column at a time: its values as ``itertuples`` yields them (iterating the column), each text
     # made once per distinct string (the ledger's 1,500 rows repeat their categories, sources and dates)
     kind, texts = {}, []
-    for j, c in enumerate(cols):
-        col = shown.iloc[:, j]
-        values = list(col)
+    for c, (_, col) in zip(cols, shown.items()):
+        values = _values(col)
         if isinstance(col.dtype, pd.CategoricalDtype):   # Series.map maps categories, not values
             words = col.map(lambda v: isinstance(v, str)).mean() > 0.5
             long = words and col.map(lambda v: len(v) if isinstance(v, str) else 0).max() > 32
@@ -129,6 +145,7 @@ def table_html(df: pd.DataFrame | None, columns=None, labels: dict | None = None
         k = kind[c] = ' class="wb-text"' if long else (' class="wb-str"' if words else "")
         seen: dict = {}       # text by string
         figures: dict = {}    # text by float (equal floats read the same: -0.0 and 0.0 both "0")
+        others: dict = {}     # text by (type, value) of ints and booleans (True == 1: the type tells them apart)
         out = []
         for v in values:
             tv = type(v)
@@ -138,8 +155,14 @@ def table_html(df: pd.DataFrame | None, columns=None, labels: dict | None = None
                     t = seen[v] = f"<td{k}>{html.escape(v)}</td>"        # esc(_cell(v)) of a string
             elif tv is float:
                 t = figures.get(v)
+                if t is None:   # _cell of a float is number's text (NaN: both the dash)
+                    t = figures[v] = f"<td{k}>{html.escape(number(v))}</td>"
+            elif v is None:
+                t = f"<td{k}>{_BLANK_TEXT}</td>"                       # esc(_cell(None))
+            elif tv is int or tv is bool:
+                t = others.get((tv, v))
                 if t is None:
-                    t = figures[v] = f"<td{k}>{esc(_cell(v))}</td>"
+                    t = others[(tv, v)] = f"<td{k}>{esc(_cell(v))}</td>"
             else:
                 t = f"<td{k}>{esc(_cell(v))}</td>"
             out.append(t)
