@@ -63,7 +63,7 @@ def comparison(df: pd.DataFrame, metric: str | None = None) -> alt.Chart:
     title = titles.get(metric, metric)
     y = alt.Y("accelerator:N", sort=alt.EncodingSortField(field=metric, order="ascending"), title=None)
     bars = Chart(d).mark_bar(opacity=0.8).encode(
-        y=y, x=alt.X(f"{metric}:Q", title=title), color=alt.Color("family:N", title="Family"),
+        y=y, x=alt.X(f"{metric}:Q", title=title), color=alt.Color("family:N", title="Family", scale=alt.Scale(scheme=FAMILY_SCHEME)),
         tooltip=["accelerator", "chips", alt.Tooltip(f"{metric}:Q", format=",.3g"),
                  alt.Tooltip(f"{metric}_low:Q", format=",.3g", title="P10"),
                  alt.Tooltip(f"{metric}_high:Q", format=",.3g", title="P90"), "calibrated"])
@@ -95,6 +95,11 @@ def memory_breakdown(df: pd.DataFrame, memory_bytes: float | None = None) -> alt
     return chart.properties(title="Memory by component", width=480, height=max(90, 34 * d["setting"].nunique()))
 
 
+# Colours of accelerator families: Vega's default "category10" repeats after ten, and the calibration
+# runs span 13 families (tpu-v4 drew in amd-cdna3's blue, tpu-v5e in aws-inferentia2's orange); Tableau's
+# 20 colours (Vega's "tableau20" scheme) keep up to 20 apart.
+FAMILY_SCHEME = "tableau20"
+
 # The least gap between two x-axis labels of the calibration chart that Vega leaves both shown (its
 # ``labelSeparation``, default 0; the labels are hidden greedily, left to right, as Vega-Lite sets for a log
 # scale): a log axis labels 1, 2, 3, 4, 5 x each power of ten (d3's log tick format), and with no gap
@@ -109,15 +114,15 @@ def calibration(table: pd.DataFrame) -> alt.Chart:
     if table is None or table.empty:
         return empty("No calibration runs.")
     d = keep(table, "run", "family", "metric", "value", "predicted", "error", "split", "kind").assign(
-        held_out=table["split"].eq("holdout"))
+        run_kind=table["split"].eq("holdout").map({True: "held out", False: "fitted"}))
     base = Chart(d).encode(
         x=alt.X("value:Q", scale=alt.Scale(type="log"), title="published (one definition)",
                 axis=alt.Axis(labelSeparation=CALIBRATION_LABEL_GAP_PX)),
         y=alt.Y("predicted:Q", scale=alt.Scale(type="log"), title="model"),
-        color=alt.Color("family:N", title="Family"),
+        color=alt.Color("family:N", title="Family", scale=alt.Scale(scheme=FAMILY_SCHEME)),
         tooltip=["run", "family", "metric", alt.Tooltip("value:Q", format=".4g"), alt.Tooltip("predicted:Q", format=".4g"),
                  alt.Tooltip("error:Q", format="+.0%"), "split"])
-    pts = base.mark_point(size=45, filled=True).encode(shape=alt.Shape("held_out:N", title="held out"))
+    pts = base.mark_point(size=45, filled=True).encode(shape=alt.Shape("run_kind:N", title="Run", sort=["fitted", "held out"]))
     diag = base.mark_line(color="#999", strokeDash=[3, 3]).encode(x="value:Q", y="value:Q", color=alt.value("#999"))
     return (diag + pts).properties(width=230, height=230).facet(facet=alt.Facet("kind:N", title=None), columns=2).resolve_scale(
         x="independent", y="independent")
