@@ -15,6 +15,7 @@ import math
 import os
 import pickle
 import sys
+import threading
 from pathlib import Path
 
 import pandas as pd
@@ -278,7 +279,7 @@ def _validated(name: str, schema: dict[str, Col], path: Path, deps, fresh) -> pd
     df = fresh()
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(f".{cache.name}.{os.getpid()}")
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.{threading.get_ident()}")
         try:
             with open(tmp, "wb") as fh:
                 pickle.dump(df, fh, protocol=pickle.HIGHEST_PROTOCOL)
