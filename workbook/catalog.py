@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import csv
 import difflib
+import hashlib
 import io
 import functools
 import math
+import os
+import pickle
+import sys
+import threading
 from pathlib import Path
 
 import pandas as pd
@@ -172,11 +177,17 @@ def load(name: str, data_dir: str | None = None) -> pd.DataFrame:
 def _load(name: str, data_dir: str | None) -> pd.DataFrame:
     if name not in SCHEMAS:
         raise InputError(f"unknown catalog {name!r}; expected one of {', '.join(SCHEMAS)}")
-    path = Path(data_dir) if data_dir else paths.DATA_DIR
-    path = path / f"{name}.csv"
+    folder = Path(data_dir) if data_dir else paths.DATA_DIR
+    path = folder / f"{name}.csv"
     rel = paths.rel(path)
     if not path.exists():
         raise InputError(f"{rel}: file not found")
+    deps = [folder / f"{d}.csv" for d in CHECKED_AGAINST.get(name, ())]
+    return _validated(name, SCHEMAS[name], path, deps, lambda: _load_fresh(name, data_dir, path, rel))
+
+
+def _load_fresh(name: str, data_dir: str | None, path: Path, rel: str) -> pd.DataFrame:
+    """``data/<name>.csv`` read and validated (``_load`` without the disk cache)."""
     raw = read_table(path, rel)
     key = {"accelerators": "accelerator", "offerings": "offering", "models": "model"}.get(name)
     df = validate_frame(raw, SCHEMAS[name], rel, key)
@@ -205,6 +216,100 @@ def _load(name: str, data_dir: str | None) -> pd.DataFrame:
 
 
 load.cache_clear = _load.cache_clear
+
+
+# catalog -> the other catalogs its validation reads (the foreign keys; lead_times names accelerator
+# ids or families): part of the disk cache's key, so that a changed accelerators.csv re-validates them
+CHECKED_AGAINST = {**{name: (target,) for name, (_, target) in FOREIGN_KEYS.items()},
+                   "lead_times": ("accelerators",)}
+
+
+# --- the disk cache of validated catalogs -------------------------------------------------------------
+
+CACHE_FORMAT = 1   # bump when what a cache file holds changes
+KEEP_PER_CATALOG = 4   # cache files kept per catalog name (one per state of its files)
+_SOURCE_FILES = ("catalog.py", "schemas.py")   # the code that parses and validates a catalog
+_SOURCE_DIGEST: list = []
+
+
+def _source_digest() -> str:
+    """sha256 of this module's and ``schemas``' source, of the package version and of the library
+    versions a frame's parse and pickle depend on (pandas, numpy, Python), read once per process."""
+    if not _SOURCE_DIGEST:
+        import numpy as np
+
+        h = hashlib.sha256(f"format {CACHE_FORMAT} workbook {paths.VERSION} pandas {pd.__version__} "
+                           f"numpy {np.__version__} python {sys.version}\n".encode())
+        for f in _SOURCE_FILES:
+            h.update(f.encode() + b" " + hashlib.sha256((paths.PACKAGE_DIR / f).read_bytes()).digest())
+        _SOURCE_DIGEST.append(h.hexdigest())
+    return _SOURCE_DIGEST[0]
+
+
+def _cache_key(name: str, schema: dict[str, Col], files) -> str:
+    """What a validated catalog depends on: the code (``_source_digest``), the schema it was checked
+    against, and the bytes of its file and of the catalogs its checks read (``CHECKED_AGAINST``), by
+    content (sha256), so that any edit, a copy or a moved data folder is judged by what it holds."""
+    h = hashlib.sha256(f"{_source_digest()} {name} {schema!r}\n".encode())
+    for f in files:
+        h.update(f"{f.name} ".encode() + hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def _validated(name: str, schema: dict[str, Col], path: Path, deps, fresh) -> pd.DataFrame:
+    """``fresh()`` (read and validate ``path``), or the frame a previous process validated from the
+    same bytes: a pickle in ``paths.cache_dir()`` named by ``_cache_key``. Only a frame that passed
+    validation is written (a bad file raises in ``fresh`` before), so a bad file is refused with the
+    same message every time. The file is written to a temporary name and renamed, so that a reader
+    sees a whole file or none; a missing, unreadable, corrupt or foreign cache file only costs the
+    fresh load, and so does a cache folder that cannot be written. A missing dependency (a test's
+    data folder without accelerators.csv) bypasses the cache."""
+    try:
+        key = _cache_key(name, schema, [path, *deps])
+    except OSError:
+        return fresh()
+    cache = paths.cache_dir() / f"catalog-{name}-{key[:32]}.pkl"
+    try:
+        with open(cache, "rb") as fh:
+            df = pickle.load(fh)
+        if isinstance(df, pd.DataFrame) and list(df.columns) == list(schema):
+            return df
+    except Exception:  # missing, truncated, from another pandas: validate again
+        pass
+    df = fresh()
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.{threading.get_ident()}")
+        try:
+            with open(tmp, "wb") as fh:
+                pickle.dump(df, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, cache)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+        prune_cache(cache.parent, name)
+    except Exception:  # a read-only or full cache folder, an unpicklable value: the frame still holds
+        pass
+    return df
+
+
+def prune_cache(folder: Path, name: str, keep: int = KEEP_PER_CATALOG) -> list[Path]:
+    """Delete all but the ``keep`` newest ``catalog-<name>-*.pkl`` of ``folder`` (every edit of a
+    catalog writes a new one). Returns the files removed; one that vanished meanwhile is skipped."""
+    found = []
+    for f in folder.glob(f"catalog-{name}-*.pkl"):
+        try:
+            found.append((f.stat().st_mtime_ns, f))
+        except OSError:
+            pass
+    removed = []
+    for _, f in sorted(found, reverse=True)[keep:]:
+        try:
+            f.unlink()
+            removed.append(f)
+        except OSError:
+            pass
+    return removed
 
 
 def _check_lead_times(df: pd.DataFrame, rel: str, data_dir: str | None) -> None:
@@ -387,7 +492,7 @@ def read_module_table(name: str, schema: dict[str, Col]) -> pd.DataFrame:
     rel = paths.rel(path)
     if not path.exists():
         raise InputError(f"{rel}: file not found")
-    return validate_frame(read_table(path, rel), schema, rel)
+    return _validated(name, schema, path, (), lambda: validate_frame(read_table(path, rel), schema, rel))
 
 
 def _optional(name: str) -> pd.DataFrame:

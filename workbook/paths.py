@@ -25,7 +25,8 @@ MAX_SHOWN_CHARS = 200   # a message shows at most this much of a path (a 100 kB 
 
 def cache_dir() -> Path:
     """The workbook's per-machine cache folder: ``$WORKBOOK_CACHE_DIR``, default ``~/.cache/workbook``
-    (the calibration tables, ``calibrate.runs``; the drawn charts, ``views.charts.base``). Read on each
+    (the calibration tables, ``calibrate.runs``; the validated catalogs, ``catalog._validated``; the drawn
+    charts, ``views.charts.base``). Read on each
     call, so that a test or a benchmark can point it elsewhere."""
     return Path(os.environ.get("WORKBOOK_CACHE_DIR") or Path.home() / ".cache" / "workbook")
 
