@@ -12,7 +12,7 @@ MAX_LINES = 600
 # Each module's layer: a module may import only modules of a lower layer. Sub-package
 # ``__init__`` modules take the layer of the highest module they import.
 LAYERS = {
-    "errors": 0, "paths": 0, "terms": 0, "inputs": 0.5,
+    "errors": 0, "paths": 0, "terms": 0, "jsontext": 0, "inputs": 0.5,
     "catalog": 1, "schemas": 0.9, "hf": 1, "names": 0,
     "yamlsafe": 0.7, "validation": 0.8, "scenario": 2, "prices": 2, "pricefeeds": 2.3, "azurefeed": 2.4, "pricesync": 2.5,
     "model.profile": 3, "model.comm": 3, "model.queueing": 3, "model.mamf": 3, "model.efficiency": 4, "model.dataparallel": 4.2, "model.moe": 4.8, "model.training": 5, "model.search": 5.5,

@@ -205,12 +205,12 @@ def _estimate(args) -> int:
 
 
 def _json_indented(result) -> str:
-    """``json.dumps(result, indent=2)``: the same text, through ``report.assemble.dumps_indented``
+    """``json.dumps(result, indent=2)``: the same text, through ``jsontext.dumps_indented``
     (the C encoder for the flat containers: about half the time of the pure-Python indenting encoder
     for an estimate's 3 MB); a result it refuses (NaN, which it does not allow) is written by
     ``json.dumps`` as before."""
     try:
-        return importlib.import_module("workbook.report.assemble").dumps_indented(result, indent=2)
+        return importlib.import_module("workbook.jsontext").dumps_indented(result, indent=2)
     except ValueError:
         return json.dumps(result, indent=2)
 
