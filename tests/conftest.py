@@ -1,3 +1,4 @@
+import os
 import sys
 from pathlib import Path
 
@@ -5,6 +6,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+# vl-convert measures text with its vendored font in every test process, as in a report process
+# (``views.charts.base.vendored_fonts_only``, whose file this is): its converter starts once per process
+# and keeps the fonts it started with, so the tests that compare drawings or text widths
+# (tests/views/test_chart_labels.py) failed when an earlier test of the same worker had drawn a chart
+# with the system's fonts. Browsers the tests launch get the environment without it
+# (tests/app/browser_helpers.py).
+VL_CONVERT_FONTS_CONF = str(ROOT / "workbook" / "templates" / "vl-convert-fonts.conf")
+os.environ.setdefault("FONTCONFIG_FILE", VL_CONVERT_FONTS_CONF)
 
 # Input files of tests, not tests: `make test` runs nbval (--nbval-lax) in the same pytest as tests/,
 # which would otherwise collect these notebooks as tests.

@@ -148,7 +148,11 @@ def own_browser(browser):
 
 
 def launch_chromium_type(browser_type):
-    return browser_type.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+    """Chromium with the environment of this process less the font configuration tests/conftest.py
+    gives vl-convert (a folder of no fonts: the browser would draw no text)."""
+    fonts = str(ROOT / "workbook" / "templates" / "vl-convert-fonts.conf")
+    env = {k: v for k, v in os.environ.items() if not (k == "FONTCONFIG_FILE" and v == fonts)}
+    return browser_type.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS, env=env)
 
 
 @dataclass
