@@ -200,7 +200,8 @@ def _instances(df: pd.DataFrame, training: bool) -> tuple[np.ndarray, pd.Series,
     / chips per replica) to an instance, and a replica larger than an instance (pipeline or expert
     parallel across instances) takes ceil(chips per replica / chips per instance) whole instances of
     its own. Its tensor-parallel group must sit inside one instance (``shape``)."""
-    node = df["accelerator"].map(_by_accelerator("chips_per_node")).astype(float)
+    acc = catalog.accelerators()  # its column by accelerator (set_axis), not the whole catalog re-indexed
+    node = df["accelerator"].map(acc["chips_per_node"].set_axis(pd.Index(acc["accelerator"]))).astype(float)
     cpi = df["chips_per_instance"].astype(float)
     chips = df["chips"].astype(float)
     shape = pd.Series(None, index=df.index, dtype=object)
@@ -223,18 +224,9 @@ def _instances(df: pd.DataFrame, training: bool) -> tuple[np.ndarray, pd.Series,
     instances = np.where(per_inst >= 1, np.ceil(replicas / np.maximum(per_inst, 1)), replicas * inst_per_replica)
     bad = tp > cpi
     if bad.any():
-        shape[bad] = ("instance: a replica needs " + tp[bad].astype(int).astype(str) + " chips in one instance "
-                      "(tensor parallel); " + df.loc[bad, "instance"].astype(str) + " has "
-                      + cpi[bad].astype("Int64").astype(str))
+        shape[bad] = ("instance: a replica needs " + tp[bad].astype(int).astype(str) + " chips in one instance (tensor "
+                      "parallel); " + df.loc[bad, "instance"].astype(str) + " has " + cpi[bad].astype("Int64").astype(str))
     return np.asarray(instances, dtype=float), shape, np.asarray(inst_per_replica, dtype=float)
-
-
-def _by_accelerator(column: str) -> pd.Series:
-    """One column of the accelerator catalog indexed by ``accelerator``: the Series
-    ``catalog.accelerators().set_index("accelerator")[column]`` gives (same values, dtype and index) without
-    re-indexing every column of the catalog."""
-    acc = catalog.accelerators()
-    return acc[column].set_axis(pd.Index(acc["accelerator"]))
 
 
 def _porting(porting_usd, accelerators: pd.Series) -> pd.Series:
@@ -297,7 +289,8 @@ def _recipe(s: Scenario, df: pd.DataFrame) -> None:
 def _hosts(df: pd.DataFrame) -> pd.Series:
     """Hosts bought: instances x hosts per instance (an instance or TPU slice of c chips on hosts of
     ``chips_per_node`` chips has max(1, c / chips_per_node) hosts: tpu-v6e-256 = 32 hosts)."""
-    node = df["accelerator"].map(_by_accelerator("chips_per_node")).astype(float)
+    acc = catalog.accelerators()  # its column by accelerator (set_axis), not the whole catalog re-indexed
+    node = df["accelerator"].map(acc["chips_per_node"].set_axis(pd.Index(acc["accelerator"]))).astype(float)
     per = np.maximum(1.0, np.ceil(df["chips_per_instance"].astype(float) / node))
     return df["instances"].astype(float) * per
 
@@ -433,7 +426,7 @@ def price_options(s: Scenario, perf_df: pd.DataFrame, porting_usd=None, offering
     training = s.is_training
     perf = _perf_table(s, perf_df)
     df = _join_prices(s, perf, offerings, systems)
-    df["platform"] = df["accelerator"].map(_by_accelerator("platform"))
+    df["platform"] = df["accelerator"].map(catalog.accelerators().set_index("accelerator")["platform"])
     df["instances"], df["shape_reason"], df["instances_per_replica"] = _instances(df, training)
     df["kind"] = df["pricing_model"].map(KIND)
     df["porting_usd"] = _porting(porting_usd, df["accelerator"])

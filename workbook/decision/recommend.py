@@ -190,12 +190,12 @@ def _reason_tie(ranked: pd.DataFrame, top, tied: pd.DataFrame, n: int) -> list[s
     if tied.empty:
         return []
     shown = tied.head(TIE_LISTED)  # the rest: a count (the ranking has them)
-    # each option's ranked row by position (the fields ``describe`` and ``price_words`` read), not the
-    # wide ranked frame re-indexed by option
+    # each option's ranked row by position, named by its option as ``ranked.set_index("option").loc[o]`` names
+    # it (the fields ``describe`` and ``price_words`` read), not the wide ranked frame re-indexed by option
     at: dict = {}
     for i, o in enumerate(ranked["option"].tolist()):
         at.setdefault(o, i)
-    names = {o: ranked.iloc[at[o]] for o in [top["option"], *shown["option"]] if o in at}
+    names = {o: ranked.iloc[at[o]].rename(o) for o in [top["option"], *shown["option"]] if o in at}
     others = "; ".join(f"{describe(names[t.option])} (score {names[t.option]['score']:.3f}: {_tie_words(t)})"
                        for t in shown.itertuples())
     if len(tied) > len(shown):
