@@ -508,8 +508,11 @@ def error_summary(table: pd.DataFrame | None = None) -> pd.DataFrame:
 
 
 def _median(values: np.ndarray) -> float:
-    """pandas' median of a float column's values (NaN skipped), as ``Series.median`` gives it."""
-    return pd.Series(values, copy=False).median()
+    """pandas' median of a float column's values (NaN skipped), as ``Series.median`` gives it: the call
+    pandas makes for a 1-D float array (``pandas.core.nanops.nanmedian``: ``np.nanmedian`` of the values
+    that are not NaN; NaN when none is left), without a Series and pandas' dispatch per group."""
+    v = values[~np.isnan(values)]
+    return np.nanmedian(v) if v.size else np.nan
 
 
 def summary_markdown(summary: pd.DataFrame | None = None) -> str:

@@ -200,17 +200,18 @@ def _instances(df: pd.DataFrame, training: bool) -> tuple[np.ndarray, pd.Series,
     / chips per replica) to an instance, and a replica larger than an instance (pipeline or expert
     parallel across instances) takes ceil(chips per replica / chips per instance) whole instances of
     its own. Its tensor-parallel group must sit inside one instance (``shape``)."""
-    acc_tab = catalog.accelerators().set_index("accelerator")
-    node = df["accelerator"].map(acc_tab["chips_per_node"]).astype(float)
+    acc = catalog.accelerators()  # its column by accelerator (set_axis), not the whole catalog re-indexed
+    node = df["accelerator"].map(acc["chips_per_node"].set_axis(pd.Index(acc["accelerator"]))).astype(float)
     cpi = df["chips_per_instance"].astype(float)
     chips = df["chips"].astype(float)
     shape = pd.Series(None, index=df.index, dtype=object)
     if training:
         instances = np.ceil(chips / cpi)
         bad = (chips > cpi) & (cpi < np.minimum(chips, node))
-        shape[bad] = ("instance: " + df["instance"].astype(str) + " has " + cpi.astype("Int64").astype(str)
-                      + " chip(s), fewer than the " + node.astype("Int64").astype(str)
-                      + "-chip node the performance model assumes for a multi-node run")
+        if bad.any():  # the reasons' text only where there is one (most offers have none)
+            shape[bad] = ("instance: " + df["instance"].astype(str) + " has " + cpi.astype("Int64").astype(str)
+                          + " chip(s), fewer than the " + node.astype("Int64").astype(str)
+                          + "-chip node the performance model assumes for a multi-node run")
         return instances.to_numpy(float), shape, np.ones(len(df))
     tp = df["tp"].astype(float) if "tp" in df else pd.Series(1.0, index=df.index)
     tp = tp.fillna(1.0)
@@ -222,8 +223,9 @@ def _instances(df: pd.DataFrame, training: bool) -> tuple[np.ndarray, pd.Series,
     inst_per_replica = np.where(per_inst >= 1, 1.0, np.ceil(per_replica / cpi))
     instances = np.where(per_inst >= 1, np.ceil(replicas / np.maximum(per_inst, 1)), replicas * inst_per_replica)
     bad = tp > cpi
-    shape[bad] = ("instance: a replica needs " + tp.astype(int).astype(str) + " chips in one instance (tensor "
-                  "parallel); " + df["instance"].astype(str) + " has " + cpi.astype("Int64").astype(str))
+    if bad.any():
+        shape[bad] = ("instance: a replica needs " + tp[bad].astype(int).astype(str) + " chips in one instance (tensor "
+                      "parallel); " + df.loc[bad, "instance"].astype(str) + " has " + cpi[bad].astype("Int64").astype(str))
     return np.asarray(instances, dtype=float), shape, np.asarray(inst_per_replica, dtype=float)
 
 
@@ -287,7 +289,8 @@ def _recipe(s: Scenario, df: pd.DataFrame) -> None:
 def _hosts(df: pd.DataFrame) -> pd.Series:
     """Hosts bought: instances x hosts per instance (an instance or TPU slice of c chips on hosts of
     ``chips_per_node`` chips has max(1, c / chips_per_node) hosts: tpu-v6e-256 = 32 hosts)."""
-    node = df["accelerator"].map(catalog.accelerators().set_index("accelerator")["chips_per_node"]).astype(float)
+    acc = catalog.accelerators()  # its column by accelerator (set_axis), not the whole catalog re-indexed
+    node = df["accelerator"].map(acc["chips_per_node"].set_axis(pd.Index(acc["accelerator"]))).astype(float)
     per = np.maximum(1.0, np.ceil(df["chips_per_instance"].astype(float) / node))
     return df["instances"].astype(float) * per
 

@@ -178,8 +178,10 @@ def _draws(s: Scenario, priced: pd.DataFrame, n: int, seed: int, price_doubt: bo
             "price_sigma": np.nan_to_num(priced["price_sigma"].to_numpy(float)) if n_off else None}
 
 
-def _evaluate(g: dict, a: int, b: int) -> dict:
-    """The bills of rows ``a:b`` under the draws ``g`` (``_draws``): ``cost``, ``metric``, ``days``."""
+def _evaluate(g: dict, a: int, b: int, metric: bool = True) -> dict:
+    """The bills of rows ``a:b`` under the draws ``g`` (``_draws``): ``cost``, ``metric``, ``days``;
+    ``metric`` False (``monte_carlo``, which reads the costs only) leaves out serving's cost per million
+    tokens, a (rows x draws) division it would not read."""
     priced = g["priced"]
     whole = a == 0 and b == len(priced)
     rec = priced if whole else _Rows(g["arrays"], priced, a, b)
@@ -197,7 +199,8 @@ def _evaluate(g: dict, a: int, b: int) -> dict:
     if g["training"]:
         return {"cost": cost, "metric": cost, "days": out["days"]}
     tokens = np.asarray(rec["tokens_per_month"], dtype=float)
-    return {"cost": cost, "metric": cost / tokens[:, None] * 1e6, "days": out["days"], "tokens": tokens}
+    return {"cost": cost, "metric": cost / tokens[:, None] * 1e6 if metric else None, "days": out["days"],
+            "tokens": tokens}
 
 
 # rows of a Monte Carlo evaluated at once: (rows x draws) blocks of a few MB stay in the cache
@@ -309,7 +312,7 @@ def monte_carlo(s: Scenario, priced: pd.DataFrame, n: int = 10000, seed: int = 0
     try:
         for a in range(0, G, BLOCK_ROWS):
             b = min(G, a + BLOCK_ROWS)
-            d = _evaluate(gu, a, b)
+            d = _evaluate(gu, a, b, metric=False)
             w = d["cost"]  # the bill of the block's representatives at their unit price, no fixed cost
             rows = cand[(group[cand] >= a) & (group[cand] < b)]
             if len(rows):  # the draw-by-draw cheapest; a tie keeps the earlier row, as one argmin over every row does

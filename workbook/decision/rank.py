@@ -180,6 +180,10 @@ def _within_price_doubt(ranked: pd.DataFrame) -> pd.Series:
     return rest["cost_value"].astype(float) * lo <= float(top["cost_value"]) * hi
 
 
+# the columns of the ranked frame that ``ties`` reads once its candidates are chosen
+_TIE_COLUMNS = ("option", "score", "cost_score", "time_score", "cost_value", "time_value")
+
+
 def ties(s: Scenario, priced: pd.DataFrame, ranked: pd.DataFrame, n: int = 2000, seed: int = 0) -> pd.DataFrame:
     """The offers tied with the top-ranked one: its score lead over them is within the model's noise
     and the doubt of the prices (``cost.doubt``), i.e. it does not lead in at least 90% of the joint
@@ -195,6 +199,9 @@ def ties(s: Scenario, priced: pd.DataFrame, ranked: pd.DataFrame, n: int = 2000,
         return pd.DataFrame(columns=cols)
     top = ranked.iloc[0]
     close = ((top["score"] - ranked["score"].iloc[1:]) < TIE_SCORE_WINDOW) | _within_price_doubt(ranked)
+    # the rows below read only these columns (the scores of ``_scores_of``, the option): the same rows of a
+    # narrow frame instead of filters, a concat and a de-duplication of every column of the wide ranked frame
+    ranked = ranked[[c for c in _TIE_COLUMNS if c in ranked]]
     near = ranked.iloc[1:][close].head(TIE_CANDIDATES)
     if near.empty:
         return pd.DataFrame(columns=cols)

@@ -189,13 +189,19 @@ def _reason_tie(ranked: pd.DataFrame, top, tied: pd.DataFrame, n: int) -> list[s
     (``rank.ties``), what makes it (``cause``), and how the tie-breakers (``rank.TIE_BREAKERS``) decided it."""
     if tied.empty:
         return []
-    names, shown = ranked.set_index("option"), tied.head(TIE_LISTED)  # the rest: a count (the ranking has them)
-    others = "; ".join(f"{describe(names.loc[t.option])} (score {names.loc[t.option, 'score']:.3f}: {_tie_words(t)})"
+    shown = tied.head(TIE_LISTED)  # the rest: a count (the ranking has them)
+    # each option's ranked row by position, named by its option as ``ranked.set_index("option").loc[o]`` names
+    # it (the fields ``describe`` and ``price_words`` read), not the wide ranked frame re-indexed by option
+    at: dict = {}
+    for i, o in enumerate(ranked["option"].tolist()):
+        at.setdefault(o, i)
+    names = {o: ranked.iloc[at[o]].rename(o) for o in [top["option"], *shown["option"]] if o in at}
+    others = "; ".join(f"{describe(names[t.option])} (score {names[t.option]['score']:.3f}: {_tie_words(t)})"
                        for t in shown.itertuples())
     if len(tied) > len(shown):
         others += f"; and {len(tied) - len(shown)} more tied offer(s), in the ranking with their scores"
-    prices = ", ".join(f"{describe(names.loc[o])}: {price_words(names.loc[o])}"
-                       for o in [top["option"], *shown["option"]] if o in names.index)
+    prices = ", ".join(f"{describe(names[o])}: {price_words(names[o])}"
+                       for o in [top["option"], *shown["option"]] if o in names)
     decided = (f"Decided by the tie-breakers, {' then '.join(TIE_BREAKERS)}: {describe(ranked.iloc[0])}"
                if reorderable(tied) else
                f"Kept first: {describe(ranked.iloc[0])}, at the catalog's prices (the tie-breakers, "
