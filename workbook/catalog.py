@@ -296,20 +296,7 @@ def _validated(name: str, schema: dict[str, Col], path: Path, deps, fresh) -> pd
 def prune_cache(folder: Path, name: str, keep: int = KEEP_PER_CATALOG) -> list[Path]:
     """Delete all but the ``keep`` newest ``catalog-<name>-*.pkl`` of ``folder`` (every edit of a
     catalog writes a new one). Returns the files removed; one that vanished meanwhile is skipped."""
-    found = []
-    for f in folder.glob(f"catalog-{name}-*.pkl"):
-        try:
-            found.append((f.stat().st_mtime_ns, f))
-        except OSError:
-            pass
-    removed = []
-    for _, f in sorted(found, reverse=True)[keep:]:
-        try:
-            f.unlink()
-            removed.append(f)
-        except OSError:
-            pass
-    return removed
+    return paths.keep_newest(folder, f"catalog-{name}-*.pkl", keep)
 
 
 def _check_lead_times(df: pd.DataFrame, rel: str, data_dir: str | None) -> None:

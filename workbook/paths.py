@@ -74,3 +74,24 @@ def data_state(extra=()) -> tuple:
         except OSError:
             out.append((str(f), None, None))
     return tuple(out)
+
+
+def keep_newest(folder: Path, pattern: str, keep: int) -> list[Path]:
+    """Delete all but the ``keep`` most recently modified files of ``folder`` matching ``pattern`` (a
+    cache's files: every edit of what they are made from writes a new one). Returns the files removed;
+    a file that vanished meanwhile (another process pruning) is skipped, one that cannot be removed
+    is left."""
+    found = []
+    for f in Path(folder).glob(pattern):
+        try:
+            found.append((f.stat().st_mtime_ns, f))
+        except OSError:
+            pass
+    removed = []
+    for _, f in sorted(found, reverse=True)[keep:]:
+        try:
+            f.unlink()
+            removed.append(f)
+        except OSError:
+            pass
+    return removed

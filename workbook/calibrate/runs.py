@@ -425,20 +425,7 @@ def prune_table_cache(folder: Path, keep: int = KEEP_TABLES) -> list[Path]:
     write marks a table used). Every edit of the package or a data file writes a new table, so without
     this the folder grows by one file per source state. Returns the files removed; a file that
     vanished meanwhile (another process pruning) is skipped."""
-    tables = []
-    for f in folder.glob("calibration-*.pkl"):
-        try:
-            tables.append((f.stat().st_mtime, f))
-        except OSError:
-            continue
-    removed = []
-    for _, f in sorted(tables, reverse=True)[keep:]:
-        try:
-            f.unlink()
-            removed.append(f)
-        except OSError:
-            pass
-    return removed
+    return paths.keep_newest(folder, "calibration-*.pkl", keep)
 
 
 def run_rows(runs: pd.DataFrame) -> list[dict]:
