@@ -144,3 +144,19 @@ def test_the_pool_spawns_where_the_forkservers_socket_path_would_be_too_long():
 
     assert socket_dir_fits("/tmp/pymp-abcd1234")
     assert not socket_dir_fits("/tmp/pytest-of-root/pytest-117/popen-gw1/test_a_pooled_batch_ends_at_once_lea0/tmp/pymp-abcd1234")
+
+
+def test_pool_workers_collect_garbage_and_skip_the_forkservers_frozen_imports(tmp_path):
+    """The pool's forkserver imports with the garbage collector off and freezes what it imported
+    (``command.preload_without_collections``, ``report.forkready``); each worker turns the collector on
+    (``execute.worker_init``): a worker has it on, with the imports in the permanent generation."""
+    script = (
+        "import gc, os\n"
+        "os.environ['WORKBOOK_REPORT_BATCH'] = '1'\n"
+        "from workbook.report import pool\n"
+        "with pool.process_pool(1) as ex:\n"
+        "    print(ex.submit(gc.isenabled).result(), ex.submit(gc.get_freeze_count).result() > 10000)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=paths.ROOT,
+                          env={**os.environ, "PYTHONPATH": str(paths.ROOT), "TMPDIR": "/tmp"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import gc
 import os
 import signal
 import tempfile
@@ -234,7 +235,10 @@ def worker_init(runner_pid: int | None = None, progress_dir: str | None = None) 
     the runner ``runner_pid`` is gone (killed with -9: a thread checks every ``RUNNER_POLL_S``; the
     pool's forkserver, the worker's parent, outlives it), kill this worker's kernels and exit, so
     that no kernel outlives the batch (the running job's progress file then ends with ``STOPPED``).
-    ``progress_dir``: where each job's progress file goes (``progress_line``)."""
+    ``progress_dir``: where each job's progress file goes (``progress_line``). The garbage collector,
+    off in the forkserver this worker comes from (``command.preload_without_collections``), is turned on
+    first."""
+    gc.enable()
     _PROGRESS["dir"] = progress_dir
     if hasattr(os, "setsid"):
         # a session of its own, as each kernel had (jupyter_client starts kernels so): a terminal's
