@@ -389,8 +389,14 @@ _BY_ID = {"accelerators": PerLoad(lambda df: df.set_index("accelerator")),
           "models": PerLoad(lambda df: df.set_index("model"))}
 
 
+def accelerators_by_id() -> pd.DataFrame:
+    """The accelerators catalog indexed by id, once per load (callers read it, never change it): a
+    column of it maps ids, ``frame["accelerator"].map(accelerators_by_id()["tdp_w"])``."""
+    return _BY_ID["accelerators"].get(accelerators())
+
+
 def accelerator(ident: str) -> pd.Series:
-    return _BY_ID["accelerators"].get(accelerators()).loc[resolve("accelerators", ident)]
+    return accelerators_by_id().loc[resolve("accelerators", ident)]
 
 
 def model(ident: str) -> pd.Series:

@@ -170,7 +170,7 @@ def _layout(m: dict) -> str | None:
 
 def to_runs(measured: pd.DataFrame) -> pd.DataFrame:
     """One reference-run row (``calibrate.runs`` columns) per figure of each measured run."""
-    fam = catalog.accelerators().set_index("accelerator")["family"]
+    fam = catalog.accelerators_by_id()["family"]
     rows = []
     for _, m in measured.iterrows():
         base = {"run": m["run"], "kind": m["kind"], "model": m["model"], "architecture": m["architecture"],

@@ -200,8 +200,7 @@ def _instances(df: pd.DataFrame, training: bool) -> tuple[np.ndarray, pd.Series,
     / chips per replica) to an instance, and a replica larger than an instance (pipeline or expert
     parallel across instances) takes ceil(chips per replica / chips per instance) whole instances of
     its own. Its tensor-parallel group must sit inside one instance (``shape``)."""
-    acc = catalog.accelerators()  # its column by accelerator (set_axis), not the whole catalog re-indexed
-    node = df["accelerator"].map(acc["chips_per_node"].set_axis(pd.Index(acc["accelerator"]))).astype(float)
+    node = df["accelerator"].map(catalog.accelerators_by_id()["chips_per_node"]).astype(float)
     cpi = df["chips_per_instance"].astype(float)
     chips = df["chips"].astype(float)
     shape = pd.Series(None, index=df.index, dtype=object)
@@ -289,8 +288,7 @@ def _recipe(s: Scenario, df: pd.DataFrame) -> None:
 def _hosts(df: pd.DataFrame) -> pd.Series:
     """Hosts bought: instances x hosts per instance (an instance or TPU slice of c chips on hosts of
     ``chips_per_node`` chips has max(1, c / chips_per_node) hosts: tpu-v6e-256 = 32 hosts)."""
-    acc = catalog.accelerators()  # its column by accelerator (set_axis), not the whole catalog re-indexed
-    node = df["accelerator"].map(acc["chips_per_node"].set_axis(pd.Index(acc["accelerator"]))).astype(float)
+    node = df["accelerator"].map(catalog.accelerators_by_id()["chips_per_node"]).astype(float)
     per = np.maximum(1.0, np.ceil(df["chips_per_instance"].astype(float) / node))
     return df["instances"].astype(float) * per
 
@@ -426,7 +424,7 @@ def price_options(s: Scenario, perf_df: pd.DataFrame, porting_usd=None, offering
     training = s.is_training
     perf = _perf_table(s, perf_df)
     df = _join_prices(s, perf, offerings, systems)
-    df["platform"] = df["accelerator"].map(catalog.accelerators().set_index("accelerator")["platform"])
+    df["platform"] = df["accelerator"].map(catalog.accelerators_by_id()["platform"])
     df["instances"], df["shape_reason"], df["instances_per_replica"] = _instances(df, training)
     df["kind"] = df["pricing_model"].map(KIND)
     df["porting_usd"] = _porting(porting_usd, df["accelerator"])

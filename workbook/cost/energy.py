@@ -143,8 +143,7 @@ def offer_energy(offers: pd.DataFrame, utilization, own_pue: float | None = None
     ``energy_kwh_per_instance_hour``, ``co2_kg_per_instance_hour`` and ``energy_reason`` (why a figure
     is blank, else None). ``utilization``: a number or one per row. Pure given the data files."""
     o = offers.reset_index(drop=True)
-    acc = catalog.accelerators()  # one column indexed by accelerator, not the whole catalog re-indexed
-    chip_w = o["accelerator"].map(acc["tdp_w"].set_axis(pd.Index(acc["accelerator"]))).astype(float)
+    chip_w = o["accelerator"].map(catalog.accelerators_by_id()["tdp_w"]).astype(float)
     sp = table("system_power").set_index("accelerator")
     sys_w = o["accelerator"].map(sp["system_power_w"]).astype(float)
     sys_chips = o["accelerator"].map(sp["chips_per_system"]).astype(float)

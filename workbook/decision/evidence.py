@@ -119,7 +119,7 @@ def _price_rows(priced: pd.DataFrame) -> list[dict]:
 def _catalog_rows(s: Scenario, perf_df: pd.DataFrame) -> list[dict]:
     """The accelerators compared and the software support of their platforms."""
     rows = []
-    acc = catalog.accelerators().set_index("accelerator")
+    acc = catalog.accelerators_by_id()
     for a in pd.unique(perf_df["accelerator"]):
         if a in acc.index:
             r = acc.loc[a]
@@ -303,7 +303,7 @@ def _cost_ratio(row, s, perf_df, priced):
                else f"{subj} cannot serve this load on-demand here ({_first_reason(priced, subj)}).")
         return _result(row, NA, None, why)
     if row["baseline"] == "gpu":
-        kinds = catalog.accelerators().set_index("accelerator")["kind"]
+        kinds = catalog.accelerators_by_id()["kind"]
         base = od[od["accelerator"].map(kinds) == "gpu"]
         base_name = "the cheapest GPU"
     else:
