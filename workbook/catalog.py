@@ -278,15 +278,7 @@ def _validated(name: str, schema: dict[str, Col], path: Path, deps, fresh) -> pd
         pass
     df = fresh()
     try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.{threading.get_ident()}")
-        try:
-            with open(tmp, "wb") as fh:
-                pickle.dump(df, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, cache)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
+        paths.write_atomic(cache, pickle.dumps(df, protocol=pickle.HIGHEST_PROTOCOL))
         prune_cache(cache.parent, name)
     except Exception:  # a read-only or full cache folder, an unpicklable value: the frame still holds
         pass

@@ -95,3 +95,20 @@ def keep_newest(folder: Path, pattern: str, keep: int) -> list[Path]:
         except OSError:
             pass
     return removed
+
+
+def write_atomic(path: Path, data: bytes | str) -> None:
+    """Write ``data`` (text as UTF-8) to ``path`` through a temporary file in the same folder and a
+    rename, so that a reader sees the whole old file or the whole new one, never half of it (the
+    caches: catalogs, calibration tables, drawn charts, report durations; the index of reports). The
+    folder is made if missing; the temporary file is removed on any error, which is raised."""
+    import threading
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+    try:
+        tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import pickle
 import time
 
 import numpy as np
@@ -407,10 +408,7 @@ def calibration_table(runs: pd.DataFrame | None = None) -> pd.DataFrame:
         except Exception:  # missing, unreadable or from another pandas: compute it
             _TABLES[key] = _calibration_table(reference_runs())
             try:
-                folder.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_name(f".{path.name}.{os.getpid()}")
-                _TABLES[key].to_pickle(tmp)
-                os.replace(tmp, path)
+                paths.write_atomic(path, pickle.dumps(_TABLES[key], protocol=pickle.HIGHEST_PROTOCOL))
                 prune_table_cache(folder)
             except OSError:  # read-only home: the in-memory cache still holds
                 pass

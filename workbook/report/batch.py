@@ -47,7 +47,7 @@ from . import outfolder
 from .assemble import headline, jinja_env, report_css, utc_now
 from .execute import render_scenario, shutdown_kernels, unwind_on_signals
 from .command import add_arguments, default_jobs, pool_context
-from .digest import inputs_sha256, package_files, shared_inputs
+from .digest import inputs_sha256, shared_inputs
 from .jobs import CELL_TIMEOUT_S, Job, Result, default_engine
 from .pool import longest_first, pool_results
 from .sections import SECTION_METADATA, Section, available_sections, check_parameters
@@ -358,12 +358,6 @@ def index_rows(out: str | Path) -> list[dict]:
     return [rows[k] for k in sorted(rows)]
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def write_index(out: str | Path) -> Path:
     """``index.html`` and ``index.csv`` from every report in ``out``."""
     out = Path(out)
@@ -372,11 +366,11 @@ def write_index(out: str | Path) -> Path:
     w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
     w.writerows(rows)
-    _atomic_write(out / "index.csv", buf.getvalue())
+    paths.write_atomic(out / "index.csv", buf.getvalue())
     page = jinja_env().get_template("index_page.html.j2").render(
         rows=rows, columns=[{"key": k, "label": v} for k, v in INDEX_COLUMNS], updated_utc=utc_now(),
         css=report_css(), plans=sorted(p.relative_to(out).as_posix() for p in out.glob("plans/*.html")))
-    _atomic_write(out / "index.html", page)
+    paths.write_atomic(out / "index.html", page)
     return out / "index.html"
 
 

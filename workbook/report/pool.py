@@ -136,12 +136,8 @@ def remember_durations(results: list[Result]) -> None:
     times = {k: round(v, 3) for k, v in times.items() if v is not None}
     if not times:
         return
-    path = _durations_path()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text(json.dumps({**_remembered(), **times}, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, path)
+        paths.write_atomic(_durations_path(), json.dumps({**_remembered(), **times}, sort_keys=True))
     except OSError:
         pass
 

@@ -472,10 +472,7 @@ def _drawn(spec: dict, key: str) -> dict:
         pass
     bundle = alt.renderers.get()(spec)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text(json.dumps(bundle), encoding="utf-8")
-        os.replace(tmp, path)
+        paths.write_atomic(path, json.dumps(bundle))
         files = list(folder.glob("*.json"))
         if len(files) > SVG_CACHE_MAX_FILES:
             for old in sorted(files, key=lambda f: f.stat().st_mtime)[:len(files) - SVG_CACHE_MAX_FILES]:
