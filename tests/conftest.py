@@ -13,8 +13,9 @@ sys.path.insert(0, str(ROOT))
 # (tests/views/test_chart_labels.py) failed when an earlier test of the same worker had drawn a chart
 # with the system's fonts. Browsers the tests launch get the environment without it
 # (tests/app/browser_helpers.py).
-VL_CONVERT_FONTS_CONF = str(ROOT / "workbook" / "templates" / "vl-convert-fonts.conf")
-os.environ.setdefault("FONTCONFIG_FILE", VL_CONVERT_FONTS_CONF)
+from workbook.paths import VL_CONVERT_FONTS_CONF  # noqa: E402 - after the path above
+
+os.environ.setdefault("FONTCONFIG_FILE", str(VL_CONVERT_FONTS_CONF))
 
 # Input files of tests, not tests: `make test` runs nbval (--nbval-lax) in the same pytest as tests/,
 # which would otherwise collect these notebooks as tests.

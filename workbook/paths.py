@@ -16,6 +16,8 @@ DATA_DIR = Path(os.environ["WORKBOOK_DATA_DIR"]) if os.environ.get("WORKBOOK_DAT
 SCENARIO_DIR = DATA_DIR / "scenarios"
 NOTEBOOK_DIR = ROOT / "notebooks"
 TEMPLATE_DIR = PACKAGE_DIR / "templates"
+# the font configuration that leaves vl-convert its own Liberation Sans only (views.charts.base.vendored_fonts_only)
+VL_CONVERT_FONTS_CONF = TEMPLATE_DIR / "vl-convert-fonts.conf"
 APP_SHARE_DIR = PACKAGE_DIR / "app_share"   # holds voila/templates/workbook (found through JUPYTER_PATH)
 APP_NOTEBOOK = NOTEBOOK_DIR / "app.ipynb"
 

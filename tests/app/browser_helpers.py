@@ -150,8 +150,9 @@ def own_browser(browser):
 def launch_chromium_type(browser_type):
     """Chromium with the environment of this process less the font configuration tests/conftest.py
     gives vl-convert (a folder of no fonts: the browser would draw no text)."""
-    fonts = str(ROOT / "workbook" / "templates" / "vl-convert-fonts.conf")
-    env = {k: v for k, v in os.environ.items() if not (k == "FONTCONFIG_FILE" and v == fonts)}
+    from workbook.paths import VL_CONVERT_FONTS_CONF
+
+    env = {k: v for k, v in os.environ.items() if not (k == "FONTCONFIG_FILE" and v == str(VL_CONVERT_FONTS_CONF))}
     return browser_type.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS, env=env)
 
 

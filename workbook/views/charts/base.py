@@ -18,7 +18,7 @@ from altair.utils.schemapi import debug_mode
 from ...model.memo import Memo
 from .data import default_data_transformer
 from .labels import MAX_GLYPH_EM, VEGA_LABEL_FONT_SIZE, VEGA_LABEL_LIMIT_PX, fitted_label_limits  # noqa: F401
-from .textwidth import FONTS_CONF
+from .textwidth import FONTS_CONF, vendored_font
 from ... import paths
 
 # vl-convert 2.0 hands Vega-Lite's compile warnings ("Channel opacity should not be used with an unsorted
@@ -445,7 +445,7 @@ def svg_cache_folder() -> Path | None:
     (default ``~/.cache/workbook/svg``, next to the calibration table's cache), and only while the
     renderer is ``svg`` and vl-convert measures text with its vendored font (``vendored_fonts_only``):
     the drawing then depends on nothing but the spec, the converter and the options, which key it."""
-    if alt.renderers.active != "svg" or os.environ.get("FONTCONFIG_FILE") != str(FONTS_CONF):
+    if alt.renderers.active != "svg" or not vendored_font():
         return None
     return paths.cache_dir() / "svg"
 

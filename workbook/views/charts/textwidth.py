@@ -31,12 +31,12 @@ import sys
 from pathlib import Path
 
 from . import _liberation_sans
-from ...paths import TEMPLATE_DIR
+from ...paths import VL_CONVERT_FONTS_CONF
 
 REF_SIZE = 2048
 ELLIPSIS = "\u2026"     # vega-scenegraph's default ``item.ellipsis``
 # Read by vl-convert's font database: no system font, its own Liberation Sans (``base.vendored_fonts_only``).
-FONTS_CONF = TEMPLATE_DIR / "vl-convert-fonts.conf"
+FONTS_CONF = VL_CONVERT_FONTS_CONF
 # The characters the table holds: printable ASCII and the four non-ASCII characters the labels use.
 ALPHABET = "".join(map(chr, range(32, 127))) + "·…–—"
 # Decisions closer than this to a limit are left to Vega (the model was exact on every label tested;
@@ -44,13 +44,17 @@ ALPHABET = "".join(map(chr, range(32, 127))) + "·…–—"
 MARGIN_PX = 1e-3
 
 
+def vendored_font() -> bool:
+    """Whether this process points vl-convert at its vendored font only (``base.vendored_fonts_only``)."""
+    return os.environ.get("FONTCONFIG_FILE") == str(FONTS_CONF)
+
+
 def table():
     """The width table when it applies to this process (vl-convert's version is the table's and
-    vl-convert measures with its vendored font, ``base.vendored_fonts_only``), else None."""
+    vl-convert measures with its vendored font, ``vendored_font``), else None."""
     import vl_convert
 
-    if (vl_convert.__version__ != _liberation_sans.VL_CONVERT_VERSION
-            or os.environ.get("FONTCONFIG_FILE") != str(FONTS_CONF)):
+    if vl_convert.__version__ != _liberation_sans.VL_CONVERT_VERSION or not vendored_font():
         return None
     return _liberation_sans
 
