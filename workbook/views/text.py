@@ -13,7 +13,6 @@ import re
 
 import numpy as np
 import pandas as pd
-from pandas.core.arrays.string_ import StringArray
 
 from ..scenario import Scenario
 from ..terms import SECONDS_PER_DAY, chips_billed_label, usd
@@ -108,14 +107,14 @@ _BLANK_TEXT = html.escape(BLANK)
 
 def _values(col: pd.Series) -> list:
     """A column's values as iterating it yields them (``list(col)``), read in one call where pandas
-    holds them in a numpy array: numpy dtypes (``Series.__iter__`` maps ``ndarray.item``, which
-    ``tolist`` does at once: the same Python floats, ints and booleans, the same objects) and
-    Python-backed strings (iterating gives each element of the backing object array as it is)."""
-    arr = col._values
-    if isinstance(arr, np.ndarray):
-        return arr.tolist()
-    if type(arr) is StringArray:
-        return arr._ndarray.tolist()
+    holds them in a numpy array: numpy dtypes other than dates and durations (``Series.__iter__`` maps
+    ``ndarray.item``, which ``tolist`` does at once: the same Python floats, ints and booleans, the same
+    objects) and Python-backed strings (their object array's elements, missing values as stored)."""
+    dt = col.dtype
+    if isinstance(dt, pd.StringDtype) and dt.storage == "python":
+        return col.to_numpy(dtype=object).tolist()
+    if isinstance(dt, np.dtype) and dt.kind not in "mM":
+        return col.to_numpy().tolist()
     return list(col)
 
 
