@@ -12,10 +12,8 @@ import hashlib
 import io
 import functools
 import math
-import os
 import pickle
 import sys
-import threading
 from pathlib import Path
 
 import pandas as pd

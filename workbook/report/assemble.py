@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .. import analysis, catalog, paths
 from ..terms import usd as _usd
-from ..jsontext import dumps_indented  # noqa: F401 - the summary's and the estimate's writer
+from ..jsontext import dumps_indented
 from ..paths import TEMPLATE_DIR
 from ..scenario import load_scenario
 from ..terms import chips_billed_label, pricing_label
@@ -142,6 +142,7 @@ def _chart_alt(svg) -> str:
 
 
 _LOCAL = threading.local()  # one exporter per thread: from_notebook_node re-registers filters
+
 
 def _exporter():
     """nbconvert's HTMLExporter with the ``report_cells`` template: cells only, no code, no prompts."""

@@ -11,9 +11,9 @@ into a progress file (``progress_dir``), so that the batch can name the cell of 
 its worker (``os._exit``, a crash)."""
 from __future__ import annotations
 
+import gc
 import json
 import logging
-import gc
 import os
 import signal
 import tempfile
