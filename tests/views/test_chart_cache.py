@@ -66,3 +66,47 @@ def test_the_folder_keeps_at_most_its_limit_oldest_out_first(cache, monkeypatch)
         if i < 2:
             os.utime(new, (1_000_000 + i, 1_000_000 + i))     # older than the third, in write order
     assert set(cache.glob("*.json")) == set(written[1:])
+
+
+def _frame_chart_fn():
+    calls = []
+
+    @base.shared_by_frame
+    def chart_of(df: pd.DataFrame):
+        calls.append(1)
+        return base.Chart(df.copy()).mark_bar().encode(x="value:Q", y="name:N")
+
+    return chart_of, calls
+
+
+def test_a_shared_chart_is_built_once_per_equal_frame_and_drawn_as_built_anew(cache, monkeypatch):
+    chart_of, calls = _frame_chart_fn()
+    df = pd.DataFrame({"name": ["a", "b"], "value": [3.0, 1.0]})
+    first = chart_of(df)
+    assert chart_of(df.copy()) is first and len(calls) == 1          # an equal frame: the same chart
+    bundle = base.static_bundle(first)
+    assert bundle == _chart()._repr_mimebundle_()                     # drawn as the chart built anew
+    monkeypatch.setattr(base, "fitted_label_limits", lambda spec: pytest.fail("spec stage run again"))
+    assert base.static_bundle(chart_of(df)) == bundle                 # its spec and key kept
+    base._SVG_MEMO.clear()                                            # the memo emptied: read back from the folder
+    assert base.static_bundle(first) == bundle
+
+
+def test_a_shared_chart_of_another_frame_or_dtype_is_built_anew(cache):
+    chart_of, calls = _frame_chart_fn()
+    df = pd.DataFrame({"name": ["a", "b"], "value": [3.0, 1.0]})
+    a = chart_of(df)
+    assert chart_of(df.assign(value=[1.0, 3.0])) is not a
+    assert chart_of(df.assign(value=df["value"].astype("float32"))) is not a
+    assert chart_of(df.iloc[::-1]) is not a and len(calls) == 4
+    assert base.static_bundle(chart_of(df.assign(value=[1.0, 3.0]))) == base.static_bundle(_chart((1.0, 3.0)))
+
+
+def test_the_calibration_chart_is_shared_and_its_spec_unchanged():
+    from workbook.calibrate import runs
+    from workbook.views.charts import perf
+
+    table = runs.calibration_table()
+    chart = perf.calibration(table)
+    assert perf.calibration(runs.calibration_table()) is chart
+    assert chart.to_dict() == perf.calibration.__wrapped__(table).to_dict()

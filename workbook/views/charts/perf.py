@@ -8,7 +8,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .base import Chart, empty, keep, quiet
+from .base import Chart, empty, keep, quiet, shared_by_frame
 
 COMPONENT_ORDER = ["weights", "gradients", "optimizer states", "activations", "KV cache"]
 
@@ -107,10 +107,12 @@ FAMILY_SCHEME = "tableau20"
 CALIBRATION_LABEL_GAP_PX = 4
 
 
+@shared_by_frame
 def calibration(table: pd.DataFrame) -> alt.Chart:
     """Predicted against published for every calibration run (``calibrate.calibration_table``), one
     panel per kind, log scales, the diagonal for reference; held-out runs as a second shape. Two x-axis
-    labels closer than ``CALIBRATION_LABEL_GAP_PX`` are not both drawn."""
+    labels closer than ``CALIBRATION_LABEL_GAP_PX`` are not both drawn. Built once per distinct table
+    in a process (``shared_by_frame``: every report draws it from the same table)."""
     if table is None or table.empty:
         return empty("No calibration runs.")
     d = keep(table, "run", "family", "metric", "value", "predicted", "error", "split", "kind").assign(
