@@ -8,6 +8,7 @@ import pandas as pd
 
 from ...terms import PRICING_MODEL_IDS, pricing_short
 from .base import Chart, empty, keep, quiet
+from .data import straight_runs_thinned
 
 
 def _metric(df: pd.DataFrame) -> tuple[str, str]:
@@ -77,12 +78,15 @@ def offers(offers_frame: pd.DataFrame, top: int = 25) -> alt.Chart:
 @quiet
 def breakeven_chart(curves: pd.DataFrame) -> alt.Chart:
     """Cumulative cost per chip against months of use: where a line crosses on-demand is the
-    break-even month."""
+    break-even month. Each line is drawn through the ends of its straight runs only
+    (``data.straight_runs_thinned``: the same lines)."""
     if curves is None or curves.empty:
         return empty("No on-demand price to break even against.")
     d = curves.copy()
     d["way to pay"] = d["pricing_model"].map(pricing_short)
     acc = d["accelerator"].iloc[0]
+    # a line per way to pay (its colour), straight between the months where its cost changes pace
+    d = straight_runs_thinned(d, "way to pay", "month", "cumulative_usd_per_chip")
     return Chart(d).mark_line().encode(
         x=alt.X("month:Q", title="Months of use"),
         y=alt.Y("cumulative_usd_per_chip:Q", title="Cumulative USD per chip"),

@@ -79,3 +79,44 @@ def frame_values(frame: pd.DataFrame) -> list[dict] | None:
             return None
         cols.append(values)
     return [dict(zip(names, row)) for row in zip(*cols)] if names else [{} for _ in range(len(frame))]
+
+
+def straight_runs_thinned(frame: pd.DataFrame, line: str, x: str, y: str, log_x: bool = False,
+                          log_y: bool = False, max_turn_rad: float = 1e-9) -> pd.DataFrame:
+    """``frame`` without the rows of each line (rows of one ``line`` value, in ``x`` order, as Vega-Lite
+    draws a line mark) that lie on the straight segment between their two neighbours: the line drawn
+    through the rows kept is the same. On a log axis straightness is judged on the logarithms (a log
+    scale maps ``log x`` linearly to pixels, so a line straight there is straight on the chart).
+
+    A row is dropped when the turn of the line at it is at most ``max_turn_rad`` (the cross product of
+    the two segments at most that fraction of the product of their lengths: floating-point rounding of an
+    exactly straight run), so the line through the rows kept passes within about ``n x max_turn_rad x`` the
+    chart's size of every row dropped (n, the rows of a line: 60 x 1e-9 x 520 px = 3e-5 px). The first and
+    last rows of each line are kept (the scales' domains, and the path's description and tooltip, which
+    Vega takes from a line's first row, are unchanged). A line is left whole when it has fewer than three
+    rows, two rows at one ``x`` (their order in the drawing would be Vega's), or a value that is missing,
+    not finite, or not positive on a log axis (Vega-Lite filters those).
+
+    Why: Vega carries every row of a line through its dataflow, and the roofline chart's lines are
+    straight runs of 60 points each (``model.tables.roofline_table``: the memory-bound slope and the flat
+    roof on log-log axes), 360-560 rows a chart that draw the same as 4-6 rows a line."""
+    if frame.empty or len(frame) < 3:
+        return frame
+    xs = frame[x].to_numpy(dtype=float, na_value=np.nan)
+    ys = frame[y].to_numpy(dtype=float, na_value=np.nan)
+    keep = np.ones(len(frame), dtype=bool)
+    for idx in frame.groupby(line, sort=False).indices.values():
+        if len(idx) < 3:
+            continue
+        idx = idx[np.argsort(xs[idx], kind="stable")]
+        px, py = xs[idx], ys[idx]
+        if (log_x and not (px > 0).all()) or (log_y and not (py > 0).all()):
+            continue
+        px, py = (np.log(px) if log_x else px), (np.log(py) if log_y else py)
+        if not (np.isfinite(px).all() and np.isfinite(py).all()) or not (np.diff(px) > 0).all():
+            continue
+        ax, ay = px[1:-1] - px[:-2], py[1:-1] - py[:-2]
+        bx, by = px[2:] - px[1:-1], py[2:] - py[1:-1]
+        straight = np.abs(ax * by - ay * bx) <= max_turn_rad * np.hypot(ax, ay) * np.hypot(bx, by)
+        keep[idx[1:-1][straight]] = False
+    return frame if keep.all() else frame[keep]

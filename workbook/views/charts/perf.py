@@ -9,6 +9,7 @@ import altair as alt
 import pandas as pd
 
 from .base import Chart, empty, keep, quiet, shared_by_frame
+from .data import straight_runs_thinned
 
 COMPONENT_ORDER = ["weights", "gradients", "optimizer states", "activations", "KV cache"]
 
@@ -17,10 +18,13 @@ COMPONENT_ORDER = ["weights", "gradients", "optimizer states", "activations", "K
 def roofline(lines: pd.DataFrame, points: pd.DataFrame | None = None) -> alt.Chart:
     """Attainable FLOP/s against arithmetic intensity, one line per accelerator (``perf.roofline_table``),
     with the workload's operating points on each chip (``perf.operating_points``): a point left of a
-    chip's ridge is memory-bound there."""
+    chip's ridge is memory-bound there. Each line is drawn through the ends of its straight runs only
+    (``data.straight_runs_thinned``: the same lines, a tenth of the rows)."""
     if lines is None or lines.empty:
         return empty("No accelerator has a peak for this precision.")
     d = lines.assign(tflops=lines["attainable_flops_per_s"] / 1e12)
+    # each line is two straight runs on these log-log axes: drawn through their ends (the same lines)
+    d = straight_runs_thinned(d, "accelerator", "intensity_flops_per_byte", "tflops", log_x=True, log_y=True)
     x = alt.X("intensity_flops_per_byte:Q", scale=alt.Scale(type="log"), title="Arithmetic intensity (FLOPs per byte)")
     chart = Chart(d).mark_line().encode(
         x=x, y=alt.Y("tflops:Q", scale=alt.Scale(type="log"), title="Attainable TFLOP/s per chip"),
