@@ -135,6 +135,23 @@ def test_hconcat_gives_altairs_spec():
     _same(base.hconcat(left, c), alt.hconcat(left, c))
 
 
+def test_a_concatenation_of_sized_charts_is_built_without_altairs_copies(monkeypatch):
+    """Sized parts (``properties(width=...)``) are settled in a concatenation (Altair moves no size
+    there); a layer chart with named layers is left to Altair, which renames them by position."""
+    d = _frame()
+    a = Chart(d).mark_line().encode(x="x:Q", y="y:Q")
+    b = Chart(d).mark_point().encode(x="x:Q", y="y:Q")
+    left, right = (a + b).properties(width=200, title="l"), (a + b).properties(width=100, height=80)
+    expected = alt.hconcat(left, right).properties(title="t")
+    with monkeypatch.context() as m:
+        m.setattr(base._api, "_combine_subchart_params", lambda *a: pytest.fail("Altair's lifting ran"))
+        ours = base.hconcat(left, right).properties(title="t")
+    _same(ours, expected)
+    named = alt.layer(a.properties(name="v"), b)
+    assert not base._settled(alt.Undefined, [named, right], {}, concat=True)
+    _same(base.hconcat(named, right), alt.hconcat(named, right))
+
+
 def test_the_whole_spec_is_still_validated():
     chart = base.quiet(lambda: Chart(_frame()).mark_point().encode(x=alt.X("x:Q", scale=alt.Scale(type="nolog"))))()
     with pytest.raises(SchemaValidationError):

@@ -191,16 +191,23 @@ class _ViewHash:
         return hash(str(self))
 
 
-def _settled(data, parts, kwargs: dict) -> bool:
+def _settled(data, parts, kwargs: dict, concat: bool = False) -> bool:
     """Whether Altair's compound-chart constructor would leave ``parts`` as they are: no part holds
-    selection parameters (to lift) or a size (to move up), no parameters are given to the compound
-    chart itself, and no data is to be lifted (``_combine_subchart_data``: with no data of its own,
-    the compound chart takes the data every part holds, the same object; with data, it removes that
-    data from each part holding it or nothing)."""
+    selection parameters (to lift) or, in a layer chart, a size (to move up), no parameters are given
+    to the compound chart itself, and no data is to be lifted (``_combine_subchart_data``: with no data
+    of its own, the compound chart takes the data every part holds, the same object; with data, it
+    removes that data from each part holding it or nothing). A concatenation (``concat``) moves no
+    size (``HConcatChart.__init__``: data and parameters only), but renames the named layers of a layer
+    chart among its parts (``_combine_subchart_params``), so such a part is not settled."""
     parts = list(parts)
+    held_keys = ("params",) if concat else ("params", *_LAYER_SIZE_KEYS)
     if kwargs.get("params", alt.Undefined) is not alt.Undefined or not all(
-            isinstance(p, alt.SchemaBase) and all(p._get(k) is alt.Undefined for k in ("params", *_LAYER_SIZE_KEYS))
+            isinstance(p, alt.SchemaBase) and all(p._get(k) is alt.Undefined for k in held_keys)
             for p in parts):
+        return False
+    if concat and any(isinstance(p, alt.LayerChart) and any(
+            not isinstance(layer, alt.SchemaBase) or layer._get("name") is not alt.Undefined
+            for layer in (p._get("layer") or [])) for p in parts):
         return False
     held = [p._get("data") for p in parts]
     if not parts:
@@ -238,7 +245,7 @@ class HConcatChart(alt.HConcatChart):
     to lift (as ``LayerChart``: each copy otherwise deep-copies every chart concatenated)."""
 
     def __init__(self, data=alt.Undefined, hconcat=(), **kwargs):
-        if not _settled(data, hconcat, kwargs):
+        if not _settled(data, hconcat, kwargs, concat=True):
             super().__init__(data=data, hconcat=hconcat, **kwargs)
             return
         for spec in hconcat:
