@@ -152,6 +152,21 @@ def test_a_concatenation_of_sized_charts_is_built_without_altairs_copies(monkeyp
     _same(base.hconcat(named, right), alt.hconcat(named, right))
 
 
+def test_a_facet_chart_gives_altairs_spec_without_its_copies(monkeypatch):
+    d = _frame()
+    bars = Chart().mark_bar().encode(x="x:O", y="y:Q").properties(width=100)
+    expected = alt.FacetChart(data=d, spec=bars, facet=alt.Facet("g:N"), columns=2).resolve_scale(
+        x="independent").properties(title="t")
+    with monkeypatch.context() as m:
+        m.setattr(base._api, "_combine_subchart_params", lambda *a: pytest.fail("Altair's lifting ran"))
+        ours = base.FacetChart(data=d, spec=bars, facet=alt.Facet("g:N"), columns=2).resolve_scale(
+            x="independent").properties(title="t")
+    _same(ours, expected)
+    interactive = Chart().mark_point().encode(x="x:Q", y="y:Q").interactive()     # parameters: Altair's way
+    _same(base.FacetChart(data=d, spec=interactive, facet=alt.Facet("g:N")),
+          alt.FacetChart(data=d, spec=interactive, facet=alt.Facet("g:N")))
+
+
 def test_the_whole_spec_is_still_validated():
     chart = base.quiet(lambda: Chart(_frame()).mark_point().encode(x=alt.X("x:Q", scale=alt.Scale(type="nolog"))))()
     with pytest.raises(SchemaValidationError):

@@ -256,6 +256,23 @@ class HConcatChart(alt.HConcatChart):
         return _properties(self, kwargs, super().properties)
 
 
+class FacetChart(alt.FacetChart):
+    """``alt.FacetChart`` that skips Altair's parameter lifting where there is nothing to lift: its
+    constructor deep-copies the faceted chart (``_combine_subchart_params``) on every copy of the
+    facet chart (``resolve_scale`` and ``properties`` each make one), though with no selection
+    parameters in it or given that changes nothing."""
+
+    def __init__(self, data=alt.Undefined, spec=alt.Undefined, facet=alt.Undefined, params=alt.Undefined, **kwargs):
+        if params is not alt.Undefined or not isinstance(spec, alt.SchemaBase) or spec._get("params") is not alt.Undefined:
+            super().__init__(data=data, spec=spec, facet=facet, params=params, **kwargs)
+            return
+        _api._check_if_valid_subspec(spec, "FacetChart")
+        alt.TopLevelFacetSpec.__init__(self, data=data, spec=spec, facet=facet, params=params, **kwargs)
+
+    def properties(self, **kwargs):
+        return _properties(self, kwargs, super().properties)
+
+
 def _properties(chart, kwargs: dict, altairs):
     """``chart.properties(**kwargs)`` as Altair's ``TopLevelMixin.properties`` sets them (a shallow
     copy with each attribute set), without validating each value against the Vega-Lite schema on

@@ -7,7 +7,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .base import Chart, empty, hconcat, keep, quiet
+from .base import Chart, FacetChart, empty, hconcat, keep, quiet
 
 COMPONENT_ORDER = ["compute", "recomputation", "pipeline bubble", "exposed communication", "optimizer update",
                    "synchronisation across domains", "decode (roofline)", "tensor-parallel communication"]
@@ -100,7 +100,7 @@ def step_breakdown(parts: pd.DataFrame, accelerator: str | None = None) -> alt.C
                  alt.Tooltip("share:Q", format=".0%")],
     ).transform_calculate(component_rank=f"indexof({order!r}, datum.component)").properties(
         width=max(100, 22 * per_facet), height=180)
-    return alt.FacetChart(data=tidy, spec=bars, facet=alt.Facet("accelerator:N", title=None), columns=4).resolve_scale(
+    return FacetChart(data=tidy, spec=bars, facet=alt.Facet("accelerator:N", title=None), columns=4).resolve_scale(
         x="independent").properties(title=title)
 
 
