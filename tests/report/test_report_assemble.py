@@ -270,9 +270,13 @@ def test_template_cache_keeps_compiled_templates_and_never_fails(tmp_path, monke
     """``template_cache``: a template compiled once is loaded from ``$WORKBOOK_CACHE_DIR/templates`` by a
     new environment (no compilation), renders the same, is compiled again when its source changes or
     when another environment's settings would compile it differently; a corrupt file or a cache folder
-    that cannot be made only costs the compilation."""
+    that cannot be made only costs the compilation. (The folder beside the package's templates is made
+    unwritable here: ``cache_folder`` then falls back to the cache folder.)"""
     import jinja2
 
+    from workbook.report import templatecache
+
+    monkeypatch.setattr(templatecache, "PACKAGE_TEMPLATE_CACHE", tmp_path / "none" / "__pycache__")
     monkeypatch.setenv("WORKBOOK_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "t").mkdir()
     page = tmp_path / "t" / "p.html.j2"
@@ -303,6 +307,34 @@ def test_template_cache_keeps_compiled_templates_and_never_fails(tmp_path, monke
     assert env().get_template("p.html.j2").render(xs=[]) == "0" and len(compiled) == 5
 
 
+def test_template_cache_folder_beside_the_templates_unless_unwritable_or_no_bytecode(tmp_path, monkeypatch):
+    """``cache_folder``: compiled templates go beside the package's templates (``__pycache__``, as Python's
+    bytecode), so a new ``$WORKBOOK_CACHE_DIR`` does not compile them again; to the cache folder when
+    that folder cannot be written or the process writes no bytecode (``-B``)."""
+    import os
+    import sys
+
+    from workbook import paths
+    from workbook.report import templatecache
+
+    assert templatecache.PACKAGE_TEMPLATE_CACHE == paths.PACKAGE_DIR / "templates" / "__pycache__"
+    monkeypatch.setenv("WORKBOOK_CACHE_DIR", str(tmp_path / "cache"))
+    own = tmp_path / "templates" / "__pycache__"
+    monkeypatch.setattr(templatecache, "PACKAGE_TEMPLATE_CACHE", own)
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    (tmp_path / "templates").mkdir()
+    assert templatecache.cache_folder() == own
+    sys.dont_write_bytecode = True
+    assert templatecache.cache_folder() == tmp_path / "cache" / "templates"
+    sys.dont_write_bytecode = False
+    if os.geteuid() != 0:   # root writes anywhere
+        (tmp_path / "templates").chmod(0o555)
+        try:
+            assert templatecache.cache_folder() == tmp_path / "cache" / "templates"
+        finally:
+            (tmp_path / "templates").chmod(0o755)
+
+
 def test_export_is_the_same_with_a_warm_template_cache_and_checks_the_notebook(tmp_path, monkeypatch):
     """The nbconvert export with its templates loaded from the cache writes the same HTML; the check
     after the preprocessors still accepts an extra property (nbconvert's relaxed schema) and still
@@ -320,9 +352,17 @@ def test_export_is_the_same_with_a_warm_template_cache_and_checks_the_notebook(t
         t.join()   # a new thread: its own exporter, its templates loaded through a new environment
         return out.get("html")
 
-    monkeypatch.setenv("WORKBOOK_CACHE_DIR", str(tmp_path))
+    import sys
+
+    from workbook.report import templatecache
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    (tmp_path / "templates").mkdir()
+    monkeypatch.setattr(templatecache, "PACKAGE_TEMPLATE_CACHE", tmp_path / "templates" / "__pycache__")
+    monkeypatch.setenv("WORKBOOK_CACHE_DIR", str(tmp_path / "cache"))
     cold = export()
-    assert list((tmp_path / "templates").glob("*.jinja"))
+    assert list((tmp_path / "templates" / "__pycache__").glob("*.jinja"))
+    assert not (tmp_path / "cache").exists()
     assert export() == cold and cold
     nb = executed_like()
     nb.cells[0]["metadata"]["extra"] = 1
