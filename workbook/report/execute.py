@@ -421,6 +421,9 @@ def batch_notebook(path: str | Path):
     kept in ``metadata.workbook.removed_cells`` so that messages name cells as the source numbers them."""
     import nbformat
 
+    from .nbschema import install
+
+    install()   # a worker not forked from the pool's forkserver (spawn, Dask): the kept validator
     nb = nbformat.read(str(path), as_version=4)
     drop = widget_cells(nb.cells)
     if drop:

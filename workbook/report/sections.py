@@ -110,6 +110,9 @@ def check_parameters(notebooks: list[Path], parameters=PARAMETERS) -> None:
     """
     import papermill as pm
 
+    from .nbschema import install
+
+    install()   # nbformat's validator from kept code, before the first notebook is read and validated
     problems = []
     for nb in notebooks:
         rel = paths.rel(Path(nb))
