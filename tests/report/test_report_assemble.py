@@ -123,6 +123,29 @@ def test_external_resources_skips_data_payloads_and_finds_the_same_urls():
     assert found > 500
 
 
+def test_images_without_alt_found_as_by_the_greedy_lookahead():
+    """``_IMG_WITHOUT_ALT`` (a lazy ``[^>]*?`` in its lookahead) makes the same replacements as the
+    greedy pattern it replaced, on 2,000 random pages of images with and without ``alt=`` (anywhere in
+    the tag, in a data URI, after a ``>``), and is not slower on a chart-sized data URI."""
+    import random
+    import re
+    import time
+
+    greedy = re.compile(r"<img(?![^>]*\balt=)")
+    pieces = _PIECES + ['<img src="data:x;base64,{b}" alt="A">', "<img alt=x>", "<imgalt=>", "<img\nalt='y'/>",
+                        '<img data-alt="1" src={b}>', "<img src=a>alt=", "<img ALT=z>", "<img", " alt=", "<im"]
+    rng = random.Random(31)
+    for _ in range(2000):
+        page = "".join(rng.choice(pieces).replace("{b}", _payload(rng)) for _ in range(rng.randint(1, 8)))
+        assert assemble._IMG_WITHOUT_ALT.sub('<img alt="Image"', page) == greedy.sub('<img alt="Image"', page), page
+    chart = '<img alt="Chart: a" src="data:image/svg+xml;base64,' + "A" * 1_000_000 + '">'
+    t0 = time.process_time()
+    assert assemble._IMG_WITHOUT_ALT.sub('<img alt="Image"', chart) == chart
+    t1 = time.process_time()
+    greedy.sub('<img alt="Image"', chart)
+    assert t1 - t0 < (time.process_time() - t1) / 3   # 0.3 ms against 10 ms, measured
+
+
 def _random_json(rng, depth: int = 0):
     kind = rng.randrange(9 if depth < 4 else 6)
     if kind == 0:

@@ -201,7 +201,10 @@ def notebook_html(nb, name: str = "notebook") -> str:
     return _NUMERIC_ENTITY.sub(_entity_char, _IMG_WITHOUT_ALT.sub('<img alt="Image"', body))
 
 
-_IMG_WITHOUT_ALT = re.compile(r"<img(?![^>]*\balt=)")
+# ``*?``: the lookahead finds an ``alt=`` near the tag's start without first running to the end of a chart's
+# 100 kB data URI and back (the same matches: whether some ``alt=`` lies before the ``>`` does not depend on
+# the order tried; 17 -> 1.4 ms over chat-70b-realtime's notebooks)
+_IMG_WITHOUT_ALT = re.compile(r"<img(?![^>]*?\balt=)")
 _NUMERIC_ENTITY = re.compile(r"&#(x[0-9a-fA-F]+|[0-9]+);")
 
 
