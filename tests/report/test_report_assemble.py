@@ -293,13 +293,14 @@ def test_template_cache_keeps_compiled_templates_and_never_fails(tmp_path, monke
     """``template_cache``: a template compiled once is loaded from ``$WORKBOOK_CACHE_DIR/templates`` by a
     new environment (no compilation), renders the same, is compiled again when its source changes or
     when another environment's settings would compile it differently; a corrupt file or a cache folder
-    that cannot be made only costs the compilation. (The folder beside the package's templates is made
+    that cannot be made only costs the compilation. (The package's folder for compiled code is made
     unwritable here: ``cache_folder`` then falls back to the cache folder.)"""
     import jinja2
 
     from workbook.report import templatecache
 
-    monkeypatch.setattr(templatecache, "PACKAGE_TEMPLATE_CACHE", tmp_path / "none" / "__pycache__")
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setattr(templatecache, "PACKAGE_COMPILED_DIR", tmp_path / "a-file" / "compiled")
     monkeypatch.setenv("WORKBOOK_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "t").mkdir()
     page = tmp_path / "t" / "p.html.j2"
@@ -330,20 +331,24 @@ def test_template_cache_keeps_compiled_templates_and_never_fails(tmp_path, monke
     assert env().get_template("p.html.j2").render(xs=[]) == "0" and len(compiled) == 5
 
 
-def test_template_cache_folder_beside_the_templates_unless_unwritable_or_no_bytecode(tmp_path, monkeypatch):
-    """``cache_folder``: compiled templates go beside the package's templates (``__pycache__``, as Python's
+def test_template_cache_folder_in_the_package_unless_unwritable_or_no_bytecode(tmp_path, monkeypatch):
+    """``cache_folder``: compiled templates go to the package's ``__pycache__/compiled`` (as Python's
     bytecode), so a new ``$WORKBOOK_CACHE_DIR`` does not compile them again; to the cache folder when
-    that folder cannot be written or the process writes no bytecode (``-B``)."""
+    that folder cannot be written or the process writes no bytecode (``-B``). Neither the inputs
+    digest nor the package data take files from ``__pycache__``."""
     import os
     import sys
 
     from workbook import paths
     from workbook.report import templatecache
 
-    assert templatecache.PACKAGE_TEMPLATE_CACHE == paths.PACKAGE_DIR / "templates" / "__pycache__"
+    from workbook.report.digest import package_files
+
+    assert templatecache.PACKAGE_COMPILED_DIR == paths.PACKAGE_DIR / "__pycache__" / "compiled"
+    assert not any("__pycache__" in p.parts for p in package_files())
     monkeypatch.setenv("WORKBOOK_CACHE_DIR", str(tmp_path / "cache"))
-    own = tmp_path / "templates" / "__pycache__"
-    monkeypatch.setattr(templatecache, "PACKAGE_TEMPLATE_CACHE", own)
+    own = tmp_path / "templates" / "__pycache__" / "compiled"
+    monkeypatch.setattr(templatecache, "PACKAGE_COMPILED_DIR", own)
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     (tmp_path / "templates").mkdir()
     assert templatecache.cache_folder() == own
@@ -381,10 +386,10 @@ def test_export_is_the_same_with_a_warm_template_cache_and_checks_the_notebook(t
 
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     (tmp_path / "templates").mkdir()
-    monkeypatch.setattr(templatecache, "PACKAGE_TEMPLATE_CACHE", tmp_path / "templates" / "__pycache__")
+    monkeypatch.setattr(templatecache, "PACKAGE_COMPILED_DIR", tmp_path / "templates" / "compiled")
     monkeypatch.setenv("WORKBOOK_CACHE_DIR", str(tmp_path / "cache"))
     cold = export()
-    assert list((tmp_path / "templates" / "__pycache__").glob("*.jinja"))
+    assert list((tmp_path / "templates" / "compiled").glob("*.jinja"))
     assert not (tmp_path / "cache").exists()
     assert export() == cold and cold
     nb = executed_like()

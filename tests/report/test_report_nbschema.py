@@ -19,12 +19,11 @@ from workbook.report import nbschema, templatecache
 @pytest.fixture
 def fresh(tmp_path, monkeypatch):
     """No validator in nbformat's cache, the kept code in a folder of the test's own."""
-    (tmp_path / "templates").mkdir()
-    monkeypatch.setattr(templatecache, "PACKAGE_TEMPLATE_CACHE", tmp_path / "templates" / "__pycache__")
+    monkeypatch.setattr(templatecache, "PACKAGE_COMPILED_DIR", tmp_path / "__pycache__" / "compiled")
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     monkeypatch.setattr(nbv, "validators", {})
     monkeypatch.delenv("NBFORMAT_VALIDATOR", raising=False)
-    return tmp_path / "templates" / "__pycache__"
+    return tmp_path / "__pycache__" / "compiled"
 
 
 def _bad_notebooks():
@@ -101,8 +100,8 @@ def test_nothing_installed_for_another_validator_library(fresh, monkeypatch):
 
 
 def test_unwritable_cache_still_gives_the_validator(tmp_path, monkeypatch):
-    monkeypatch.setattr(templatecache, "PACKAGE_TEMPLATE_CACHE", tmp_path / "none" / "__pycache__")
     (tmp_path / "file").write_text("not a folder")
+    monkeypatch.setattr(templatecache, "PACKAGE_COMPILED_DIR", tmp_path / "file" / "compiled")
     monkeypatch.setenv("WORKBOOK_CACHE_DIR", str(tmp_path / "file"))
     monkeypatch.setattr(nbv, "validators", {})
     monkeypatch.delenv("NBFORMAT_VALIDATOR", raising=False)
