@@ -119,6 +119,7 @@ def test_external_resources_skips_data_payloads_and_finds_the_same_urls():
         page = "".join(rng.choice(_PIECES).replace("{b}", _payload(rng)) for _ in range(rng.randint(1, 8)))
         expected = _scan_everything(page)
         assert assemble.external_resources(page) == expected, page
+        assert assemble._cut_payloads(page) == assemble._DATA_PAYLOAD.sub(r"\1\2", page), page
         found += bool(expected)
     assert found > 500
 

