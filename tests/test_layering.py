@@ -29,7 +29,7 @@ LAYERS = {
     "app.panels": 15, "app.page": 16, "app.server": 11, "app.__main__": 17, "netcheck": 0,
     "report.jobs": 11, "report.outfolder": 11,
     "report.sections": 11, "report.assemble": 15, "report.kernelside": 15, "report.kernellaunch": 15, "report.inprocess": 15.5, "report.execute": 16, "report.pool": 16.5, "report.batch": 17,
-    "report.templatecache": 11, "report.forkready": 11, "report.digest": 15.2, "report.command": 16.4,
+    "report.templatecache": 10.9, "report.nbschema": 10.95, "report.forkready": 11, "report.digest": 15.2, "report.command": 16.4,
     "cli": 98, "__init__": 99, "__main__": 99,
 }
 # pairs the layer numbers alone would allow but the architecture does not

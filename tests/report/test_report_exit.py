@@ -110,6 +110,33 @@ def test_a_report_process_still_checks_chart_uris_and_imports_no_unused_format_c
     assert done.stderr == ""
 
 
+def test_a_report_process_builds_its_models_without_scanning_for_pydantic_plugins(tmp_path):
+    """``batch_process`` sets pydantic's ``PYDANTIC_DISABLE_PLUGINS`` (no entry-point scan when the scenario's
+    models are built) unless the user set it; pydantic still honours that setting (an upgrade that drops
+    it fails here: the scan would run)."""
+    code = ("import os, sys\n"
+            "import workbook.report.command as c\n"
+            "c.batch_process()\n"
+            "print(os.environ.get('PYDANTIC_DISABLE_PLUGINS'))\n"
+            "import importlib.metadata as md\n"
+            "seen = []\n"
+            "real = md.entry_points\n"
+            "md.entry_points = lambda **k: seen.append(k) or real(**k)\n"
+            "import pydantic.plugin._loader as loader\n"
+            "loader.entry_points = md.entry_points\n"
+            "import workbook.scenario\n"
+            "print(seen)\n")
+    done = _python(code, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["__all__", "[]"]
+    env = {k: v for k, v in os.environ.items() if k != "WORKBOOK_REPORT_BATCH"}
+    env.update(PYTHONPATH=str(paths.ROOT), PYDANTIC_DISABLE_PLUGINS="")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=tmp_path,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["", "[{'group': 'pydantic'}]"]   # the user's choice: plugins scanned
+
+
 @pytest.mark.slow
 def test_a_pooled_batch_ends_at_once_leaving_no_temporary_folder_nor_warning(tmp_path):
     """``python -m workbook report`` of two scenarios on two jobs (pool, forkserver, resource tracker):

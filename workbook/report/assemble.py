@@ -201,7 +201,10 @@ def notebook_html(nb, name: str = "notebook") -> str:
     return _NUMERIC_ENTITY.sub(_entity_char, _IMG_WITHOUT_ALT.sub('<img alt="Image"', body))
 
 
-_IMG_WITHOUT_ALT = re.compile(r"<img(?![^>]*\balt=)")
+# ``*?``: the lookahead finds an ``alt=`` near the tag's start without first running to the end of a chart's
+# 100 kB data URI and back (the same matches: whether some ``alt=`` lies before the ``>`` does not depend on
+# the order tried; 17 -> 1.4 ms over chat-70b-realtime's notebooks)
+_IMG_WITHOUT_ALT = re.compile(r"<img(?![^>]*?\balt=)")
 _NUMERIC_ENTITY = re.compile(r"&#(x[0-9a-fA-F]+|[0-9]+);")
 
 
@@ -241,9 +244,61 @@ _EXTERNAL = re.compile(
     re.I)
 
 
+# ``_EXTERNAL``'s three alternatives, in its order, scanned one at a time (``_external_urls``): the first
+# with a lookahead for the first letters its tag names may have (under IGNORECASE, as the names are
+# matched: ``ſ`` for ``s``, ``ı`` for ``i``), so that the 44,000 ``<`` of a report's page that open other
+# tags (``td``, ``div``, ``/tr``) fail on one character class instead of eleven case-folded names
+_EXTERNAL_ALTERNATIVES = [re.compile(p, re.I) for p in (
+    r"""<(?=[slivaeou])(?:script|link|img|iframe|source|video|audio|embed|object|image|use)\b[^>]*?"""
+    r"""\b(?:src|href|data|xlink:href)\s*=\s*["']?\s*((?:https?:)?//[^"'\s>]+)""",
+    r"""@import\s+(?:url\()?["']?((?:https?:)?//[^"')\s]+)""",
+    r"""url\(\s*["']?((?:https?:)?//[^"')\s]+)""")]
+
+
+def _external_urls(text: str) -> list[str]:
+    """The URL of each match of ``_EXTERNAL`` in ``text``, as ``finditer`` finds them (left to right, no
+    overlap, the first alternative that matches at a position wins), from its alternatives searched
+    separately (``_EXTERNAL_ALTERNATIVES``): the next match is the leftmost of each alternative's next
+    match (the earlier alternative on a tie), whose own match is the alternation's there (nothing follows
+    the alternation); an alternative whose next match started before the end of the one taken is searched
+    again from that end. 0.020 -> 0.008 s on chat-70b-realtime's page (the IGNORECASE alternation tried
+    all three at every position)."""
+    found, nxt = [], [rx.search(text) for rx in _EXTERNAL_ALTERNATIVES]
+    while True:
+        best = None
+        for m in nxt:
+            if m is not None and (best is None or m.start() < best.start()):
+                best = m
+        if best is None:
+            return found
+        found.append(best.group(1))
+        end = best.end()
+        nxt = [m if m is None or m.start() >= end else rx.search(text, end)
+               for m, rx in zip(nxt, _EXTERNAL_ALTERNATIVES)]
+
+
 # A quoted base64 data URI's payload but its last 8 characters (and padding): what ``external_resources``
 # need not scan (see there).
 _DATA_PAYLOAD = re.compile(r"""(["']data:[^"'\s>,;]*;base64,)[A-Za-z0-9+/]+([A-Za-z0-9+/]{8}={0,2}["'])""")
+
+
+def _cut_payloads(page: str) -> str:
+    """``_DATA_PAYLOAD.sub(r"\1\2", page)``, with the match tried only where ``data:`` follows a quote (where
+    each of its matches starts; ``str.find`` skips the rest of the page faster than the pattern's own
+    search for a quote): the same matches, left to right, without overlap. 0.011 -> 0.004 s on
+    chat-70b-realtime's page."""
+    parts, pos = [], 0
+    i = page.find("data:", 1)
+    while i != -1:
+        m = _DATA_PAYLOAD.match(page, i - 1) if i - 1 >= pos and page[i - 1] in "\"'" else None
+        if m:
+            parts += (page[pos:m.start()], m.group(1), m.group(2))
+            pos = m.end()
+            i = page.find("data:", pos + 1)
+        else:
+            i = page.find("data:", i + 1)
+    parts.append(page[pos:])
+    return "".join(parts)
 
 
 def external_resources(page: str) -> list[str]:
@@ -257,7 +312,7 @@ def external_resources(page: str) -> list[str]:
     quote, and ``=`` only as padding at its end, kept with the 8 characters before it, which hold
     any keyword and the word boundary before it) nor run through one (a URL holds no quote and the
     payload is quoted); ``@import`` and ``url(`` need characters a payload lacks."""
-    return [next(g for g in m.groups() if g) for m in _EXTERNAL.finditer(_DATA_PAYLOAD.sub(r"\1\2", page))]
+    return _external_urls(_cut_payloads(page))
 
 
 # --- summary.json and the headline ------------------------------------------------------------------

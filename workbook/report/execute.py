@@ -27,6 +27,7 @@ from ..scenario import load_scenario
 from . import inprocess
 from .assemble import assemble_report, first_line, run_estimate, source_numbers, widget_cells
 from .jobs import Job, Result
+from .nbschema import install as install_nb_validator
 
 ENGINE = "workbook-shared-kernel"
 ESTIMATE_FILE = "estimate.json"  # written by the kernel into the worker's private folder
@@ -421,6 +422,7 @@ def batch_notebook(path: str | Path):
     kept in ``metadata.workbook.removed_cells`` so that messages name cells as the source numbers them."""
     import nbformat
 
+    install_nb_validator()   # a worker not forked from the pool's forkserver (spawn, Dask): the kept validator
     nb = nbformat.read(str(path), as_version=4)
     drop = widget_cells(nb.cells)
     if drop:

@@ -12,6 +12,7 @@ from pathlib import Path
 from .. import paths
 from ..errors import InputError
 from ..paths import NOTEBOOK_DIR
+from .nbschema import install as install_nb_validator
 
 # The parameters every report notebook declares in its ``parameters`` cell (the batch passes them).
 PARAMETERS = ("scenario",)
@@ -110,6 +111,7 @@ def check_parameters(notebooks: list[Path], parameters=PARAMETERS) -> None:
     """
     import papermill as pm
 
+    install_nb_validator()   # nbformat's validator from kept code, before the first notebook is validated
     problems = []
     for nb in notebooks:
         rel = paths.rel(Path(nb))

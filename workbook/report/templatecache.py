@@ -4,18 +4,48 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import sys
+from pathlib import Path
 
 from .. import paths
 
-TEMPLATE_CACHE_DIR = "templates"   # compiled Jinja templates, in ``paths.cache_dir()``
+TEMPLATE_CACHE_DIR = "templates"   # compiled Jinja templates, in ``paths.cache_dir()`` (the fallback)
+# compiled code kept with the package, in its ``__pycache__`` folder beside Python's own bytecode: ignored
+# by git, by the package data (``templates/*/*`` would ship a folder under ``templates``) and by the
+# inputs digest and the calibration table's key (neither reads ``__pycache__``)
+PACKAGE_COMPILED_DIR = paths.PACKAGE_DIR / "__pycache__" / "compiled"
+
+
+def _writable(folder: Path) -> bool:
+    """Could this process make or write ``folder``: its nearest existing ancestor is writable."""
+    for p in (folder, *folder.parents):
+        if p.exists():
+            return p.is_dir() and os.access(p, os.W_OK)
+    return False
+
+
+def cache_folder() -> Path:
+    """Where compiled templates (and nbformat's compiled validator, ``nbschema``) go:
+    ``PACKAGE_COMPILED_DIR`` (the package's ``__pycache__/compiled``) when this process may write there,
+    as Python writes a module's bytecode beside it; else ``$WORKBOOK_CACHE_DIR/templates`` (a read-only
+    install, or ``PYTHONDONTWRITEBYTECODE`` / ``-B``: the process asked for no bytecode beside the sources).
+
+    Compiled code depends only on the installed templates, libraries and Python (``template_cache`` and
+    ``nbschema`` key it so), not on the user or the scenario, so it need not start cold with every new
+    cache folder: a first report with an empty ``$WORKBOOK_CACHE_DIR`` (a new user, a CI job,
+    ``bench_report``) compiled nbconvert's and the page's templates again, about 0.1 s of CPU per process."""
+    own = PACKAGE_COMPILED_DIR
+    if not sys.dont_write_bytecode and _writable(own):
+        return own
+    return paths.cache_dir() / TEMPLATE_CACHE_DIR
 
 
 @functools.lru_cache(maxsize=1)
 def template_cache():
     """Jinja's bytecode cache for the report's templates (nbconvert's and ``workbook/templates``), in
-    ``$WORKBOOK_CACHE_DIR/templates``: a process's first report compiled nbconvert's HTML templates
-    and its own (about 0.15-0.2 s of Jinja's parser and code generator, then Python's compiler); with
+    ``cache_folder()`` (the package's ``__pycache__/compiled``, else ``$WORKBOOK_CACHE_DIR/templates``): a
+    process's first report compiled nbconvert's HTML templates and its own (about 0.15-0.2 s of Jinja's parser and code generator, then Python's compiler); with
     the cache it loads their code objects, as Python's ``__pycache__`` spares recompiling modules.
 
     Jinja keys a template's file by name and path and checks the source's checksum (an edited
@@ -45,7 +75,7 @@ def template_cache():
             return bucket
 
         def _get_cache_filename(self, bucket) -> str:
-            return str(paths.cache_dir() / TEMPLATE_CACHE_DIR / (self.pattern % (bucket.key,)))
+            return str(cache_folder() / (self.pattern % (bucket.key,)))
 
         def load_bytecode(self, bucket) -> None:
             try:
@@ -55,7 +85,7 @@ def template_cache():
 
         def dump_bytecode(self, bucket) -> None:
             try:
-                (paths.cache_dir() / TEMPLATE_CACHE_DIR).mkdir(parents=True, exist_ok=True)
+                cache_folder().mkdir(parents=True, exist_ok=True)
                 super().dump_bytecode(bucket)
             except Exception:  # noqa: BLE001 - read-only or full: the compiled template stands
                 pass
