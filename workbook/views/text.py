@@ -31,8 +31,9 @@ _WORDS = ((1e12, "trillion"), (1e9, "billion"), (1e6, "million"))
 
 def number(v) -> str:
     """A figure for people: 3 significant digits, thousands separators from 100, "million",
-    "billion", "trillion" from a million, scientific only beyond 1e15 or below 1e-3; integers in
-    full, booleans as yes/no, blanks (None, NaN, infinities) as a dash."""
+    "billion", "trillion" from a million (thousands of trillions up to 1e18, so that a column of peak
+    FLOP/s reads "989 trillion", "2,250 trillion" rather than switching to "2.25e+15"), scientific only
+    beyond 1e18 or below 1e-3; integers in full, booleans as yes/no, blanks (None, NaN, infinities) as a dash."""
     if v is None or v is pd.NA or v is pd.NaT:
         return BLANK
     if isinstance(v, (bool, np.bool_)):
@@ -48,8 +49,10 @@ def number(v) -> str:
     a = abs(x)
     if a == 0:
         return "0"
-    if a >= 1e15 or a < 1e-3:
+    if a >= 1e18 * (1 - 5e-4) or a < 1e-3:
         return f"{x:.3g}"
+    if a >= 1e15 * (1 - 5e-4):
+        return f"{float(f'{x / 1e12:.3g}'):,.0f} trillion"
     for size, word in _WORDS:
         if a >= size * (1 - 5e-4):       # 999.96 million reads "1 billion", not "1e+03 million"
             return f"{x / size:.3g} {word}"
