@@ -136,6 +136,11 @@ def _demand_tokens_per_s(s: Scenario, perf: pd.DataFrame) -> pd.Series:
     return perf["output_tokens_per_s"].astype(float)
 
 
+# pandas' nullable number and boolean dtypes (public classes)
+_NULLABLE = (pd.Int8Dtype, pd.Int16Dtype, pd.Int32Dtype, pd.Int64Dtype, pd.UInt8Dtype, pd.UInt16Dtype, pd.UInt32Dtype,
+             pd.UInt64Dtype, pd.Float32Dtype, pd.Float64Dtype, pd.BooleanDtype)
+
+
 def _perf_table(s: Scenario, perf_df: pd.DataFrame) -> pd.DataFrame:
     """The performance rows as floats, with the hours multipliers (band) and, for serving, the demand;
     the model's uninterrupted ``training_days`` becomes ``perf_training_days``."""
@@ -144,11 +149,14 @@ def _perf_table(s: Scenario, perf_df: pd.DataFrame) -> pd.DataFrame:
     if "accelerator" not in perf_df:
         raise InputError("perf_df: missing column 'accelerator'")
     perf = perf_df.reset_index(drop=True).copy()
-    for c in perf.columns:  # perf may use nullable dtypes (Int64 with <NA>): floats from here on
-        if c in _NOT_NUMERIC or perf[c].dtype == np.float64:  # already floats
+    for c, dtype in perf.dtypes.items():  # perf may use nullable dtypes (Int64 with <NA>): floats from here on
+        if c in _NOT_NUMERIC or dtype == np.float64:  # already floats
             continue
-        if isinstance(perf[c].dtype, np.dtype) and perf[c].dtype.kind in "iub":  # numpy ints and bools: no NaN
+        if isinstance(dtype, np.dtype) and dtype.kind in "iub":  # numpy ints and bools: no NaN
             perf[c] = perf[c].astype(float)
+            continue
+        if isinstance(dtype, _NULLABLE):  # nullable ints, floats and booleans: numbers or NA, which
+            perf[c] = perf[c].astype(float)     # to_numeric keeps as they are (NA becomes NaN)
             continue
         if pd.api.types.is_numeric_dtype(perf[c]) or perf[c].dtype == object:
             conv = pd.to_numeric(perf[c], errors="coerce")
