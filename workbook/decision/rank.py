@@ -51,20 +51,38 @@ def _criteria(s: Scenario, feasible: pd.DataFrame, mc: pd.DataFrame | None) -> p
     df["cost_value"] = df[metric].astype(float)
     if mc is not None and len(mc) and "p50" in mc:
         # one price per offer: the point estimate ranks; the Monte Carlo median is shown, labelled
-        by_option = mc.set_index("option")
-        df["cost_p50_monte_carlo"] = df["option"].map(by_option["p50"])
-        df["p_cheapest"] = df["option"].map(by_option["p_cheapest"])
+        pairs = [("cost_p50_monte_carlo", "p50"), ("p_cheapest", "p_cheapest")]
         if "p_cheapest_accelerator" in mc:
-            df["p_cheapest_accelerator"] = df["option"].map(by_option["p_cheapest_accelerator"])
+            pairs.append(("p_cheapest_accelerator", "p_cheapest_accelerator"))
         if training and "days_p50" in mc:
-            df["training_days_p50"] = df["option"].map(by_option["days_p50"])
+            pairs.append(("training_days_p50", "days_p50"))
+        options = pd.Index(mc["option"])
+        if options.is_unique and all(mc[c].dtype == np.float64 for _, c in pairs):
+            # ``df["option"].map(mc.set_index("option")[c])`` with one lookup of the options for every column:
+            # the float of the option's row, NaN where the Monte Carlo has none
+            at = options.get_indexer(df["option"])
+            found = at >= 0
+            for name, c in pairs:
+                df[name] = np.where(found, mc[c].to_numpy()[at], np.nan)
+        else:
+            by_option = mc.set_index("option")
+            for name, c in pairs:
+                df[name] = df["option"].map(by_option[c])
     if training:
         df["time_value"] = df["training_days"].astype(float)
     else:
         df["time_value"] = df["tpot_ms"].astype(float) if "tpot_ms" in df else np.nan
     fit = framework_fit(s, df["accelerator"].unique())
-    df = df.merge(fit[["accelerator", "ecosystem_score", "portability_score", "framework", "framework_support",
-                       "needs_porting", "porting_why"]], on="accelerator", how="left")
+    fit_cols = ["ecosystem_score", "portability_score", "framework", "framework_support", "needs_porting", "porting_why"]
+    at = pd.Index(fit["accelerator"]).get_indexer(df["accelerator"]) if fit["accelerator"].is_unique else None
+    if at is not None and (at >= 0).all() and not any(c in df for c in fit_cols):
+        # the left merge on a key every row finds once: the rows in order (index 0..n-1), each fit column taken
+        # at its accelerator's row (its dtype kept, as the merge keeps it when every row matches)
+        df = df.reset_index(drop=True)
+        for c in fit_cols:
+            df[c] = fit[c].take(at).to_numpy() if isinstance(fit[c].dtype, np.dtype) else fit[c].array.take(at)
+    else:
+        df = df.merge(fit[["accelerator", *fit_cols]], on="accelerator", how="left")
     df["supply_score"] = df["accelerator"].map(supply_scores(df["accelerator"].unique()))
     return df
 
@@ -72,16 +90,15 @@ def _criteria(s: Scenario, feasible: pd.DataFrame, mc: pd.DataFrame | None) -> p
 def _score(df: pd.DataFrame, w: dict[str, float], cost_values=None) -> pd.DataFrame:
     cv = df["cost_value"].to_numpy(float) if cost_values is None else cost_values
     tv = df["time_value"].to_numpy(float)
-    out = pd.DataFrame(index=df.index)
-    out["cost_score"] = np.nanmin(cv) / cv
-    out["time_score"] = np.nanmin(tv) / tv if np.isfinite(tv).any() else 1.0
-    out["time_score"] = out["time_score"].fillna(0.0)
-    out["ecosystem_score"] = df["ecosystem_score"].to_numpy(float)
-    out["portability_score"] = df["portability_score"].to_numpy(float)
-    out["supply_risk_score"] = df["supply_score"].to_numpy(float)
+    n = len(df)
+    time_score = np.nanmin(tv) / tv if np.isfinite(tv).any() else np.full(n, 1.0)
+    cols = {"cost_score": np.nanmin(cv) / cv, "time_score": np.where(np.isnan(time_score), 0.0, time_score),
+            "ecosystem_score": df["ecosystem_score"].to_numpy(float), "portability_score": df["portability_score"].to_numpy(float),
+            "supply_risk_score": df["supply_score"].to_numpy(float)}
     total = sum(w.values())
-    out["score"] = sum(w[k] * out[f"{k}_score"] for k in CRITERIA) / total
-    return out
+    # the weighted sum in the order of CRITERIA, as the Series sum added it (0 + w·s + ...)
+    cols["score"] = sum(w[k] * cols[f"{k}_score"] for k in CRITERIA) / total
+    return pd.DataFrame(cols, index=df.index)
 
 
 def pareto_front(cost_values, time_values) -> np.ndarray:
