@@ -87,6 +87,8 @@ _PERF_KEEP_INFER = ["chips", "fits", "reason", "peak_flops_per_s", "ttft_ms", "t
                     "tpot_ms_low", "tpot_ms_high", "ttft_ms_p50", "ttft_ms_p99", "ttft_ms_at_slo_percentile"]
 _NOT_NUMERIC = ("accelerator", "family", "reason", "fits", "meets_slo", "meets_deadline", "calibrated", "offering",
                 "network_basis", "start_days_source")
+_NULLABLE = (pd.Int8Dtype, pd.Int16Dtype, pd.Int32Dtype, pd.Int64Dtype, pd.UInt8Dtype, pd.UInt16Dtype, pd.UInt32Dtype,
+             pd.UInt64Dtype, pd.Float32Dtype, pd.Float64Dtype, pd.BooleanDtype)  # pandas' nullable numbers and booleans
 
 
 def is_latency_bound(s: Scenario) -> bool:
@@ -136,11 +138,6 @@ def _demand_tokens_per_s(s: Scenario, perf: pd.DataFrame) -> pd.Series:
     return perf["output_tokens_per_s"].astype(float)
 
 
-# pandas' nullable number and boolean dtypes (public classes)
-_NULLABLE = (pd.Int8Dtype, pd.Int16Dtype, pd.Int32Dtype, pd.Int64Dtype, pd.UInt8Dtype, pd.UInt16Dtype, pd.UInt32Dtype,
-             pd.UInt64Dtype, pd.Float32Dtype, pd.Float64Dtype, pd.BooleanDtype)
-
-
 def _perf_table(s: Scenario, perf_df: pd.DataFrame) -> pd.DataFrame:
     """The performance rows as floats, with the hours multipliers (band) and, for serving, the demand;
     the model's uninterrupted ``training_days`` becomes ``perf_training_days``."""
@@ -152,11 +149,8 @@ def _perf_table(s: Scenario, perf_df: pd.DataFrame) -> pd.DataFrame:
     for c, dtype in perf.dtypes.items():  # perf may use nullable dtypes (Int64 with <NA>): floats from here on
         if c in _NOT_NUMERIC or dtype == np.float64:  # already floats
             continue
-        if isinstance(dtype, np.dtype) and dtype.kind in "iub":  # numpy ints and bools: no NaN
-            perf[c] = perf[c].astype(float)
-            continue
-        if isinstance(dtype, _NULLABLE):  # nullable ints, floats and booleans: numbers or NA, which
-            perf[c] = perf[c].astype(float)     # to_numeric keeps as they are (NA becomes NaN)
+        if (isinstance(dtype, np.dtype) and dtype.kind in "iub") or isinstance(dtype, _NULLABLE):
+            perf[c] = perf[c].astype(float)  # numpy's: no NaN; nullable ones (to_numeric keeps them): NA to NaN
             continue
         if pd.api.types.is_numeric_dtype(perf[c]) or perf[c].dtype == object:
             conv = pd.to_numeric(perf[c], errors="coerce")

@@ -22,7 +22,7 @@ import pandas as pd
 from .. import catalog, terms
 from ..errors import InputError
 from ..scenario import Parallelism, Scenario, Workload
-from . import generic, moe, search, serving
+from . import frames, generic, moe, search, serving
 from .efficiency import (FP4_REFUSAL, Efficiency, band, band_scope, candidate_precision, compute_efficiency, default,
                          matmul_precision, network_loss, peak, scope_of)
 from .memo import Memo, Record, hashable
@@ -584,25 +584,6 @@ def candidate_accelerators(s: Scenario) -> list[str]:
     return catalog.usable_accelerators(candidate_precision(s.workload.precision, s.workload.fp4_fallback))
 
 
-def _whole_numbers(col: pd.Series):
-    """``pd.array(col.astype("Float64").round(), dtype="Int64")`` (a missing value NA, the others rounded half
-    to even) from the column's values as floats, rounded by numpy as ``Float64.round`` rounds them, and
-    their missing mask: the same array in a tenth of the time (15 columns per comparison cost ~9 ms through
-    the nullable dtypes); a value that is not finite, a whole number beyond 2^53 or not a number takes
-    pandas' own path (which refuses it as before)."""
-    values = col.to_numpy(dtype=object)
-    missing = pd.isna(values)
-    try:
-        x = np.array([0.0 if m else float(v) for v, m in zip(values.tolist(), missing.tolist())], dtype=float)
-    except (TypeError, ValueError):
-        x = None
-    if x is not None:
-        r = np.round(x)
-        if np.isfinite(r).all() and (np.abs(r) <= 2.0 ** 53).all():
-            return pd.arrays.IntegerArray(r.astype(np.int64), missing.astype(bool))
-    return pd.array(col.astype("Float64").round(), dtype="Int64")
-
-
 def compare(s: Scenario, eff: Efficiency | None = None) -> pd.DataFrame:
     """One row per accelerator considered: chips, fits, reason, and the training or serving figures
     with ``_low``/``_high`` bands (columns ``terms.ESTIMATE_COLUMNS``; the ``estimate --json`` option
@@ -612,7 +593,7 @@ def compare(s: Scenario, eff: Efficiency | None = None) -> pd.DataFrame:
     if not len(df):
         return df
     for c in terms.INT_COLUMNS:
-        df[c] = _whole_numbers(df[c])
+        df[c] = frames.whole_numbers(df[c])
     df["recompute"] = df["recompute"].astype(object).where(df["recompute"].notna(), None)
     for c in terms.BOOL_COLUMNS:
         df[c] = df[c].astype("boolean")
