@@ -172,13 +172,13 @@ def _join_prices(s: Scenario, perf: pd.DataFrame, offerings, systems) -> pd.Data
     prices = prices[prices["accelerator"].isin(perf["accelerator"])]
     on = ["accelerator", "offering"] if "offering" in perf else ["accelerator"]  # per-offer rows (model.offers)
     df = prices.merge(perf[on + [k for k in keep if k not in on]], on=on, how="inner")
-    missing, first = [], {}
+    missing, first, perf_accs = [], {}, perf["accelerator"].tolist()  # lists and arrays: no filtered frames
     for model in requested_models(s):
-        have = set(df.loc[df["pricing_model"] == model, "accelerator"])
-        for acc in perf["accelerator"]:
+        have = set(df["accelerator"].to_numpy(object)[(df["pricing_model"] == model).to_numpy()].tolist())
+        for acc in perf_accs:
             if acc not in have:
                 if acc not in first:  # the accelerator's first performance row, its kept values read once
-                    prow = perf.loc[perf["accelerator"] == acc].iloc[0]
+                    prow = perf.iloc[perf_accs.index(acc)]
                     first[acc] = {k: prow[k] for k in keep if k != "offering"}
                 row = {"accelerator": acc, "pricing_model": model, "offering": None, "provider": None,
                        "price_derivation": "not priced", "usd_per_instance_hour": np.nan,
