@@ -191,7 +191,25 @@ def _first_guess(n, rho, eps):
     return np.maximum(np.ceil(s * s - n), 0.0)
 
 
+_SPARES: dict = {}   # spare_instances' answers by the exact values and shapes of its arguments (a bounded few)
+
+
 def spare_instances(instances, interruptions_per_hour, restart_h, availability_target, instances_per_replica=1.0):
+    """``_spare_instances`` (below), remembered per process for the very same arguments (their values and
+    shapes as float arrays): the pricing's three bills and its recipe search the same fleets at the point
+    rate; a copy per call."""
+    args = tuple(np.asarray(x, dtype=float) for x in (instances, interruptions_per_hour, restart_h,
+                                                        availability_target, instances_per_replica))
+    key = tuple((a.shape, a.tobytes()) for a in args)
+    out = _SPARES.get(key)
+    if out is None:
+        if len(_SPARES) >= 256:
+            _SPARES.clear()
+        out = _SPARES[key] = _spare_instances(*args)
+    return out.copy() if isinstance(out, np.ndarray) else out
+
+
+def _spare_instances(instances, interruptions_per_hour, restart_h, availability_target, instances_per_replica=1.0):
     """Spare spot instances a latency-bound fleet of ``instances`` needs to keep its full capacity
     ``availability_target`` of the time.
 
