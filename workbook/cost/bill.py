@@ -87,6 +87,8 @@ _PERF_KEEP_INFER = ["chips", "fits", "reason", "peak_flops_per_s", "ttft_ms", "t
                     "tpot_ms_low", "tpot_ms_high", "ttft_ms_p50", "ttft_ms_p99", "ttft_ms_at_slo_percentile"]
 _NOT_NUMERIC = ("accelerator", "family", "reason", "fits", "meets_slo", "meets_deadline", "calibrated", "offering",
                 "network_basis", "start_days_source")
+_NULLABLE = (pd.Int8Dtype, pd.Int16Dtype, pd.Int32Dtype, pd.Int64Dtype, pd.UInt8Dtype, pd.UInt16Dtype, pd.UInt32Dtype,
+             pd.UInt64Dtype, pd.Float32Dtype, pd.Float64Dtype, pd.BooleanDtype)  # pandas' nullable numbers and booleans
 
 
 def is_latency_bound(s: Scenario) -> bool:
@@ -144,11 +146,11 @@ def _perf_table(s: Scenario, perf_df: pd.DataFrame) -> pd.DataFrame:
     if "accelerator" not in perf_df:
         raise InputError("perf_df: missing column 'accelerator'")
     perf = perf_df.reset_index(drop=True).copy()
-    for c in perf.columns:  # perf may use nullable dtypes (Int64 with <NA>): floats from here on
-        if c in _NOT_NUMERIC or perf[c].dtype == np.float64:  # already floats
+    for c, dtype in perf.dtypes.items():  # perf may use nullable dtypes (Int64 with <NA>): floats from here on
+        if c in _NOT_NUMERIC or dtype == np.float64:  # already floats
             continue
-        if isinstance(perf[c].dtype, np.dtype) and perf[c].dtype.kind in "iub":  # numpy ints and bools: no NaN
-            perf[c] = perf[c].astype(float)
+        if (isinstance(dtype, np.dtype) and dtype.kind in "iub") or isinstance(dtype, _NULLABLE):
+            perf[c] = perf[c].astype(float)  # numpy's: no NaN; nullable ones (to_numeric keeps them): NA to NaN
             continue
         if pd.api.types.is_numeric_dtype(perf[c]) or perf[c].dtype == object:
             conv = pd.to_numeric(perf[c], errors="coerce")
@@ -170,13 +172,13 @@ def _join_prices(s: Scenario, perf: pd.DataFrame, offerings, systems) -> pd.Data
     prices = prices[prices["accelerator"].isin(perf["accelerator"])]
     on = ["accelerator", "offering"] if "offering" in perf else ["accelerator"]  # per-offer rows (model.offers)
     df = prices.merge(perf[on + [k for k in keep if k not in on]], on=on, how="inner")
-    missing, first = [], {}
+    missing, first, perf_accs = [], {}, perf["accelerator"].tolist()  # lists and arrays: no filtered frames
     for model in requested_models(s):
-        have = set(df.loc[df["pricing_model"] == model, "accelerator"])
-        for acc in perf["accelerator"]:
+        have = set(df["accelerator"].to_numpy(object)[(df["pricing_model"] == model).to_numpy()].tolist())
+        for acc in perf_accs:
             if acc not in have:
                 if acc not in first:  # the accelerator's first performance row, its kept values read once
-                    prow = perf.loc[perf["accelerator"] == acc].iloc[0]
+                    prow = perf.iloc[perf_accs.index(acc)]
                     first[acc] = {k: prow[k] for k in keep if k != "offering"}
                 row = {"accelerator": acc, "pricing_model": model, "offering": None, "provider": None,
                        "price_derivation": "not priced", "usd_per_instance_hour": np.nan,

@@ -244,16 +244,33 @@ def age_days(price_as_of: pd.Series, today: _dt.date | None = None) -> pd.Series
     """Days from ``price_as_of`` to ``today`` (NaN when undated); a future date (an announced
     price) counts as 0."""
     today = pd.Timestamp(today or _dt.date.today())
-    when = pd.to_datetime(price_as_of.astype(str).where(price_as_of.notna(), None), errors="coerce")
-    return ((today - when).dt.days.astype(float)).clip(lower=0.0)
+    text = price_as_of.astype(str).where(price_as_of.notna(), None)
+    # each distinct date once (a catalog's ~1,500 prices carry a few dozen), in order of first appearance: the
+    # first one, from which pandas infers the format, is the column's first, so each value parses as before
+    codes, uniques = pd.factorize(text)
+    if len(uniques) * 4 > len(text):
+        when = pd.to_datetime(text, errors="coerce")
+        return ((today - when).dt.days.astype(float)).clip(lower=0.0)
+    when = pd.to_datetime(pd.Series(np.asarray(uniques, dtype=object), dtype=object), errors="coerce")
+    days = np.append(((today - when).dt.days.astype(float)).clip(lower=0.0).to_numpy(), np.nan)
+    return pd.Series(days[codes], index=price_as_of.index, name=price_as_of.name)
+
+
+_UNDATED: dict = {}   # the catalog frame, the day and the answer of ``undated_age_days`` last asked
 
 
 def undated_age_days(off: pd.DataFrame, today: _dt.date | None = None) -> float:
     """The age an undated price counts as: ``UNDATED_AGE_DAYS`` or one day more than the oldest dated
-    price of ``off``, whichever is more (undated is the oldest)."""
-    ages = age_days(off["price_as_of"], today) if "price_as_of" in off else pd.Series(dtype=float)
+    price of ``off``, whichever is more (undated is the oldest). Remembered for the very frame and day
+    last asked (the pricing asks it of the whole offerings catalog once per scenario)."""
+    day = today or _dt.date.today()
+    if _UNDATED.get("frame") is off and _UNDATED.get("day") == day:
+        return _UNDATED["value"]
+    ages = age_days(off["price_as_of"], day) if "price_as_of" in off else pd.Series(dtype=float)
     oldest = float(ages.max()) if ages.notna().any() else 0.0
-    return max(float(UNDATED_AGE_DAYS), oldest + 1.0)
+    value = max(float(UNDATED_AGE_DAYS), oldest + 1.0)
+    _UNDATED.update(frame=off, day=day, value=value)
+    return value
 
 
 def half_width(basis, age, spread, undated_age: float = UNDATED_AGE_DAYS, region_spread=0.0) -> np.ndarray:

@@ -413,6 +413,15 @@ def _option_row(priced: pd.DataFrame, option) -> pd.Series:
     return priced.loc[option]
 
 
+def _one(v) -> np.ndarray:
+    """A one-element array of ``v``: numbers as numpy makes them, anything else (text, blanks, lists) as an object."""
+    if isinstance(v, (int, float, np.number, np.bool_)):
+        return np.array([v])
+    a = np.empty(1, dtype=object)
+    a[0] = v
+    return a
+
+
 def tornado(s: Scenario, priced: pd.DataFrame, option=None) -> pd.DataFrame:
     """How far each uncertain input, moved across its P10-P90 band with the others at their point
     values, moves one option's ranking figure (cost per run or USD per million tokens). Sorted by
@@ -428,13 +437,16 @@ def tornado(s: Scenario, priced: pd.DataFrame, option=None) -> pd.DataFrame:
         figure = priced.loc[feasible, "metric"].iloc[0]
         option = priced.loc[priced.loc[feasible, figure].idxmin(), "option"]
     row = _option_row(priced, option)
-    one = pd.DataFrame([row])
+    # the row as the bill reads it: each column a one-element array of its value (what a one-row frame's
+    # column gives ``np.asarray``), without building a frame of the ~140 columns
+    one = {c: _one(v) for c, v in row.items()}
+    tokens = None if training else float(row["tokens_per_month"])
 
     def value(eff=1.0, price_mult=1.0, u=p.utilization, lam=p.spot_interruptions_per_hour, rec=one):
         r = bill(rec, training, hours_multiplier=np.array([eff]), price_mult=np.array([price_mult]), utilization=u,
                  interruptions_per_hour=lam)
         c = float(r["cost"][0])
-        return c if training else c / float(rec["tokens_per_month"].iloc[0]) * 1e6
+        return c if training else c / tokens * 1e6
 
     base = value()
     sq = math.sqrt(p.spot_price_p90_over_p10)
@@ -460,8 +472,7 @@ def tornado(s: Scenario, priced: pd.DataFrame, option=None) -> pd.DataFrame:
             od = row["usd_per_instance_hour"] / (1 - disc)
             vals = []
             for ratio in (rng[1], rng[0]):  # smallest discount first
-                rec = one.copy()
-                rec["usd_per_instance_hour"] = od * ratio
+                rec = dict(one, usd_per_instance_hour=np.array([od * ratio]))
                 vals.append(value(rec=rec))
             inputs.append(("commitment discount (published GCP range)", "fraction", 1 - rng[1], 1 - rng[0], vals[0], vals[1]))
     out = pd.DataFrame(inputs, columns=["input", "unit", "low", "high", "value_at_low", "value_at_high"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from .. import catalog
@@ -100,8 +101,10 @@ def _training_point(s: Scenario, priced: pd.DataFrame):
     """The cheapest priced training option with its chips and checkpoint bytes, else None."""
     if not s.is_training or "checkpoint_bytes" not in priced:
         return None
-    ok = priced[priced["cost_usd"].notna() & priced["checkpoint_bytes"].notna()]
-    return None if ok.empty else ok.sort_values("cost_usd", kind="stable").iloc[0]
+    # the first row of the lowest cost among those with a cost and checkpoint bytes (what a stable sort of them puts
+    # first), by position: no filtered and sorted copy of every priced column
+    at = np.flatnonzero((priced["cost_usd"].notna() & priced["checkpoint_bytes"].notna()).to_numpy())
+    return None if not len(at) else priced.iloc[at[int(np.argmin(priced["cost_usd"].to_numpy(float)[at]))]]
 
 
 def checkpoint_write(row, s, perf_df, priced):

@@ -296,7 +296,7 @@ def _cost_ratio(row, s, perf_df, priced):
     if s.is_training:
         return _result(row, NA, None, "A serving claim; this scenario trains.")
     subj = row["subject"]
-    od = _memo("servable on-demand", priced, lambda: _on_demand(_servable(priced)))
+    od = _memo("servable on-demand", priced, lambda: _servable_on_demand(priced))
     mine = od[od["accelerator"] == subj]
     if mine.empty:
         why = (f"{subj} is not among this scenario's candidates." if subj not in set(priced["accelerator"])
@@ -324,6 +324,20 @@ def _cost_ratio(row, s, perf_df, priced):
            f"{ratio:.2f}x.")
     return _result(row, HOLDS if _within(ratio, row) else FAILS, ratio, why,
                    f"{1 - ratio:.0%} cheaper" if ratio < 1 else f"{ratio - 1:.0%} more expensive")
+
+
+def _servable_on_demand(priced: pd.DataFrame) -> pd.DataFrame:
+    """``_on_demand(_servable(priced))`` without the two filtered copies of every priced column: the rows
+    that have the ranking figure, are not ruled out physically and pay on-demand, as positions from the
+    columns read (``==`` on the object array is the Series' elementwise test), then a take of the few
+    columns ``_cost_ratio`` reads: the same rows, labels, values and dtypes."""
+    metric = priced["metric"].iloc[0] if len(priced) else "cost_usd"
+    has = priced[metric].notna().to_numpy()
+    codes = priced["excluded_codes"].to_numpy(dtype=object)
+    bad = np.array([h and any(c in PHYSICAL for c in cs) for h, cs in zip(has.tolist(), codes.tolist())], dtype=bool)
+    od = priced["pricing_model"].to_numpy(dtype=object) == "on_demand"
+    cols = ["accelerator", "offering", "usd_per_month", "porting_usd", "tokens_per_month"]
+    return priced[[c for c in cols if c in priced]].take(np.flatnonzero(has & ~bad & od))
 
 
 def _on_demand(ok: pd.DataFrame) -> pd.DataFrame:

@@ -51,20 +51,38 @@ def _criteria(s: Scenario, feasible: pd.DataFrame, mc: pd.DataFrame | None) -> p
     df["cost_value"] = df[metric].astype(float)
     if mc is not None and len(mc) and "p50" in mc:
         # one price per offer: the point estimate ranks; the Monte Carlo median is shown, labelled
-        by_option = mc.set_index("option")
-        df["cost_p50_monte_carlo"] = df["option"].map(by_option["p50"])
-        df["p_cheapest"] = df["option"].map(by_option["p_cheapest"])
+        pairs = [("cost_p50_monte_carlo", "p50"), ("p_cheapest", "p_cheapest")]
         if "p_cheapest_accelerator" in mc:
-            df["p_cheapest_accelerator"] = df["option"].map(by_option["p_cheapest_accelerator"])
+            pairs.append(("p_cheapest_accelerator", "p_cheapest_accelerator"))
         if training and "days_p50" in mc:
-            df["training_days_p50"] = df["option"].map(by_option["days_p50"])
+            pairs.append(("training_days_p50", "days_p50"))
+        options = pd.Index(mc["option"])
+        if options.is_unique and all(mc[c].dtype == np.float64 for _, c in pairs):
+            # ``df["option"].map(mc.set_index("option")[c])`` with one lookup of the options for every column:
+            # the float of the option's row, NaN where the Monte Carlo has none
+            at = options.get_indexer(df["option"])
+            found = at >= 0
+            for name, c in pairs:
+                df[name] = np.where(found, mc[c].to_numpy()[at], np.nan)
+        else:
+            by_option = mc.set_index("option")
+            for name, c in pairs:
+                df[name] = df["option"].map(by_option[c])
     if training:
         df["time_value"] = df["training_days"].astype(float)
     else:
         df["time_value"] = df["tpot_ms"].astype(float) if "tpot_ms" in df else np.nan
     fit = framework_fit(s, df["accelerator"].unique())
-    df = df.merge(fit[["accelerator", "ecosystem_score", "portability_score", "framework", "framework_support",
-                       "needs_porting", "porting_why"]], on="accelerator", how="left")
+    fit_cols = ["ecosystem_score", "portability_score", "framework", "framework_support", "needs_porting", "porting_why"]
+    at = pd.Index(fit["accelerator"]).get_indexer(df["accelerator"]) if fit["accelerator"].is_unique else None
+    if at is not None and (at >= 0).all() and not any(c in df for c in fit_cols):
+        # the left merge on a key every row finds once: the rows in order (index 0..n-1), each fit column taken
+        # at its accelerator's row (its dtype kept, as the merge keeps it when every row matches)
+        df = df.reset_index(drop=True)
+        for c in fit_cols:
+            df[c] = fit[c].take(at).to_numpy() if isinstance(fit[c].dtype, np.dtype) else fit[c].array.take(at)
+    else:
+        df = df.merge(fit[["accelerator", *fit_cols]], on="accelerator", how="left")
     df["supply_score"] = df["accelerator"].map(supply_scores(df["accelerator"].unique()))
     return df
 
@@ -72,16 +90,15 @@ def _criteria(s: Scenario, feasible: pd.DataFrame, mc: pd.DataFrame | None) -> p
 def _score(df: pd.DataFrame, w: dict[str, float], cost_values=None) -> pd.DataFrame:
     cv = df["cost_value"].to_numpy(float) if cost_values is None else cost_values
     tv = df["time_value"].to_numpy(float)
-    out = pd.DataFrame(index=df.index)
-    out["cost_score"] = np.nanmin(cv) / cv
-    out["time_score"] = np.nanmin(tv) / tv if np.isfinite(tv).any() else 1.0
-    out["time_score"] = out["time_score"].fillna(0.0)
-    out["ecosystem_score"] = df["ecosystem_score"].to_numpy(float)
-    out["portability_score"] = df["portability_score"].to_numpy(float)
-    out["supply_risk_score"] = df["supply_score"].to_numpy(float)
+    n = len(df)
+    time_score = np.nanmin(tv) / tv if np.isfinite(tv).any() else np.full(n, 1.0)
+    cols = {"cost_score": np.nanmin(cv) / cv, "time_score": np.where(np.isnan(time_score), 0.0, time_score),
+            "ecosystem_score": df["ecosystem_score"].to_numpy(float), "portability_score": df["portability_score"].to_numpy(float),
+            "supply_risk_score": df["supply_score"].to_numpy(float)}
     total = sum(w.values())
-    out["score"] = sum(w[k] * out[f"{k}_score"] for k in CRITERIA) / total
-    return out
+    # the weighted sum in the order of CRITERIA, as the Series sum added it (0 + w·s + ...)
+    cols["score"] = sum(w[k] * cols[f"{k}_score"] for k in CRITERIA) / total
+    return pd.DataFrame(cols, index=df.index)
 
 
 def pareto_front(cost_values, time_values) -> np.ndarray:
@@ -151,8 +168,10 @@ def _option_rows(priced: pd.DataFrame, options) -> pd.DataFrame:
     first: dict = {}
     for i, o in enumerate(priced["option"].tolist()):
         first.setdefault(o, i)
-    sub = priced.iloc[[first[o] for o in options]]
-    return sub[["option", *[c for c in sub.columns if c != "option"]]].reset_index(drop=True)
+    # one take of the rows and the columns (``option`` first), not a take of every column and a second to reorder
+    cols = list(priced.columns)
+    at = cols.index("option")
+    return priced.iloc[[first[o] for o in options], [at, *(j for j in range(len(cols)) if j != at)]].reset_index(drop=True)
 
 
 def _scores_of(s: Scenario, rows: pd.DataFrame, d: dict) -> np.ndarray:
@@ -243,6 +262,23 @@ def break_ties(ranked: pd.DataFrame, tied: list[str]) -> pd.DataFrame:
     return out
 
 
+def _key(v):
+    """A value as a set key: every kind of missing (None, NaN, NA) as None, as pandas groups them."""
+    return None if v is None or v is pd.NA or (isinstance(v, float) and v != v) else v
+
+
+def first_rows(df: pd.DataFrame, cols: list[str]) -> np.ndarray:
+    """``~df.duplicated(cols).to_numpy()`` (the first row of each combination of ``cols``, missing values alike)
+    from the columns as lists and a set, without pandas' factorizing of each column (~1 ms for a few hundred
+    rows)."""
+    seen, out = set(), np.empty(len(df), dtype=bool)
+    for i, key in enumerate(zip(*(df[c].tolist() for c in cols))):
+        key = tuple(_key(v) for v in key)
+        out[i] = key not in seen
+        seen.add(key)
+    return out
+
+
 def ranking_table(ranked: pd.DataFrame, s: Scenario) -> pd.DataFrame:
     """The ranking a stakeholder reads: the best offering of each accelerator x way to pay."""
     if ranked.empty:
@@ -257,7 +293,7 @@ def ranking_table(ranked: pd.DataFrame, s: Scenario) -> pd.DataFrame:
              "option"]
     # the first row of each accelerator x way to pay (``drop_duplicates``), only the columns shown (not a copy of
     # every priced column first)
-    first = ~ranked.duplicated(["accelerator", "pricing_model"]).to_numpy()
+    first = first_rows(ranked, ["accelerator", "pricing_model"])
     best = ranked.loc[first, [c for c in cols if c in ranked and c != "rank"]].copy()
     best.insert(0, "rank", np.arange(1, len(best) + 1))
     return best.reset_index(drop=True)

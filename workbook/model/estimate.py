@@ -22,7 +22,7 @@ import pandas as pd
 from .. import catalog, terms
 from ..errors import InputError
 from ..scenario import Parallelism, Scenario, Workload
-from . import generic, moe, search, serving
+from . import frames, generic, moe, search, serving
 from .efficiency import (FP4_REFUSAL, Efficiency, band, band_scope, candidate_precision, compute_efficiency, default,
                          matmul_precision, network_loss, peak, scope_of)
 from .memo import Memo, Record, hashable
@@ -593,7 +593,7 @@ def compare(s: Scenario, eff: Efficiency | None = None) -> pd.DataFrame:
     if not len(df):
         return df
     for c in terms.INT_COLUMNS:
-        df[c] = pd.array(df[c].astype("Float64").round(), dtype="Int64")
+        df[c] = frames.whole_numbers(df[c])
     df["recompute"] = df["recompute"].astype(object).where(df["recompute"].notna(), None)
     for c in terms.BOOL_COLUMNS:
         df[c] = df[c].astype("boolean")

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from . import comm, disagg, generic, lengths, queueing
+from .memo import Memo, hashable
 from ..errors import InputError
 from ..scenario import Workload
 from .efficiency import Efficiency, band, band_scope, default, matmul_precision
@@ -135,6 +136,24 @@ def ttft_tails(w: Workload, ttft_s, tpot_s, batch, replicas) -> dict:
             "slo": queueing.ttft_quantile_s(_slo_percentile(w), ttft_s, tpot_s, **q)}
 
 
+_CHOSEN = Memo(4096)
+
+
+def _value(v):
+    """A catalog value as a hashable key: numpy scalars as Python ones, every kind of missing as None."""
+    if v is None or v is pd.NA or (isinstance(v, float) and v != v):
+        return None
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def record_values(acc) -> tuple:
+    """A hashable key of an accelerator record, equal for its catalog row as a dict
+    (``catalog.accelerator_record``) and as a Series indexed by id (``catalog.accelerator``): its id and
+    its other fields (numpy scalars as Python ones, missing values as None)."""
+    name = acc["accelerator"] if "accelerator" in acc else getattr(acc, "name", None)
+    return (name, tuple(sorted((str(k), _value(v)) for k, v in acc.items() if k != "accelerator")))
+
+
 def choose_batch(eff: Efficiency, p: Profile, acc, w: Workload, tp: float, headroom: float,
                  layout: Layout | None = None, pinned: int | None = None) -> dict | None:
     """The operating point of one replica (``tp`` chips, or ``layout``): the largest batch (of
@@ -142,7 +161,21 @@ def choose_batch(eff: Efficiency, p: Profile, acc, w: Workload, tp: float, headr
     else the largest that fits; with ``pinned`` chips and ``concurrency``, concurrency/replicas.
     Then ``deployment`` sizes the replicas. None when the weights and one sequence do not fit, or
     the replica cannot run (e.g. tensor parallelism over a link with no published bandwidth); a dict
-    with ``reason`` and ``fits`` False when the pinned chips cannot hold the concurrency."""
+    with ``reason`` and ``fits`` False when the pinned chips cannot hold the concurrency.
+
+    Remembered per process on the values it reads (``record_values`` of the accelerator, the workload's
+    ``hashable`` view, the layout's fields) and handed out as a copy: ``tp_curve`` marks, for each layout,
+    the point ``estimate_serving`` chose for it, the same call (its values are numbers and text only)."""
+    lay = None if layout is None else (layout.tp, layout.pp, layout.ep, _value(float(layout.net_bytes_per_s)),
+                                       _value(float(layout.net_latency_s)))
+    key = (eff, p, record_values(acc), hashable(w), float(tp), float(headroom), lay, pinned)
+    hit = _CHOSEN.get(key, lambda: _choose_batch(eff, p, acc, w, tp, headroom, layout, pinned))
+    return None if hit is None else dict(hit)
+
+
+def _choose_batch(eff: Efficiency, p: Profile, acc, w: Workload, tp: float, headroom: float,
+                  layout: Layout | None = None, pinned: int | None = None) -> dict | None:
+    """``choose_batch``, computed."""
     I, O = _need_lengths(w)
     lay = _as_layout(tp, layout)
     cprec = matmul_precision(acc, w.precision, w.fp4_fallback)
