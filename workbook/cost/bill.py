@@ -440,9 +440,12 @@ def price_options(s: Scenario, perf_df: pd.DataFrame, porting_usd=None, offering
     df["option"] = (df["accelerator"].astype(str) + " | " + df["offering"].fillna("-").astype(str) + " | "
                     + df["pricing_model"].astype(str))
     order = {m: i for i, m in enumerate(PRICING_MODEL_IDS)}
-    df["_o"] = df["pricing_model"].map(order)
     metric = "cost_usd" if training else "usd_per_million_tokens"
-    df = df.sort_values(["accelerator", "_o", metric], kind="stable").drop(columns="_o").reset_index(drop=True)
+    # the row order from a frame of the three sort keys only (the same stable sort), then one take of every
+    # column in its final order into a new frame: one block per dtype, not one per column added above
+    keys = pd.DataFrame({"accelerator": df["accelerator"]._values, "_o": df["pricing_model"].map(order)._values,
+                         metric: df[metric]._values})  # positions as the index
+    rows = keys.sort_values(["accelerator", "_o", metric], kind="stable").index.to_numpy()
     front = ["option", "accelerator", "offering", "provider", "region", "instance", "pricing_model", "instances",
              "spare_instances", "chips_per_instance", "usd_per_instance_hour", "usd_per_chip_hour_effective"]
     front += (["cost_usd", "cost_usd_low", "cost_usd_high", "training_days", "training_days_low",
@@ -450,7 +453,15 @@ def price_options(s: Scenario, perf_df: pd.DataFrame, porting_usd=None, offering
               else ["usd_per_million_tokens", "usd_per_million_tokens_low", "usd_per_million_tokens_high",
                     "usd_per_month", "usd_per_month_low", "usd_per_month_high", "usd_total"])
     front += ["price_derivation", "price_basis", "as_of", "source"]
-    return df[front + [c for c in df.columns if c not in front]]
+    cols = front + [c for c in df.columns if c not in front]
+    return pd.DataFrame({c: _taken(df[c]._values, rows) for c in cols})
+
+
+def _taken(values, rows):
+    """``values`` at the positions ``rows``, of the same dtype in a new frame (an object array as a Series
+    of object dtype: the frame constructor would infer strings from it)."""
+    v = values.take(rows)
+    return pd.Series(v, dtype=object, copy=False) if v.dtype == object else v
 
 
 def _spot_factor(col, rows, sp, lam, shape, rec) -> np.ndarray:
