@@ -171,7 +171,10 @@ def _option_rows(priced: pd.DataFrame, options) -> pd.DataFrame:
     # one take of the rows and the columns (``option`` first), not a take of every column and a second to reorder
     cols = list(priced.columns)
     at = cols.index("option")
-    return priced.iloc[[first[o] for o in options], [at, *(j for j in range(len(cols)) if j != at)]].reset_index(drop=True)
+    rows = [first[o] for o in options]
+    if at == 0:  # the priced frame's own order (``cost.price_options``): a take of the rows only, the blocks kept
+        return priced.take(rows).reset_index(drop=True)
+    return priced.iloc[rows, [at, *(j for j in range(len(cols)) if j != at)]].reset_index(drop=True)
 
 
 def _scores_of(s: Scenario, rows: pd.DataFrame, d: dict) -> np.ndarray:
