@@ -400,6 +400,19 @@ def _hosting_total(s: Scenario, df: pd.DataFrame, factor) -> None:
                              * s.pricing.horizon_months)
 
 
+def _option_ids(df: pd.DataFrame) -> pd.Series:
+    """``accelerator | offering | pricing_model`` per row, a missing offering as "-": the pandas expression
+    ``accelerator.astype(str) + " | " + offering.fillna("-").astype(str) + " | " + pricing_model.astype(str)``
+    (its dtype, ``str``), joined a row at a time in Python when every accelerator and pricing model is a string
+    (``str`` of a string is itself); else that expression (a missing one stays missing there)."""
+    acc, off, pm = (df[c].tolist() for c in ("accelerator", "offering", "pricing_model"))
+    if not all(type(v) is str for v in acc) or not all(type(v) is str for v in pm):
+        return (df["accelerator"].astype(str) + " | " + df["offering"].fillna("-").astype(str) + " | "
+                + df["pricing_model"].astype(str))
+    off = [v if type(v) is str else "-" if pd.isna(v) else str(v) for v in off]
+    return pd.Series([f"{a} | {o} | {m}" for a, o, m in zip(acc, off, pm)], index=df.index, dtype="str")
+
+
 def price_options(s: Scenario, perf_df: pd.DataFrame, porting_usd=None, offerings: pd.DataFrame | None = None,
                   systems: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every accelerator x offering x pricing model, priced for the scenario (long table).
@@ -437,8 +450,7 @@ def price_options(s: Scenario, perf_df: pd.DataFrame, porting_usd=None, offering
     energy.add_totals(s, df)  # energy_kwh, co2_kg of the work (workbook.cost.energy)
     if training:
         _deadline_odds(s, df)
-    df["option"] = (df["accelerator"].astype(str) + " | " + df["offering"].fillna("-").astype(str) + " | "
-                    + df["pricing_model"].astype(str))
+    df["option"] = _option_ids(df)
     order = {m: i for i, m in enumerate(PRICING_MODEL_IDS)}
     metric = "cost_usd" if training else "usd_per_million_tokens"
     # the row order from a frame of the three sort keys only (the same stable sort), then one take of every
