@@ -69,7 +69,7 @@ from ..scenario import Scenario
 from ..terms import DAYS_PER_MONTH, HOURS_PER_DAY, HOURS_PER_MONTH, KIND, PRICING_MODEL_IDS, TERM_MONTHS
 from . import energy, mcspares
 from .location import add_user_rtt
-from .pricebook import offer_prices, requested_models
+from .pricebook import offer_prices, option_ids, requested_models, sorted_frame
 from .rates import (CAPACITY_BLOCK_MAX_DAYS, CAPACITY_BLOCK_MAX_INSTANCES, capacity_block_hours, ops_staff_usd_per_month,
                     reserved_factor, spare_instances, spare_instances_over_rates, spares_factor, spot_spares_factor)
 from .goodput import contract_hours, goodput_rows
@@ -400,19 +400,6 @@ def _hosting_total(s: Scenario, df: pd.DataFrame, factor) -> None:
                              * s.pricing.horizon_months)
 
 
-def _option_ids(df: pd.DataFrame) -> pd.Series:
-    """``accelerator | offering | pricing_model`` per row, a missing offering as "-": the pandas expression
-    ``accelerator.astype(str) + " | " + offering.fillna("-").astype(str) + " | " + pricing_model.astype(str)``
-    (its dtype, ``str``), joined a row at a time in Python when every accelerator and pricing model is a string
-    (``str`` of a string is itself); else that expression (a missing one stays missing there)."""
-    acc, off, pm = (df[c].tolist() for c in ("accelerator", "offering", "pricing_model"))
-    if not all(type(v) is str for v in acc) or not all(type(v) is str for v in pm):
-        return (df["accelerator"].astype(str) + " | " + df["offering"].fillna("-").astype(str) + " | "
-                + df["pricing_model"].astype(str))
-    off = [v if type(v) is str else "-" if pd.isna(v) else str(v) for v in off]
-    return pd.Series([f"{a} | {o} | {m}" for a, o, m in zip(acc, off, pm)], index=df.index, dtype="str")
-
-
 def price_options(s: Scenario, perf_df: pd.DataFrame, porting_usd=None, offerings: pd.DataFrame | None = None,
                   systems: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every accelerator x offering x pricing model, priced for the scenario (long table).
@@ -450,14 +437,10 @@ def price_options(s: Scenario, perf_df: pd.DataFrame, porting_usd=None, offering
     energy.add_totals(s, df)  # energy_kwh, co2_kg of the work (workbook.cost.energy)
     if training:
         _deadline_odds(s, df)
-    df["option"] = _option_ids(df)
+    df["option"] = option_ids(df)
     order = {m: i for i, m in enumerate(PRICING_MODEL_IDS)}
     metric = "cost_usd" if training else "usd_per_million_tokens"
-    # the row order from a frame of the three sort keys only (the same stable sort), then one take of every
-    # column in its final order into a new frame: one block per dtype, not one per column added above
-    keys = pd.DataFrame({"accelerator": df["accelerator"]._values, "_o": df["pricing_model"].map(order)._values,
-                         metric: df[metric]._values})  # positions as the index
-    rows = keys.sort_values(["accelerator", "_o", metric], kind="stable").index.to_numpy()
+    keys = {"accelerator": df["accelerator"], "_o": df["pricing_model"].map(order), metric: df[metric]}
     front = ["option", "accelerator", "offering", "provider", "region", "instance", "pricing_model", "instances",
              "spare_instances", "chips_per_instance", "usd_per_instance_hour", "usd_per_chip_hour_effective"]
     front += (["cost_usd", "cost_usd_low", "cost_usd_high", "training_days", "training_days_low",
@@ -465,15 +448,7 @@ def price_options(s: Scenario, perf_df: pd.DataFrame, porting_usd=None, offering
               else ["usd_per_million_tokens", "usd_per_million_tokens_low", "usd_per_million_tokens_high",
                     "usd_per_month", "usd_per_month_low", "usd_per_month_high", "usd_total"])
     front += ["price_derivation", "price_basis", "as_of", "source"]
-    cols = front + [c for c in df.columns if c not in front]
-    return pd.DataFrame({c: _taken(df[c]._values, rows) for c in cols})
-
-
-def _taken(values, rows):
-    """``values`` at the positions ``rows``, of the same dtype in a new frame (an object array as a Series
-    of object dtype: the frame constructor would infer strings from it)."""
-    v = values.take(rows)
-    return pd.Series(v, dtype=object, copy=False) if v.dtype == object else v
+    return sorted_frame(df, keys, front + [c for c in df.columns if c not in front])
 
 
 def _spot_factor(col, rows, sp, lam, shape, rec) -> np.ndarray:

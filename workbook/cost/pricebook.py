@@ -256,3 +256,33 @@ def _duplicates(base: pd.DataFrame, res: dict, model: str | None, at: np.ndarray
     base["duplicates"] = np.where(np.isnan(dups), 1.0, dups)
     base["duplicate_spread"] = np.where(np.isnan(dspread), 0.0, dspread)
     base["region_spread"] = np.where(np.isnan(rspread), 0.0, rspread)
+
+
+def option_ids(df: pd.DataFrame) -> pd.Series:
+    """``accelerator | offering | pricing_model`` per row, a missing offering as "-": the pandas expression
+    ``accelerator.astype(str) + " | " + offering.fillna("-").astype(str) + " | " + pricing_model.astype(str)``
+    (its dtype, ``str``), joined a row at a time in Python when every accelerator and pricing model is a string
+    (``str`` of a string is itself); else that expression (a missing one stays missing there)."""
+    acc, off, pm = (df[c].tolist() for c in ("accelerator", "offering", "pricing_model"))
+    if not all(type(v) is str for v in acc) or not all(type(v) is str for v in pm):
+        return (df["accelerator"].astype(str) + " | " + df["offering"].fillna("-").astype(str) + " | "
+                + df["pricing_model"].astype(str))
+    off = [v if type(v) is str else "-" if pd.isna(v) else str(v) for v in off]
+    return pd.Series([f"{a} | {o} | {m}" for a, o, m in zip(acc, off, pm)], index=df.index, dtype="str")
+
+
+def sorted_frame(df: pd.DataFrame, keys: dict, cols: list) -> pd.DataFrame:
+    """``df.assign(**keys).sort_values(list(keys), kind="stable")[cols].reset_index(drop=True)``: the row order
+    from a frame of the sort keys only (the same stable sort), then one take of each column of ``cols`` into
+    a new frame, one block per dtype (the priced frame gets its ~25 recipe and bill columns one at a time:
+    sorting, dropping the key and reordering that frame took each of its ~120 blocks three times)."""
+    order = pd.DataFrame({k: v._values for k, v in keys.items()})  # positions as the index
+    rows = order.sort_values(list(keys), kind="stable").index.to_numpy()
+    return pd.DataFrame({c: _taken(df[c]._values, rows) for c in cols})
+
+
+def _taken(values, rows):
+    """``values`` at the positions ``rows``, of the same dtype in a new frame (an object array as a Series
+    of object dtype: the frame constructor would infer strings from it)."""
+    v = values.take(rows)
+    return pd.Series(v, dtype=object, copy=False) if v.dtype == object else v
