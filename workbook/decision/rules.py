@@ -237,9 +237,12 @@ class _Ledger:
         out that gives theirs (a Series or array in that order, or one sentence): the sentences of the rows that
         pass are then never made."""
         idx = self.priced.index
-        mask = pd.Series(mask, index=idx).fillna(False).astype(bool)
+        if isinstance(mask, pd.Series) and mask.dtype == bool and mask.index.equals(idx):
+            mask = mask.to_numpy()  # the rules' usual mask: already aligned booleans, no missing value
+        else:
+            mask = pd.Series(mask, index=idx).fillna(False).astype(bool).to_numpy()
         if callable(text):
-            at = np.flatnonzero(mask.to_numpy())
+            at = np.flatnonzero(mask)
             if len(at):
                 got = text(at)
                 values = got.to_numpy() if isinstance(got, pd.Series) else np.broadcast_to(np.asarray(got, dtype=object), len(at))
@@ -248,7 +251,7 @@ class _Ledger:
             return
         texts = text if isinstance(text, pd.Series) else pd.Series(text, index=idx)
         values = texts.reindex(idx).to_numpy() if not texts.index.equals(idx) else texts.to_numpy()
-        for i in np.flatnonzero(mask.to_numpy()):  # positions: the label's row, its text at the same place
+        for i in np.flatnonzero(mask):  # positions: the label's row, its text at the same place
             self.found[i].append(Exclusion(code, str(values[i])))
 
 
