@@ -191,12 +191,12 @@ def test_pool_workers_collect_garbage_and_skip_the_forkservers_frozen_imports(tm
 
 def test_a_report_process_freezes_its_imports_when_it_makes_the_batch_shell(tmp_path):
     """``inprocess._make_shell`` moves what the imports made to the collector's permanent generation in a
-    report process (``command.BATCH_ENV`` set), and leaves another process's collector alone."""
+    report process (``jobs.BATCH_ENV`` set), and leaves another process's collector alone."""
     code = ("import gc, os, sys\n"
-            "from workbook.report import command, inprocess\n"
+            "from workbook.report import inprocess, jobs\n"
             "before = gc.get_freeze_count()\n"
             "if sys.argv[1] == 'batch':\n"
-            "    os.environ[command.BATCH_ENV] = '1'\n"
+            "    os.environ[jobs.BATCH_ENV] = '1'\n"
             "inprocess.shell()\n"
             "print(before == 0, gc.get_freeze_count() > 1000)\n")
     for mode, frozen in (("batch", "True"), ("library", "False")):

@@ -24,9 +24,8 @@ import os
 import sys
 
 from ..paths import NOTEBOOK_DIR
-from .jobs import CELL_TIMEOUT_S, ENGINE_ENV, ENGINES
+from .jobs import BATCH_ENV, CELL_TIMEOUT_S, ENGINE_ENV, ENGINES
 
-BATCH_ENV = "WORKBOOK_REPORT_BATCH"
 UNUSED = ("anywidget",)
 # Optional packages that libraries of the report path import without needing them there, each with
 # the package that imports it and the warning that package gives when it is absent. papermill imports

@@ -50,6 +50,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .. import paths
+from .jobs import BATCH_ENV
 
 ENGINE = "workbook-in-process"
 KERNELSIDE = "workbook.report.kernelside"   # imported on first use, as in a kernel: it imports Altair,
@@ -293,8 +294,8 @@ def _make_shell():
 
 
 def _freeze_imports() -> None:
-    """In a report process (``command.BATCH_ENV`` set to 1), move every object made so far (the imported
-    modules of pandas, IPython, Altair, nbconvert, the package, and the shell) to the garbage collector's
+    """In a report process (``jobs.BATCH_ENV`` set to 1 by ``command.run``), move every object made so far
+    (the imported modules of pandas, IPython, Altair, nbconvert, the package, and the shell) to the garbage collector's
     permanent generation (``gc.freeze``, Python's documentation), so that the full collections the
     notebooks trigger walk only what the notebooks made. One report (chat-70b-realtime, one core) made 3
     full collections of 0.15-0.22 s in all, 0.08-0.10 s once frozen (3 pairs). The pool's workers inherit
@@ -302,8 +303,6 @@ def _freeze_imports() -> None:
     ``--jobs 1`` and the shell each worker makes. Objects frozen are never collected: cyclic garbage left
     by the imports stays until the process ends (a batch process, which ends with the batch)."""
     import gc
-
-    from .command import BATCH_ENV   # set by ``command.run`` before a report process imports this module
 
     if os.environ.get(BATCH_ENV) == "1":
         gc.freeze()

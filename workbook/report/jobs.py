@@ -11,6 +11,7 @@ CELL_TIMEOUT_S = 600.0   # every cell of a batch has a limit (a report once hung
 # engine cannot run: a thread other than the main one, as Dask's, or no SIGALRM)
 ENGINES = ("in-process", "kernel")
 ENGINE_ENV = "WORKBOOK_REPORT_ENGINE"
+BATCH_ENV = "WORKBOOK_REPORT_BATCH"   # set to 1 while a report run renders (``command.run``)
 
 
 def default_engine() -> str:
