@@ -237,10 +237,16 @@ def _servable(priced: pd.DataFrame) -> pd.DataFrame:
 
 
 def _servable_rows(priced: pd.DataFrame) -> pd.DataFrame:
+    return priced[_servable_mask(priced)]
+
+
+def _servable_mask(priced: pd.DataFrame) -> np.ndarray:
+    """Which rows can physically do the work: they have the ranking figure and no physical exclusion code."""
     metric = priced["metric"].iloc[0] if len(priced) else "cost_usd"
-    ok = priced[priced[metric].notna()]
-    bad = ok["excluded_codes"].map(lambda codes: any(c in PHYSICAL for c in codes))
-    return ok[~bad.astype(bool)]
+    has = priced[metric].notna().to_numpy()
+    codes = priced["excluded_codes"].to_numpy(dtype=object)
+    return np.array([h and not any(c in PHYSICAL for c in cs) for h, cs in zip(has.tolist(), codes.tolist())],
+                    dtype=bool)
 
 
 def _result(row, status, measured, why, by=None):
@@ -327,23 +333,11 @@ def _cost_ratio(row, s, perf_df, priced):
 
 
 def _servable_on_demand(priced: pd.DataFrame) -> pd.DataFrame:
-    """``_on_demand(_servable(priced))`` without the two filtered copies of every priced column: the rows
-    that have the ranking figure, are not ruled out physically and pay on-demand, as positions from the
-    columns read (``==`` on the object array is the Series' elementwise test), then a take of the few
-    columns ``_cost_ratio`` reads: the same rows, labels, values and dtypes."""
-    metric = priced["metric"].iloc[0] if len(priced) else "cost_usd"
-    has = priced[metric].notna().to_numpy()
-    codes = priced["excluded_codes"].to_numpy(dtype=object)
-    bad = np.array([h and any(c in PHYSICAL for c in cs) for h, cs in zip(has.tolist(), codes.tolist())], dtype=bool)
+    """``_servable`` rows that pay on-demand with the few columns ``_cost_ratio`` reads (not all ~116 priced
+    columns), taken by position: no filtered copy of every priced column."""
     od = priced["pricing_model"].to_numpy(dtype=object) == "on_demand"
     cols = ["accelerator", "offering", "usd_per_month", "porting_usd", "tokens_per_month"]
-    return priced[[c for c in cols if c in priced]].take(np.flatnonzero(has & ~bad & od))
-
-
-def _on_demand(ok: pd.DataFrame) -> pd.DataFrame:
-    """The on-demand rows of ``ok`` with the columns ``_cost_ratio`` reads (not all 116 priced columns)."""
-    cols = ["accelerator", "offering", "usd_per_month", "porting_usd", "tokens_per_month"]
-    return ok.loc[ok["pricing_model"] == "on_demand", [c for c in cols if c in ok]]
+    return priced[[c for c in cols if c in priced]].take(np.flatnonzero(_servable_mask(priced) & od))
 
 
 def _first_reason(priced, acc):
