@@ -351,31 +351,9 @@ def _table_cache_key() -> str:
     """Content hash of what the table of the shipped runs depends on: every data CSV (runs, catalogs,
     data/efficiency.csv), the package's Python source (the model) and the pandas/numpy versions."""
     h = hashlib.sha256(f"pandas {pd.__version__} numpy {np.__version__}\n".encode())
-    for f in sorted(paths.DATA_DIR.glob("*.csv")) + _python_files(paths.PACKAGE_DIR):
+    for f in sorted(paths.DATA_DIR.glob("*.csv")) + sorted(paths.PACKAGE_DIR.rglob("*.py")):
         h.update(f"{f.name} {_file_digest(f)}\n".encode())
     return h.hexdigest()
-
-
-def _python_files(top: Path) -> list[Path]:
-    """``sorted(top.rglob("*.py"))``: the names ending in ``.py`` anywhere below ``top`` (symbolic links to
-    folders not followed, as ``pathlib`` walks on Python 3.11), in the order of their path components (how
-    POSIX paths compare), listed with ``os.scandir`` and sorted on the split strings: 1.7 -> 0.5 ms for the
-    package, whose key a report asks for twice per scenario (notebook 02's error summary and chart)."""
-    found, stack = [], [str(top)]
-    while stack:
-        folder = stack.pop()
-        try:
-            with os.scandir(folder) as it:
-                entries = list(it)
-        except OSError:
-            continue
-        for e in entries:
-            if e.name.endswith(".py"):
-                found.append((e.path.split(os.sep), e.path))
-            if e.is_dir(follow_symlinks=False):
-                stack.append(e.path)
-    found.sort()
-    return [Path(p) for _, p in found]
 
 
 _DIGESTS: dict = {}   # path -> ((size, mtime_ns, inode), sha256 hex) of the files ``_table_cache_key`` read
