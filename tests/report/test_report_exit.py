@@ -18,10 +18,11 @@ from report_helpers import FIXTURE_NOTEBOOKS, copy_scenario
 from workbook import paths
 
 
-def _python(code: str, tmp_path) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "WORKBOOK_REPORT_BATCH"}
-    env["PYTHONPATH"] = str(paths.ROOT)
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=tmp_path,
+def _python(code: str, tmp_path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    """``python -c code *args`` outside a report run (no ``WORKBOOK_REPORT_BATCH``), this checkout first on its
+    path, with ``env`` added to its environment."""
+    env = {k: v for k, v in os.environ.items() if k != "WORKBOOK_REPORT_BATCH"} | {"PYTHONPATH": str(paths.ROOT)} | env
+    return subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, cwd=tmp_path,
                           timeout=120)
 
 
@@ -129,10 +130,7 @@ def test_a_report_process_builds_its_models_without_scanning_for_pydantic_plugin
     done = _python(code, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["__all__", "[]"]
-    env = {k: v for k, v in os.environ.items() if k != "WORKBOOK_REPORT_BATCH"}
-    env.update(PYTHONPATH=str(paths.ROOT), PYDANTIC_DISABLE_PLUGINS="")
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=tmp_path,
-                          timeout=120)
+    done = _python(code, tmp_path, PYDANTIC_DISABLE_PLUGINS="")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["", "[{'group': 'pydantic'}]"]   # the user's choice: plugins scanned
 
@@ -200,8 +198,6 @@ def test_a_report_process_freezes_its_imports_when_it_makes_the_batch_shell(tmp_
             "inprocess.shell()\n"
             "print(before == 0, gc.get_freeze_count() > 1000)\n")
     for mode, frozen in (("batch", "True"), ("library", "False")):
-        done = subprocess.run([sys.executable, "-c", code, mode], capture_output=True, text=True, cwd=tmp_path,
-                              env={k: v for k, v in os.environ.items() if k != "WORKBOOK_REPORT_BATCH"}
-                              | {"PYTHONPATH": str(paths.ROOT)}, timeout=120)
+        done = _python(code, tmp_path, mode)
         assert done.returncode == 0, done.stderr
         assert done.stdout.split() == ["True", frozen], mode
