@@ -110,3 +110,14 @@ def test_the_calibration_chart_is_shared_and_its_spec_unchanged():
     chart = perf.calibration(table)
     assert perf.calibration(runs.calibration_table()) is chart
     assert chart.to_dict() == perf.calibration.__wrapped__(table).to_dict()
+
+
+def test_the_svg_renderer_is_called_as_altair_calls_it(cache, monkeypatch):
+    """``_rendered`` calls vl-convert as Altair's ``svg`` renderer does (the same bundle), and leaves a
+    renderer with options (a locale) to Altair."""
+    spec = _chart().to_dict()
+    assert base._rendered(spec) == alt.renderers.get()(spec)
+    plain = base._rendered(spec)
+    with alt.renderers.enable("svg", embed_options={"formatLocale": "de-DE"}):
+        localised = base._rendered(spec)
+        assert localised == alt.renderers.get()(spec) != plain                  # "0,5", not "0.5"
