@@ -1,6 +1,5 @@
 """``views.charts.data.straight_runs_thinned``: the rows of a line that lie on a straight run are
-dropped and the line drawn through the others is the same (the roofline and break-even charts);
-``data.line_ends``: a line known to be straight drawn through its ends (the calibration chart's diagonal)."""
+dropped and the line drawn through the others is the same (the roofline and break-even charts)."""
 from __future__ import annotations
 
 import math
@@ -11,7 +10,7 @@ import pandas as pd
 import pytest
 
 from workbook.views.charts import base, cost, perf
-from workbook.views.charts.data import line_ends, straight_runs_thinned
+from workbook.views.charts.data import straight_runs_thinned
 
 NUM = r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
 
@@ -109,26 +108,3 @@ def test_the_breakeven_chart_draws_the_same_lines(drawing, monkeypatch):
     thinned = cost.breakeven_chart(curves)
     monkeypatch.setattr(cost, "straight_runs_thinned", lambda d, *a, **k: d)
     _same_drawing(cost.breakeven_chart(curves), thinned)
-
-
-def test_line_ends_keeps_each_groups_least_and_greatest_rows_ties_included():
-    d = pd.DataFrame({"g": ["a", "a", "a", "a", "b", "b", "b"], "x": [3.0, 1.0, 1.0, 9.0, 5.0, 2.0, 4.0]})
-    assert list(line_ends(d, "g", "x")) == [False, True, True, True, True, True, False]
-    assert line_ends(d.iloc[::-1], "g", "x").index.equals(d.index[::-1])         # aligned with the frame
-
-
-def test_line_ends_keeps_a_group_with_a_bad_value_whole():
-    d = pd.DataFrame({"g": ["a"] * 4 + ["b"] * 3, "x": [0.0, 1.0, 2.0, 3.0, 1.0, np.nan, 3.0]})
-    assert list(line_ends(d, "g", "x")) == [True, False, False, True, True, True, True]   # NaN in b
-    assert list(line_ends(d, "g", "x", log=True)) == [True] * 7                          # and 0 on a log axis
-
-
-def test_the_calibration_chart_draws_the_same_diagonal(drawing, monkeypatch):
-    """The y = x line of each log-log panel drawn through its ends: the same SVG but the line's ``d``,
-    every vertex dropped within 0.001 px of it."""
-    from workbook.calibrate import runs
-
-    table = runs.calibration_table()
-    thinned = perf.calibration.__wrapped__(table)
-    monkeypatch.setattr(perf, "line_ends", lambda d, *a, **k: pd.Series(True, index=d.index))
-    _same_drawing(perf.calibration.__wrapped__(table), thinned)

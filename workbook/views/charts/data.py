@@ -120,28 +120,3 @@ def straight_runs_thinned(frame: pd.DataFrame, line: str, x: str, y: str, log_x:
         straight = np.abs(ax * by - ay * bx) <= max_turn_rad * np.hypot(ax, ay) * np.hypot(bx, by)
         keep[idx[1:-1][straight]] = False
     return frame if keep.all() else frame[keep]
-
-
-def line_ends(frame: pd.DataFrame, group: str, x: str, log: bool = False) -> pd.Series:
-    """For a line drawn through ``frame``'s rows (one line per ``group`` value, in ``x`` order, as
-    Vega-Lite draws a line mark) known to be straight on the chart, which rows it needs: True at each
-    group's least and greatest ``x`` (every row at either, in their order), False elsewhere. A group is
-    kept whole (all True) when ``x`` is missing, not finite, or (``log``) not positive in any of its rows,
-    since Vega-Lite filters such rows and the domain or the first row drawn could then differ.
-
-    The line through the rows kept is the same line (every row dropped lies on it), its first and last
-    rows are the same rows (the scales' domains, and the path's description and tooltip, which Vega takes
-    from a line's first row, are unchanged). Used as a filter on the layer drawing the line only
-    (``transform_filter``), where the rows must stay for the chart's other layers.
-
-    Why: the calibration chart's y = x reference line ran through all 261 rows of the table (the
-    ``value`` column against itself: a straight line on its log-log panels, each axis mapping
-    ``log value`` affinely to pixels), each an item of Vega's line mark with its description and
-    tooltip formatted; it needs two a panel."""
-    xs = pd.Series(frame[x].to_numpy(dtype=float, na_value=np.nan), index=frame.index)
-    by = frame[group]
-    bad = ~np.isfinite(xs) | ((xs <= 0) if log else False)
-    whole = bad.groupby(by, sort=False).transform("any")
-    grouped = xs.groupby(by, sort=False)
-    ends = xs.eq(grouped.transform("min")) | xs.eq(grouped.transform("max"))
-    return (ends | whole).astype(bool)

@@ -9,7 +9,7 @@ import altair as alt
 import pandas as pd
 
 from .base import Chart, empty, keep, quiet, shared_by_frame
-from .data import line_ends, straight_runs_thinned
+from .data import straight_runs_thinned
 
 COMPONENT_ORDER = ["weights", "gradients", "optimizer states", "activations", "KV cache"]
 
@@ -114,16 +114,13 @@ CALIBRATION_LABEL_GAP_PX = 4
 @shared_by_frame
 def calibration(table: pd.DataFrame) -> alt.Chart:
     """Predicted against published for every calibration run (``calibrate.calibration_table``), one
-    panel per kind, log scales, the diagonal for reference (drawn through its ends: ``data.line_ends``);
-    held-out runs as a second shape. Two x-axis
+    panel per kind, log scales, the diagonal for reference; held-out runs as a second shape. Two x-axis
     labels closer than ``CALIBRATION_LABEL_GAP_PX`` are not both drawn. Built once per distinct table
     in a process (``shared_by_frame``: every report draws it from the same table)."""
     if table is None or table.empty:
         return empty("No calibration runs.")
     d = keep(table, "run", "family", "metric", "value", "predicted", "error", "split", "kind").assign(
         run_kind=table["split"].eq("holdout").map({True: "held out", False: "fitted"}))
-    # the y = x line is straight on each log-log panel: drawn through its ends only (``data.line_ends``)
-    d = d.assign(diagonal_end=line_ends(d, "kind", "value", log=True))
     base = Chart(d).encode(
         x=alt.X("value:Q", scale=alt.Scale(type="log"), title="published (one definition)",
                 axis=alt.Axis(labelSeparation=CALIBRATION_LABEL_GAP_PX)),
@@ -132,7 +129,6 @@ def calibration(table: pd.DataFrame) -> alt.Chart:
         tooltip=["run", "family", "metric", alt.Tooltip("value:Q", format=".4g"), alt.Tooltip("predicted:Q", format=".4g"),
                  alt.Tooltip("error:Q", format="+.0%"), "split"])
     pts = base.mark_point(size=45, filled=True).encode(shape=alt.Shape("run_kind:N", title="Run", sort=["fitted", "held out"]))
-    diag = base.mark_line(color="#999", strokeDash=[3, 3]).encode(x="value:Q", y="value:Q", color=alt.value("#999")
-                                                                  ).transform_filter(alt.datum.diagonal_end)
+    diag = base.mark_line(color="#999", strokeDash=[3, 3]).encode(x="value:Q", y="value:Q", color=alt.value("#999"))
     return (diag + pts).properties(width=230, height=230).facet(facet=alt.Facet("kind:N", title=None), columns=2).resolve_scale(
         x="independent", y="independent")
