@@ -206,3 +206,21 @@ def test_the_calibration_chart_leaves_a_gap_between_x_labels():
         spans.append((x0, x0 + w))
     assert len(spans) >= 3
     assert all(b[0] - a[1] >= perf.CALIBRATION_LABEL_GAP_PX for a, b in zip(spans, spans[1:]))
+
+
+@pytest.mark.parametrize("transform, known", [
+    ([{"filter": "datum.value > 0"}, {"calculate": "datum.value * 2", "as": "double"}], True),
+    ([{"calculate": "'x' + datum.name", "as": "name"}], False),       # the field is made by a calculate
+    ([{"aggregate": [{"op": "count", "as": "n"}], "groupby": ["name"]}], False),   # may make any field
+])
+def test_a_field_a_transform_may_make_has_no_known_labels(transform, known):
+    """``_made_fields`` (walked once per spec, not once per guide): the labels of a field are known
+    unless a transform anywhere in the spec (here in a layer) may write it."""
+    from workbook.views.charts import labels
+
+    spec = _spec(["a", "b"], legend=False)
+    layer = {k: v for k, v in spec.items() if k not in ("datasets", "data", "config", "$schema")}
+    spec = {"layer": [{**layer, "transform": transform}], "data": spec["data"], "datasets": spec["datasets"]}
+    chdef = spec["layer"][0]["encoding"]["y"]
+    for made in ((), labels._made_fields(spec)):
+        assert labels._label_texts(spec, chdef, made) == ({"a", "b"} if known else None)

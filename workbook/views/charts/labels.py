@@ -27,16 +27,17 @@ def _field_texts(spec: dict, field) -> set[str]:
             if isinstance(row, dict) and field in row}
 
 
-def _label_texts(spec: dict, chdef: dict) -> set[str] | None:
+def _label_texts(spec: dict, chdef: dict, made: set[str] | None = ()) -> set[str] | None:
     """Every text a nominal or ordinal guide of ``chdef`` can label (its field's values in the inline
     datasets, which Vega writes as ``String(value)``, and a scale's explicit domain); None unless every
     one is known to be a string: a nested or escaped field name, a non-string value, a domain that is
     not a list of strings, or a transform that may make the field (anything but filter and calculate,
-    or a calculate writing it)."""
+    or a calculate writing it). ``made``: ``_made_fields(spec)`` when the caller has it."""
     field = chdef.get("field")
     if not isinstance(field, str) or any(c in field for c in ".[]\\"):
         return None
-    if not _transforms_keep(spec, field):
+    made = _made_fields(spec) if made == () else made
+    if made is None or field in made:
         return None
     values = [row[field] for rows in (spec.get("datasets") or {}).values() for row in rows
               if isinstance(row, dict) and field in row]
@@ -50,15 +51,22 @@ def _label_texts(spec: dict, chdef: dict) -> set[str] | None:
     return set(values)
 
 
-def _transforms_keep(node, field: str) -> bool:
+def _made_fields(node, out: set[str] | None = None) -> set[str] | None:
+    """The fields the transforms anywhere in a spec write (``calculate``'s ``as``); None when one of
+    them is anything but a filter or a calculate (it may make any field). Walked once per spec (it was
+    walked once per guide: a tenth of the label stage)."""
+    out = set() if out is None else out
     if isinstance(node, list):
-        return all(_transforms_keep(v, field) for v in node)
+        return out if all(_made_fields(v, out) is not None for v in node) else None
     if not isinstance(node, dict):
-        return True
+        return out
     for t in node.get("transform") or []:
-        if not isinstance(t, dict) or not (set(t) == {"filter"} or set(t) == {"calculate", "as"}) or t.get("as") == field:
-            return False
-    return all(_transforms_keep(v, field) for k, v in node.items() if k not in ("datasets", "transform"))
+        if not isinstance(t, dict) or not (set(t) == {"filter"} or set(t) == {"calculate", "as"}):
+            return None
+        if isinstance(t.get("as"), str):
+            out.add(t["as"])
+    ok = all(_made_fields(v, out) is not None for k, v in node.items() if k not in ("datasets", "transform"))
+    return out if ok else None
 
 
 def _extent_from_the_widest(channel: str, kind: str, guide: dict, config: dict) -> bool:
@@ -164,6 +172,7 @@ def fitted_label_limits(spec: dict) -> dict:
                    for k, v in config.items() if k.startswith(("axis", "legend")))):
         return spec
     widths = textwidth.table()
+    made = _made_fields(spec)
 
     def fitted(channel: str, kind: str, chdef: dict, guide: dict) -> dict | None:
         explicit = guide.get("labelLimit")
@@ -179,7 +188,7 @@ def fitted_label_limits(spec: dict) -> dict:
         size = guide.get("labelFontSize", config.get(kind, {}).get("labelFontSize", VEGA_LABEL_FONT_SIZE))
         if "format" in guide or isinstance(size, bool) or not isinstance(size, (int, float)) or size <= 0:
             return None
-        labels = _label_texts(spec, chdef)
+        labels = _label_texts(spec, chdef, made)
         if widths is not None and labels and not _EXACT_UNKNOWN & set(guide):
             found = exact_limit(labels, limit, size, widths)
             if found is not None and not found[0]:
