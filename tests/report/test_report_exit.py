@@ -201,3 +201,46 @@ def test_a_report_process_freezes_its_imports_when_it_makes_the_batch_shell(tmp_
         done = _python(code, tmp_path, mode)
         assert done.returncode == 0, done.stderr
         assert done.stdout.split() == ["True", frozen], mode
+
+
+def test_a_report_run_collects_no_garbage_until_its_batch_shell_freezes_the_heap(tmp_path):
+    """``inprocess.defer_collections``: in a report process the collector is off from the start of a run
+    until the batch shell freezes the heap (then on again), and on again at once when no shell is made;
+    a library process (no ``jobs.BATCH_ENV``) and a second run (a shell exists) keep it on; a run that
+    fails before its shell, or renders in other processes, leaves it on."""
+    code = ("import gc, os, sys\n"
+            "from workbook.report import inprocess, jobs\n"
+            "if sys.argv[1] == 'batch':\n"
+            "    os.environ[jobs.BATCH_ENV] = '1'\n"
+            "deferred = inprocess.defer_collections()\n"
+            "off = not gc.isenabled()\n"
+            "again = inprocess.defer_collections()\n"
+            "inprocess.shell()\n"
+            "print(deferred, off, again, gc.isenabled(), inprocess.defer_collections(), gc.isenabled())\n")
+    for mode, expected in (("batch", "True True False True False True"),
+                           ("library", "False False False True False True")):
+        done = _python(code, tmp_path, mode)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == expected.split(), mode
+    code = ("import gc, os, sys\n"
+            "from workbook.report import inprocess, jobs\n"
+            "os.environ[jobs.BATCH_ENV] = '1'\n"
+            "inprocess.defer_collections()\n"
+            "inprocess.resume_collections()\n"
+            "print(gc.isenabled(), gc.get_freeze_count() == 0)\n")
+    done = _python(code, tmp_path)
+    assert done.stdout.split() == ["True", "True"], done.stderr
+    # through the command: planned with the collector off, on again when the run ends without a shell
+    code = ("import gc, os, sys\n"
+            "from workbook import cli\n"
+            "from workbook.report import batch\n"
+            "seen = []\n"
+            "plan = batch.plan\n"
+            "def spy(*a, **k):\n"
+            "    seen.append(gc.isenabled())\n"
+            "    return plan(*a, **k)\n"
+            "batch.plan = spy\n"
+            "status = cli.main(['report', sys.argv[1], '--out', 'out', '--notebooks', sys.argv[2], '--jobs', '1'])\n"
+            "print(status, seen, gc.isenabled())\n")
+    done = _python(code, tmp_path, "no-such-scenario", str(FIXTURE_NOTEBOOKS))
+    assert done.stdout.split() == ["2", "[False]", "True"], done.stderr
