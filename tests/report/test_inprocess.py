@@ -204,6 +204,51 @@ def test_wire_copies_json_ready_content_as_the_round_trip_gives_it():
     assert inprocess._plain_copy(deep) is inprocess._NOT_PLAIN and inprocess._wire({"v": deep}) == {"v": deep}
 
 
+def test_a_cell_ends_with_the_metadata_papermill_gives_it(tmp_path, monkeypatch):
+    """``_cell_complete`` (the duration from ``datetime.fromisoformat``) against Papermill's
+    ``cell_complete`` (``dateutil``) at the same end time: equal ``metadata.papermill``, a failed cell
+    included; a cell that never started, and a manager that saves on each cell, go to Papermill's own."""
+    import copy
+    import datetime as dt
+
+    from papermill.engines import NotebookExecutionManager
+
+    nb = _notebook(["1"], tmp_path)
+    nb.metadata["papermill"] = {}   # as Papermill's load_notebook_node leaves it
+    ends = [dt.datetime(2026, 12, 3, 9, 15, 16, 15667, tzinfo=dt.timezone.utc),
+            dt.datetime(2026, 12, 3, 9, 15, 16, 0, tzinfo=dt.timezone.utc),
+            dt.datetime(2027, 1, 1, 0, 0, 0, 999999, tzinfo=dt.timezone.utc)]
+    for end in ends:
+        for failed in (False, True):
+            managers = []
+            for _ in range(2):
+                man = NotebookExecutionManager(copy.deepcopy(nb), progress_bar=False)
+                man.notebook_start()
+                managers.append(man)
+            for man in managers:
+                man.cell_start(man.nb.cells[2], 2)
+                man.nb.cells[2].metadata.papermill["start_time"] = managers[0].nb.cells[2].metadata.papermill["start_time"]
+                if failed:
+                    man.cell_exception(man.nb.cells[2], cell_index=2)
+                monkeypatch.setattr(man, "now", lambda end=end: end)
+            managers[0].cell_complete(managers[0].nb.cells[2], cell_index=2)
+            inprocess._cell_complete(managers[1], managers[1].nb.cells[2], 2)
+            assert managers[1].nb.cells[2].metadata.papermill == managers[0].nb.cells[2].metadata.papermill
+            assert managers[1].nb.cells[2].metadata.papermill["duration"] is not None
+    man = NotebookExecutionManager(copy.deepcopy(nb), progress_bar=False)
+    man.notebook_start()
+    inprocess._cell_complete(man, man.nb.cells[1], 1)     # never started: no duration, as Papermill
+    assert man.nb.cells[1].metadata.papermill["duration"] is None
+    assert man.nb.cells[1].metadata.papermill["status"] == "completed"
+    saved = []
+    man = NotebookExecutionManager(copy.deepcopy(nb), output_path=str(tmp_path / "out.ipynb"), progress_bar=False)
+    man.notebook_start()
+    man.cell_start(man.nb.cells[2], 2)
+    monkeypatch.setattr(man, "save", lambda **kw: saved.append(man.nb.cells[2].metadata.papermill["start_time"]))
+    inprocess._cell_complete(man, man.nb.cells[2], 2)
+    assert saved and saved[0] is not None and man.nb.cells[2].metadata.papermill["duration"] is not None
+
+
 def test_language_info_is_ipykernels():
     from ipykernel.ipkernel import IPythonKernel
 

@@ -562,16 +562,37 @@ def register() -> None:
                     if failed:
                         nb_man.cell_exception(nb_man.nb.cells[index], cell_index=index)
                 except Exception:
-                    nb_man.cell_complete(nb_man.nb.cells[index], cell_index=index)
+                    _cell_complete(nb_man, nb_man.nb.cells[index], index)
                     _save(nb_man)
                     raise
-                nb_man.cell_complete(nb_man.nb.cells[index], cell_index=index)
+                _cell_complete(nb_man, nb_man.nb.cells[index], index)
                 if failed:
                     break
             nb_man.nb.metadata["language_info"] = dict(LANGUAGE_INFO)
             return nb_man.nb
 
     papermill_engines.register(ENGINE, InProcessEngine)
+
+
+def _cell_complete(nb_man, cell, index: int) -> None:
+    """``nb_man.cell_complete(cell, cell_index=index)``: Papermill's end of a cell (its end time, status and
+    duration in ``metadata.papermill``), the duration computed from the two ISO times by
+    ``datetime.fromisoformat`` rather than by Papermill's ``dateutil.parser.parse`` of the start time
+    (0.2 ms a cell, 0.02 s of CPU a report): the same number, both times being exact to the microsecond.
+    Papermill computes a duration only for a cell with a start time, so the start time is out of its
+    sight while it ends the cell. Only where it saves nothing meanwhile (no ``output_path``: the
+    runner saves the notebook after it ran); else Papermill's own."""
+    meta = cell.metadata.get("papermill") or {}
+    start = meta.get("start_time")
+    if not start or nb_man.output_path:
+        nb_man.cell_complete(cell, cell_index=index)
+        return
+    meta["start_time"] = None
+    try:
+        nb_man.cell_complete(cell, cell_index=index)
+    finally:
+        meta["start_time"] = start
+    meta["duration"] = (_dt.datetime.fromisoformat(meta["end_time"]) - _dt.datetime.fromisoformat(start)).total_seconds()
 
 
 def _save(nb_man) -> None:
