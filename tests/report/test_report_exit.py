@@ -230,17 +230,6 @@ def test_a_report_run_collects_no_garbage_until_its_batch_shell_freezes_the_heap
             "print(gc.isenabled(), gc.get_freeze_count() == 0)\n")
     done = _python(code, tmp_path)
     assert done.stdout.split() == ["True", "True"], done.stderr
-    # the runner's imports: batch (its first import) turns it off in a report process only
-    code = ("import gc, os, sys\n"
-            "if sys.argv[1] == 'batch':\n"
-            "    os.environ['WORKBOOK_REPORT_BATCH'] = '1'\n"
-            "from workbook.report import batch, inprocess\n"
-            "off = not gc.isenabled()\n"
-            "inprocess.shell()\n"
-            "print(off, gc.isenabled())\n")
-    for mode, expected in (("batch", ["True", "True"]), ("library", ["False", "True"])):
-        done = _python(code, tmp_path, mode)
-        assert done.stdout.split() == expected, (mode, done.stderr)
     # through the command: planned with the collector off, on again when the run ends without a shell
     code = ("import gc, os, sys\n"
             "from workbook import cli\n"

@@ -23,14 +23,7 @@ recovery after a killed run, the index, and the ``report`` command.
 """
 from __future__ import annotations
 
-# first: a report process (``jobs.BATCH_ENV``) imports what follows, most of its modules (pandas, pydantic,
-# the package), with the garbage collector off until its batch shell freezes them or its run ends
-# (``inprocess.defer_collections``: 0.04-0.06 s of collections over the objects these imports make)
-from . import inprocess
-
-inprocess.defer_collections()
-
-import argparse  # noqa: E402 - after the collector is off
+import argparse
 import concurrent.futures as cf
 import copy
 import csv
@@ -50,7 +43,7 @@ from .. import diff, netcheck, paths
 from ..errors import InputError
 from ..paths import NOTEBOOK_DIR, SCENARIO_DIR
 from ..scenario import load_scenario, resolve_path, scenario_names
-from . import outfolder
+from . import inprocess, outfolder
 from .assemble import headline, jinja_env, report_css, utc_now
 from .execute import render_scenario, shutdown_kernels, unwind_on_signals
 from .command import add_arguments, default_jobs, pool_context
