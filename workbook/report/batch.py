@@ -43,7 +43,7 @@ from .. import diff, netcheck, paths
 from ..errors import InputError
 from ..paths import NOTEBOOK_DIR, SCENARIO_DIR
 from ..scenario import load_scenario, resolve_path, scenario_names
-from . import inprocess, outfolder
+from . import outfolder
 from .assemble import headline, jinja_env, report_css, utc_now
 from .execute import render_scenario, shutdown_kernels, unwind_on_signals
 from .command import add_arguments, default_jobs, pool_context
@@ -517,15 +517,10 @@ def run(args) -> int:
         raise InputError(f"{paths.rel(SCENARIO_DIR)}: no scenario files found")
     notes: list[str] = []
     unwind_on_signals()   # a killed batch unwinds: workers and kernels stopped
-    # a report process: no garbage collection until the batch shell freezes what the imports made
-    inprocess.defer_collections()
-    try:
-        with outfolder.output_lock(out, notes):  # before planning: --skip-unchanged reads the folder
-            for line in notes:
-                _say(f"note: {line}")
-            return _run_locked(args, out, names, t0)
-    finally:
-        inprocess.resume_collections()
+    with outfolder.output_lock(out, notes):  # before planning: --skip-unchanged reads the folder
+        for line in notes:
+            _say(f"note: {line}")
+        return _run_locked(args, out, names, t0)
 
 
 def _run_locked(args, out: Path, names: list[str], t0: float) -> int:
@@ -558,8 +553,6 @@ def _run_locked(args, out: Path, names: list[str], t0: float) -> int:
         where = f"{min(workers, max(len(jobs), 1))} job(s)"
     if jobs:
         _say(f"report: {len(jobs)} scenario(s) x {len(present)} notebook(s) on {where} -> {paths.rel(out)}/")
-    if not (executor is None and (workers <= 1 or len(jobs) <= 1)):
-        inprocess.resume_collections()   # no batch shell in this process (``_results``): collections back now
     try:
         results = run_batch(jobs, out, workers=workers, executor=executor)
     finally:

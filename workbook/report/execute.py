@@ -445,7 +445,6 @@ def execute_notebooks(job: Job, workdir: Path, handover: dict | None = None) -> 
 
     if job.engine == "in-process" and inprocess.usable():
         return _execute_in_process(job, workdir, handover)
-    inprocess.resume_collections()   # no batch shell will freeze the heap here
     _register_engine()
     logging.getLogger("papermill").setLevel(logging.WARNING)
     done = []

@@ -350,45 +350,11 @@ def _freeze_imports() -> None:
     full collections of 0.15-0.22 s in all, 0.08-0.10 s once frozen (3 pairs). The pool's workers inherit
     a frozen heap from the forkserver already (``report.forkready``); this covers the runner of
     ``--jobs 1`` and the shell each worker makes. Objects frozen are never collected: cyclic garbage left
-    by the imports stays until the process ends (a batch process, which ends with the batch). The
-    collector, off since the run started when ``defer_collections`` turned it off, is turned on again."""
+    by the imports stays until the process ends (a batch process, which ends with the batch)."""
     import gc
 
     if os.environ.get(BATCH_ENV) == "1":
         gc.freeze()
-    resume_collections()
-
-
-_DEFERRED: list[bool] = []   # [True] while ``defer_collections`` keeps the collector off
-
-
-def defer_collections() -> bool:
-    """In a report process (``jobs.BATCH_ENV`` set to 1) that has made no batch shell yet, turn the garbage
-    collector off until the shell freezes the heap (``_freeze_imports``) or ``resume_collections``; whether
-    it did. Why: between the start of a run and the shell, the runner imports Papermill (planning) and then
-    IPython's shell and Altair, and reads the notebooks and scenarios, making hundreds of thousands of
-    long-lived objects and little garbage; the collector's passes over them, full ones included, walk
-    objects that the freeze then moves out of its reach anyway. One report (chat-70b-realtime, ``--jobs 1``)
-    spent about 0.1 s of CPU in them (a full collection of 0.04-0.06 s during Papermill's import, 80 young
-    and middle ones), the pattern of ``gc.freeze``'s documentation (collector off early, freeze, on again).
-    Nothing is freed later than a collection would free it except cyclic garbage made meanwhile, which the
-    freeze keeps, as it keeps the imports' (a report process ends with its batch)."""
-    import gc
-
-    if os.environ.get(BATCH_ENV) != "1" or _SHELL is not None or _DEFERRED or not gc.isenabled():
-        return False
-    gc.disable()
-    _DEFERRED.append(True)
-    return True
-
-
-def resume_collections() -> None:
-    """The collector on again if ``defer_collections`` turned it off (once; else nothing)."""
-    import gc
-
-    if _DEFERRED:
-        _DEFERRED.clear()
-        gc.enable()
 
 
 def _other_shell() -> bool:
