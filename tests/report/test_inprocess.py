@@ -140,6 +140,115 @@ def test_wire_round_trips_values_as_a_kernel_message_does():
     assert inprocess._wire({"v": float("nan")}) == {"v": "nan"}
 
 
+def test_wire_copies_json_ready_content_as_the_round_trip_gives_it():
+    """``_wire``'s shortcut (``_plain_copy``) against the JSON round trip it stands for, on random content
+    mixing JSON's own types with what is not (tuples, int keys, NaN, subclasses, bytes, deep nesting)."""
+    import enum
+    import json
+    import math
+    import random
+
+    class Level(enum.IntEnum):
+        LOW = 1
+
+    class Text(str):
+        pass
+
+    def round_trip(content):
+        return json.loads(json.dumps(content, default=inprocess._json_default, ensure_ascii=False, allow_nan=False))
+
+    def same(a, b):   # equal, of the same types, and no container shared with the input
+        if type(a) is not type(b):
+            return False
+        if isinstance(a, dict):
+            return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+        if isinstance(a, list):
+            return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        return a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b))
+
+    rng = random.Random(30)
+    plain = [lambda: rng.choice(["", "x", "<svg>\n</svg>", "é\u2028\ud800", '"\\']), lambda: rng.randint(-2**70, 2**70),
+             lambda: rng.choice([True, False, None]), lambda: rng.choice([0.0, -0.0, 1e300, 5e-324, rng.random()])]
+    other = [lambda: (1, 2), lambda: float("nan"), lambda: float("inf"), lambda: Level.LOW, lambda: Text("t"), lambda: b"\x00"]
+
+    def value(depth, mixed):
+        kind = rng.random()
+        if depth < 4 and kind < 0.3:
+            keys = [rng.choice(["a", "b", "text/plain", "é"]) if not mixed or rng.random() < 0.9 else rng.randint(0, 3)
+                    for _ in range(rng.randint(0, 4))]
+            return {k: value(depth + 1, mixed) for k in keys}
+        if depth < 4 and kind < 0.5:
+            return [value(depth + 1, mixed) for _ in range(rng.randint(0, 4))]
+        if mixed and rng.random() < 0.05:
+            return rng.choice(other)()
+        return rng.choice(plain)()
+
+    shortcuts = 0
+    for i in range(3000):
+        content = {"data": value(0, i % 2 == 1), "metadata": value(1, i % 3 == 0)}
+        copied = inprocess._plain_copy(content)
+        if copied is not inprocess._NOT_PLAIN:
+            shortcuts += 1
+            assert same(copied, round_trip(content)) and copied is not content
+            assert same(inprocess._wire(content), copied)
+        else:
+            try:
+                expected = round_trip(content)
+            except ValueError:   # NaN: the old json_clean path, as before
+                continue
+            assert same(inprocess._wire(content), expected)
+    assert shortcuts > 1000
+    deep: list = []
+    for _ in range(150):
+        deep = [deep]
+    assert inprocess._plain_copy(deep) is inprocess._NOT_PLAIN and inprocess._wire({"v": deep}) == {"v": deep}
+
+
+def test_a_cell_ends_with_the_metadata_papermill_gives_it(tmp_path, monkeypatch):
+    """``_cell_complete`` (the duration from ``datetime.fromisoformat``) against Papermill's
+    ``cell_complete`` (``dateutil``) at the same end time: equal ``metadata.papermill``, a failed cell
+    included; a cell that never started, and a manager that saves on each cell, go to Papermill's own."""
+    import copy
+    import datetime as dt
+
+    from papermill.engines import NotebookExecutionManager
+
+    nb = _notebook(["1"], tmp_path)
+    nb.metadata["papermill"] = {}   # as Papermill's load_notebook_node leaves it
+    ends = [dt.datetime(2026, 12, 3, 9, 15, 16, 15667, tzinfo=dt.timezone.utc),
+            dt.datetime(2026, 12, 3, 9, 15, 16, 0, tzinfo=dt.timezone.utc),
+            dt.datetime(2027, 1, 1, 0, 0, 0, 999999, tzinfo=dt.timezone.utc)]
+    for end in ends:
+        for failed in (False, True):
+            managers = []
+            for _ in range(2):
+                man = NotebookExecutionManager(copy.deepcopy(nb), progress_bar=False)
+                man.notebook_start()
+                managers.append(man)
+            for man in managers:
+                man.cell_start(man.nb.cells[2], 2)
+                man.nb.cells[2].metadata.papermill["start_time"] = managers[0].nb.cells[2].metadata.papermill["start_time"]
+                if failed:
+                    man.cell_exception(man.nb.cells[2], cell_index=2)
+                monkeypatch.setattr(man, "now", lambda end=end: end)
+            managers[0].cell_complete(managers[0].nb.cells[2], cell_index=2)
+            inprocess._cell_complete(managers[1], managers[1].nb.cells[2], 2)
+            assert managers[1].nb.cells[2].metadata.papermill == managers[0].nb.cells[2].metadata.papermill
+            assert managers[1].nb.cells[2].metadata.papermill["duration"] is not None
+    man = NotebookExecutionManager(copy.deepcopy(nb), progress_bar=False)
+    man.notebook_start()
+    inprocess._cell_complete(man, man.nb.cells[1], 1)     # never started: no duration, as Papermill
+    assert man.nb.cells[1].metadata.papermill["duration"] is None
+    assert man.nb.cells[1].metadata.papermill["status"] == "completed"
+    saved = []
+    man = NotebookExecutionManager(copy.deepcopy(nb), output_path=str(tmp_path / "out.ipynb"), progress_bar=False)
+    man.notebook_start()
+    man.cell_start(man.nb.cells[2], 2)
+    monkeypatch.setattr(man, "save", lambda **kw: saved.append(man.nb.cells[2].metadata.papermill["start_time"]))
+    inprocess._cell_complete(man, man.nb.cells[2], 2)
+    assert saved and saved[0] is not None and man.nb.cells[2].metadata.papermill["duration"] is not None
+
+
 def test_language_info_is_ipykernels():
     from ipykernel.ipkernel import IPythonKernel
 

@@ -362,6 +362,38 @@ def test_template_cache_keeps_compiled_templates_and_never_fails(tmp_path, monke
     assert env().get_template("p.html.j2").render(xs=[]) == "0" and len(compiled) == 5
 
 
+def test_template_cache_keeps_apart_code_compiled_for_filters_that_take_the_context_and_for_others(tmp_path, monkeypatch):
+    """Jinja compiles a filter's call with the context when the filter registered then asks for it
+    (``pass_context``): a template compiled with such a filter, then used where the same-named filter
+    takes no context (or the other way round), is compiled again, not loaded (it would fail)."""
+    import jinja2
+
+    from workbook.report import templatecache
+
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setattr(templatecache, "PACKAGE_COMPILED_DIR", tmp_path / "a-file" / "compiled")
+    monkeypatch.setenv("WORKBOOK_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "p.j2").write_text("{{ x | shout }}")
+
+    @jinja2.pass_context
+    def with_context(context, value):
+        return f"{value}!{context['x']}"
+
+    def plain(value):
+        return f"{value}!"
+
+    def env(shout):
+        e = jinja2.Environment(loader=jinja2.FileSystemLoader(str(tmp_path / "t")), bytecode_cache=assemble.template_cache())
+        e.filters["shout"] = shout
+        return e
+
+    assert env(with_context).get_template("p.j2").render(x="a") == "a!a"
+    assert env(plain).get_template("p.j2").render(x="a") == "a!"
+    assert env(with_context).get_template("p.j2").render(x="b") == "b!b"
+    assert len(list((tmp_path / "cache" / "templates").glob("*.jinja"))) == 2
+
+
 def test_template_cache_folder_in_the_package_unless_unwritable_or_no_bytecode(tmp_path, monkeypatch):
     """``cache_folder``: compiled templates go to the package's ``__pycache__/compiled`` (as Python's
     bytecode), so a new ``$WORKBOOK_CACHE_DIR`` does not compile them again; to the cache folder when

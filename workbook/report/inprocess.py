@@ -101,12 +101,56 @@ def _json_default(obj):
 
 def _wire(content: dict) -> dict:
     """``content`` as the client reads it back from a kernel message (jupyter_client's
-    ``json_packer``, then ``json.loads``): tuples become lists, keys strings, bytes base64."""
+    ``json_packer``, then ``json.loads``): tuples become lists, keys strings, bytes base64. Content
+    that is JSON's own types already (``_plain_copy``: a chart's SVG, a table's HTML, text) comes back
+    as an equal copy without the round trip (about 0.01 s of CPU a report: 2 MB of SVG escaped and
+    parsed back)."""
+    copied = _plain_copy(content)
+    if copied is not _NOT_PLAIN:
+        return copied
     try:
         text = json.dumps(content, default=_json_default, ensure_ascii=False, allow_nan=False)
     except ValueError:   # NaN/inf: jupyter_client falls back to the old json_clean (repr of the number)
         text = json.dumps(_clean_floats(content), default=_json_default, ensure_ascii=False)
     return json.loads(text)
+
+
+_NOT_PLAIN = object()
+_PLAIN_SCALARS = (str, int, bool, type(None))
+
+
+def _plain_copy(obj, depth: int = 0):
+    """A copy of ``obj`` equal to what ``json.loads(json.dumps(obj))`` gives, when ``obj`` holds only
+    dicts with ``str`` keys, lists, ``str``, ``int``, ``bool``, None and finite floats, each of exactly
+    that type (subclasses, such as an ``IntEnum`` or a NotebookNode, are written by json as their base
+    type and read back as it); else ``_NOT_PLAIN``. Nested more than 100 deep: ``_NOT_PLAIN`` too
+    (the round trip then decides, as it did)."""
+    t = type(obj)
+    if t in _PLAIN_SCALARS:
+        return obj
+    if t is float:
+        return obj if obj - obj == 0.0 else _NOT_PLAIN   # NaN and infinities are not finite
+    if depth > 100:
+        return _NOT_PLAIN
+    if t is dict:
+        out = {}
+        for k, v in obj.items():
+            if type(k) is not str:
+                return _NOT_PLAIN
+            v = _plain_copy(v, depth + 1)
+            if v is _NOT_PLAIN:
+                return _NOT_PLAIN
+            out[k] = v
+        return out
+    if t is list:
+        out = []
+        for v in obj:
+            v = _plain_copy(v, depth + 1)
+            if v is _NOT_PLAIN:
+                return _NOT_PLAIN
+            out.append(v)
+        return out
+    return _NOT_PLAIN
 
 
 def _clean_floats(obj):
@@ -269,6 +313,11 @@ def _make_shell():
 
         def init_virtualenv(self):   # as ipykernel's shell: no virtualenv detection
             pass
+
+        def init_completer(self):
+            """No tab completion in a batch (nobody asks for it): IPython's completer module, whose
+            import compiles its patterns, is not loaded (7 ms of the shell's 18, measured)."""
+            self.Completer = None
 
         def _showtraceback(self, etype, evalue, stb):
             sink.error(str(etype.__name__), str(evalue), stb)
@@ -479,16 +528,37 @@ def register() -> None:
                     if failed:
                         nb_man.cell_exception(nb_man.nb.cells[index], cell_index=index)
                 except Exception:
-                    nb_man.cell_complete(nb_man.nb.cells[index], cell_index=index)
+                    _cell_complete(nb_man, nb_man.nb.cells[index], index)
                     _save(nb_man)
                     raise
-                nb_man.cell_complete(nb_man.nb.cells[index], cell_index=index)
+                _cell_complete(nb_man, nb_man.nb.cells[index], index)
                 if failed:
                     break
             nb_man.nb.metadata["language_info"] = dict(LANGUAGE_INFO)
             return nb_man.nb
 
     papermill_engines.register(ENGINE, InProcessEngine)
+
+
+def _cell_complete(nb_man, cell, index: int) -> None:
+    """``nb_man.cell_complete(cell, cell_index=index)``: Papermill's end of a cell (its end time, status and
+    duration in ``metadata.papermill``), the duration computed from the two ISO times by
+    ``datetime.fromisoformat`` rather than by Papermill's ``dateutil.parser.parse`` of the start time
+    (0.2 ms a cell, 0.02 s of CPU a report): the same number, both times being exact to the microsecond.
+    Papermill computes a duration only for a cell with a start time, so the start time is out of its
+    sight while it ends the cell. Only where it saves nothing meanwhile (no ``output_path``: the
+    runner saves the notebook after it ran); else Papermill's own."""
+    meta = cell.metadata.get("papermill") or {}
+    start = meta.get("start_time")
+    if not start or nb_man.output_path:
+        nb_man.cell_complete(cell, cell_index=index)
+        return
+    meta["start_time"] = None
+    try:
+        nb_man.cell_complete(cell, cell_index=index)
+    finally:
+        meta["start_time"] = start
+    meta["duration"] = (_dt.datetime.fromisoformat(meta["end_time"]) - _dt.datetime.fromisoformat(start)).total_seconds()
 
 
 def _save(nb_man) -> None:

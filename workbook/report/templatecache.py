@@ -41,6 +41,12 @@ def cache_folder() -> Path:
     return paths.cache_dir() / TEMPLATE_CACHE_DIR
 
 
+def _passed(functions: dict) -> list[tuple[str, str]]:
+    """Each filter's (or test's) name and what it asks Jinja to pass it first (its ``jinja_pass_arg``, set by
+    ``pass_context``, ``pass_eval_context`` or ``pass_environment``; "None" for nothing)."""
+    return sorted((name, str(getattr(f, "jinja_pass_arg", None))) for name, f in functions.items())
+
+
 @functools.lru_cache(maxsize=1)
 def template_cache():
     """Jinja's bytecode cache for the report's templates (nbconvert's and ``workbook/templates``), in
@@ -51,7 +57,11 @@ def template_cache():
     Jinja keys a template's file by name and path and checks the source's checksum (an edited
     template is compiled again); the key here also holds what else the generated code depends on:
     the Python and Jinja versions and the environment's syntax, whitespace, autoescape (for that
-    template) and extension settings, so two environments never share code compiled for the other.
+    template) and extension settings, and the names of its filters and tests with what each asks to be
+    passed (``pass_context`` and the like: Jinja's compiler writes a filter's call with or without the
+    context as the filter registered at compile time asks, so code compiled while ``markdown2html`` took
+    no context, from another nbconvert or a patched exporter, would call today's without it and fail),
+    so two environments never share code compiled for the other.
     A missing, unreadable, corrupt or unwritable cache only costs the compilation (never an error)."""
     import jinja2
     from jinja2.bccache import Bucket, FileSystemBytecodeCache
@@ -68,7 +78,8 @@ def template_cache():
                                 env.comment_start_string, env.comment_end_string, env.line_statement_prefix,
                                 env.line_comment_prefix, env.trim_blocks, env.lstrip_blocks, env.newline_sequence,
                                 env.keep_trailing_newline, env.optimized, env.is_async, sorted(env.extensions),
-                                getattr(env.finalize, "__qualname__", env.finalize)))
+                                getattr(env.finalize, "__qualname__", env.finalize),
+                                _passed(env.filters), _passed(env.tests)))
             bucket = Bucket(environment, hashlib.sha256(fingerprint.encode()).hexdigest()[:40],
                             self.get_source_checksum(source))
             self.load_bytecode(bucket)
