@@ -181,25 +181,31 @@ def _offer_prices(s: Scenario, offerings: pd.DataFrame | None = None, systems: p
     at = full.index.get_indexer(off.index)
     rows = []
     models = requested_models(s)
+    kept = off[[c for c in _OFFER_KEEP if c in off]]
+    on_demand, basis_of = off["on_demand_usd_per_hour"].where(~superseded), doubt.basis_of(off)  # every model's
     for model in models:
         if model == "purchase":
             continue
-        base = off[[c for c in _OFFER_KEEP if c in off]].copy()
+        price, basis = _list_price(s, off, model, superseded)
+        has = price.notna().to_numpy()
+        if has.any():  # the offerings with a price only (the rows kept in the end), each column at those rows
+            base, cut = kept[has], (lambda col, has=has: col[has])
+        else:  # none: the whole catalog's columns, then none of its rows
+            base, cut = kept.copy(), (lambda col: col)
         base["pricing_model"] = model
         term = capacity_block_term_months(s) if model == "capacity_block" else TERM_MONTHS.get(model, 0.0)
         base["term_months"] = term
-        base["min_term_months"] = monthly_min_term_months(s, off) if model == "monthly" else term
+        base["min_term_months"] = cut(monthly_min_term_months(s, off)) if model == "monthly" else term
         base["energy_usd_per_instance_hour"] = 0.0
         base["hosting_usd_per_instance_hour"] = 0.0
-        base["on_demand_usd_per_hour"] = off["on_demand_usd_per_hour"].where(~superseded)
-        price, basis = _list_price(s, off, model, superseded)
-        base["usd_per_instance_hour"] = price
+        base["on_demand_usd_per_hour"] = cut(on_demand)
+        base["usd_per_instance_hour"] = cut(price)
         base["capital_usd_per_instance_hour"] = np.nan
-        base["sticker_usd_per_instance_hour"] = (off["spot_usd_per_hour"] if model == "spot" else price)
-        base["price_derivation"] = basis
-        base["price_basis"] = doubt.basis_of(off)
-        _duplicates(base, res, model if model in doubt.PRICE_COLUMN else None, at)
-        rows.append(base[price.notna()])
+        base["sticker_usd_per_instance_hour"] = cut(off["spot_usd_per_hour"] if model == "spot" else price)
+        base["price_derivation"] = cut(basis)
+        base["price_basis"] = cut(basis_of)
+        _duplicates(base, res, model if model in doubt.PRICE_COLUMN else None, cut(at))
+        rows.append(base if has.any() else base[has])
     if "purchase" in models:
         hw = catalog.hardware() if systems is None else systems
         if len(hw):

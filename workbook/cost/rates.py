@@ -49,9 +49,25 @@ _TAIL_TOL = 2.0 ** -56  # a term below this fraction of the partial sum no longe
 
 
 def _log_factorial(j):
-    """ln j! for an array of non-negative whole numbers (math.lgamma(j + 1) once per distinct j)."""
+    """ln j! for an array of non-negative whole numbers (math.lgamma(j + 1) once per distinct j; a few
+    elements directly: the same value per element, without ``np.unique``'s sort)."""
+    if np.size(j) <= _FEW:
+        return _LGAMMA(np.asarray(j) + 1.0).astype(float)
     values, inverse = np.unique(j, return_inverse=True)
     return _LGAMMA(values + 1.0).astype(float)[inverse.reshape(np.shape(j))]
+
+
+_FEW = 64  # arrays up to this size: per-element work instead of a sort and a gather (poisson_sf)
+_STEPS: dict = {}  # poisson_sf's block offsets 1..width, by width (read-only)
+
+
+def _steps(width: int) -> np.ndarray:
+    """``np.arange(1.0, width + 1.0)``, made once per width."""
+    out = _STEPS.get(width)
+    if out is None:
+        out = _STEPS[width] = np.arange(1.0, width + 1.0)
+        out.flags.writeable = False
+    return out
 
 
 # Taylor coefficients of Temme's c_0(eta) and c_1(eta) (DLMF 8.12.8-8.12.9) at eta = 0, exact
@@ -127,13 +143,14 @@ def poisson_sf(k, mean):
     out = np.where(k < 0, 1.0, 0.0)
     work = np.flatnonzero((k >= 0) & (m > 0))
     kk, mm = k.ravel()[work], m.ravel()[work]
-    a = kk + 1.0
-    temme = (a >= TEMME_MIN) & (np.abs(mm - a) < 0.5 * a)
     flat = out.ravel()
-    if temme.any():
-        at = a[temme]
-        flat[work[temme]] = np.clip(_temme_lower(at, (mm[temme] - at) / at), 0.0, 1.0)
-        work, kk, mm = work[~temme], kk[~temme], mm[~temme]
+    if kk.size and kk.max() + 1.0 >= TEMME_MIN:  # else no row is near enough a large k for Temme's expansion
+        a = kk + 1.0
+        temme = (a >= TEMME_MIN) & (np.abs(mm - a) < 0.5 * a)
+        if temme.any():
+            at = a[temme]
+            flat[work[temme]] = np.clip(_temme_lower(at, (mm[temme] - at) / at), 0.0, 1.0)
+            work, kk, mm = work[~temme], kk[~temme], mm[~temme]
     up = kk + 1.0 > mm                      # the tail falls away from the mode: sum it
     j = np.where(up, kk + 1.0, kk)          # first term: p_{k+1} (tail) or p_k (complement)
     term = np.exp(-mm + j * np.log(mm) - _log_factorial(j))
@@ -145,9 +162,13 @@ def poisson_sf(k, mean):
     every_up, none_up = bool(up.all()), not up.any()
     with np.errstate(divide="ignore", invalid="ignore"):  # below j = 0 the complement has no terms
         while live.size:  # a block of terms per pass: sqrt(m) of them (the sum needs ~9 sqrt(m)), at most ~4e6 at once
-            width = int(min(max(8.0, np.ceil(np.sqrt(ml.max()))), max(8, 4_000_000 // live.size)))
-            steps = np.arange(1.0, width + 1.0)
-            jl = jl_[:, None] + np.where(ul, 1.0, -1.0)[:, None] * steps
+            top = float(ml.max())
+            root = math.ceil(math.sqrt(top)) if top < math.inf else top  # np.ceil(np.sqrt(.)): both exact (NaN, inf as numpy)
+            width = int(min(max(8.0, root), max(8, 4_000_000 // live.size)))
+            steps = _steps(width)
+            # j one step further per term, up (+1) or down (-1): j ± steps is the same float as j + (±1.0)·steps
+            jl = (jl_[:, None] + steps if every_up else jl_[:, None] - steps if none_up
+                  else jl_[:, None] + np.where(ul, 1.0, -1.0)[:, None] * steps)
             if every_up:  # the tail only: m / j (np.where would pick it for every row)
                 ratio = ml[:, None] / jl
             elif none_up:  # the complement only
@@ -162,7 +183,7 @@ def poisson_sf(k, mean):
                 done = ~keep
                 total[live[done]] = sl[done]
                 live, ml, ul, jl_, tl, sl = live[keep], ml[keep], ul[keep], jl_[keep], tl[keep], sl[keep]
-    flat[work] = np.where(up, total, np.maximum(0.0, 1.0 - total))
+    flat[work] = total if every_up else np.where(up, total, np.maximum(0.0, 1.0 - total))
     out = flat.reshape(k.shape)
     return out if out.ndim else float(out)
 

@@ -98,13 +98,13 @@ def plan(eff: Efficiency, p: Profile, acc, w, layouts, headroom: float, grid, cp
         return None
     pre = {lay: prefill_point(eff, p, acc, w, lay, headroom, cprec) for lay in layouts}
     dec = {lay: decode_point(eff, p, acc, w, lay, headroom, grid, cprec) for lay in layouts}
-    best = None
+    best, waits = None, {}   # waits: each pool's wait quantiles, shared by the pairs that have that pool
     for lp, t_pre in pre.items():
         for ld, d in dec.items():
             if t_pre is None or d is None:
                 continue
             t_kv = kv_transfer_s(p, acc, lp, ld, float(w.input_tokens), w.kv_precision)
-            c = _pools(w, lp, ld, d[0], d[2], t_pre, t_kv, d[1]) if math.isfinite(t_kv) else None
+            c = _pools(w, lp, ld, d[0], d[2], t_pre, t_kv, d[1], waits) if math.isfinite(t_kv) else None
             if c is not None and (best is None or (c["chips"], c["ttft_slo_s"]) < (best["chips"], best["ttft_slo_s"])):
                 best = c
     return best
@@ -122,10 +122,12 @@ def _sizes(n0: int) -> np.ndarray:
     return np.unique(np.round(np.linspace(n0, hi - 1, MAX_POOL_SIZES)))
 
 
-def _pools(w, lp: Layout, ld: Layout, b: float, mb: float, t_pre: float, t_kv: float, t_dec: float):
+def _pools(w, lp: Layout, ld: Layout, b: float, mb: float, t_pre: float, t_kv: float, t_dec: float, memo=None):
     """The fewest chips over (prefill replicas, decode replicas) whose TTFT at the SLO's percentile
     meets ``ttft_slo_ms`` (searched from the fewest stable pools to 4x + 9 of each; ties: the lower
-    TTFT)."""
+    TTFT). ``memo``: a dict where one ``plan`` keeps each pool's wait quantiles (the prefill pool's depend on
+    its prefill time and first size only, the decode pool's on its service time, first size and batch; every
+    (prefill, decode) pair with that pool reads the same arrays)."""
     lam, O = float(w.requests_per_s), float(w.output_tokens)
     q = float(getattr(w, "ttft_slo_percentile", 99.0) or 99.0) / 100.0
     np0 = math.floor(lam * t_pre) + 1
@@ -135,10 +137,23 @@ def _pools(w, lp: Layout, ld: Layout, b: float, mb: float, t_pre: float, t_kv: f
     n_p = _sizes(np0)
     n_d = _sizes(nd0)
 
+    memo = {} if memo is None else memo
+
+    def waits(quant):
+        kp, kd = ("prefill", quant, lam, t_pre, np0), ("decode", quant, lam, O * t_dec, nd0, b)
+        if kp not in memo:
+            memo[kp] = np.asarray(queueing.wait_quantile_s(quant, lam, t_pre, n_p), dtype=float)
+        if kd not in memo:
+            memo[kd] = np.asarray(queueing.wait_quantile_s(quant, lam, O * t_dec, n_d * b), dtype=float)
+        return memo[kp], memo[kd]
+
     def ttft(quant):
-        wp = np.asarray(queueing.wait_quantile_s(quant, lam, t_pre, n_p), dtype=float)
-        wd = np.asarray(queueing.wait_quantile_s(quant, lam, O * t_dec, n_d * b), dtype=float)
+        wp, wd = waits(quant)
         return t_pre + t_kv + quant * t_dec + wp[:, None] + wd[None, :]
+
+    def ttft_at(quant, i, k):  # element [i, k] of ttft(quant): the same sum, without the pools' grid
+        wp, wd = waits(quant)
+        return float(t_pre + t_kv + quant * t_dec + wp[i] + wd[k])
 
     slo = ttft(q)
     chips = n_p[:, None] * lp.chips + n_d[None, :] * ld.chips
@@ -149,5 +164,5 @@ def _pools(w, lp: Layout, ld: Layout, b: float, mb: float, t_pre: float, t_kv: f
     return {"prefill_replicas": int(n_p[i]), "decode_replicas": int(n_d[k]), "prefill_tp": lp.tp, "decode_tp": ld.tp,
             "prefill_chips": int(n_p[i] * lp.chips), "decode_chips": int(n_d[k] * ld.chips), "chips": int(chips[i, k]),
             "batch": int(b), "max_batch": int(mb), "ttft_s": t_pre + t_kv, "tpot_s": t_dec, "kv_transfer_s": t_kv,
-            "ttft_p50_s": float(ttft(0.5)[i, k]), "ttft_p99_s": float(ttft(0.99)[i, k]), "ttft_slo_s": float(slo[i, k]),
+            "ttft_p50_s": ttft_at(0.5, i, k), "ttft_p99_s": ttft_at(0.99, i, k), "ttft_slo_s": float(slo[i, k]),
             "total_thr": n_d[k] * b / t_dec, "decode_layout": ld}
