@@ -29,7 +29,7 @@ import os
 import sys
 
 from ..paths import NOTEBOOK_DIR
-from .jobs import BATCH_ENV, CELL_TIMEOUT_S, ENGINE_ENV, ENGINES
+from .jobs import BATCH_ENV, CELL_TIMEOUT_S, ENGINE_ENV, ENGINES, default_engine, hold_collector, release_collector
 
 UNUSED = ("anywidget",)
 # Optional packages that libraries of the report path import without needing them there, each with
@@ -319,6 +319,16 @@ def add_arguments(parser) -> None:
     parser.add_argument("--notebooks", default=str(NOTEBOOK_DIR), help=argparse.SUPPRESS)
 
 
+def renders_here(args) -> bool:
+    """Whether this run renders its reports in this process with the in-process engine (one worker or one
+    scenario named, no Dask scheduler: ``batch._results``; the engine usable here: ``execute``), so that
+    it makes the batch shell."""
+    workers = args.jobs or default_jobs()
+    engine = getattr(args, "engine", None) or default_engine()
+    return (engine == "in-process" and not args.scheduler and (workers <= 1 or len(args.scenarios) == 1)
+            and importlib.import_module("workbook.report.inprocess").usable())
+
+
 def run(args) -> int:
     """``batch.run`` in a report process (``batch_process``); ``WORKBOOK_REPORT_BATCH`` is set while it
     runs (the pool's forkserver starts then) and put back after, as is pydantic's plugin setting."""
@@ -326,10 +336,12 @@ def run(args) -> int:
     plugins = os.environ.get(PYDANTIC_PLUGINS_ENV[0])
     os.environ[BATCH_ENV] = "1"
     marked = batch_process()
-    start_pool_early(args)
+    if not start_pool_early(args) and renders_here(args):
+        hold_collector()   # until the batch shell is made (``inprocess._freeze_imports``), or the run ends
     try:
         return importlib.import_module("workbook.report.batch").run(args)
     finally:
+        release_collector()
         for name, value in ((BATCH_ENV, before), (PYDANTIC_PLUGINS_ENV[0], plugins)):
             if value is None:
                 os.environ.pop(name, None)
