@@ -291,6 +291,7 @@ def test_the_quick_plugin_scan_finds_what_the_scan_finds(tmp_path):
             got = [(e.name, e.module_name, e.object_name, e.distro.name) for e in entry_points_group(group, path, scan=scan)]
             assert got == want, (group, path)
     assert [e.name for e in entry_points_group("papermill.io", [str(first), str(second)], scan=scan)] == ["wbtest://"]
+    assert [e.name for e in entry_points_group("papermill.io", iter([str(first)]), scan=scan)] == ["wbtest://"]
 
 
 def test_a_report_process_still_registers_papermills_plugins(tmp_path):

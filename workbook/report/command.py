@@ -115,6 +115,7 @@ def entry_points_group(group: str, path=None, *, scan) -> list:
     import zipfile
 
     header = f"[{group}]".encode()
+    path = None if path is None else list(path)   # read twice when the scan runs
     for folder in sys.path if path is None else path:
         if folder.rstrip("/\\").endswith(".egg") or zipfile.is_zipfile(folder):
             return scan(group, path)
