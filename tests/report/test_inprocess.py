@@ -298,6 +298,125 @@ def test_a_report_process_goes_without_the_optional_packages_it_never_uses_and_s
     assert done.stderr == ""
 
 
+def _report_process(code: str, batch_env: str | None, *args: str, pythonpath: str = "") -> str:
+    """``python -c code *args`` with this checkout first on its path (then ``pythonpath``), as a report
+    process (``WORKBOOK_REPORT_BATCH`` = ``batch_env``) or not (None); its stdout (status 0, nothing on stderr
+    but a report run's own lines)."""
+    import subprocess
+
+    from workbook import paths
+
+    env = {k: v for k, v in os.environ.items() if k != "WORKBOOK_REPORT_BATCH"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(paths.ROOT), pythonpath]))
+    if batch_env:
+        env["WORKBOOK_REPORT_BATCH"] = batch_env
+    done = subprocess.run([sys.executable, "-W", "default", "-c", code, *args], env=env, capture_output=True, text=True,
+                          timeout=300, cwd=paths.ROOT)
+    assert done.returncode == 0, done.stderr
+    assert all(line.startswith(("report:", "ok ", "note: section ")) for line in done.stderr.splitlines()), done.stderr
+    return done.stdout
+
+
+# each module of ``command.LAZY`` touched as its users touch it
+TOUCH = {"requests": "requests.codes.ok == 200", "click": "callable(click.echo)",
+         "altair.datasets": "altair.datasets.Loader.__name__ == 'Loader'",
+         "platformdirs": "isinstance(platformdirs.user_data_dir('x'), str)", "colorama": "colorama.Fore.RED == '\\x1b[31m'",
+         "tinycss2": "tinycss2.parse_declaration_list('a: b')[0].name == 'a'",
+         "webencodings": "webencodings.lookup('utf-8').name == 'utf-8'"}
+
+
+@pytest.mark.parametrize("batch_env,lazy", [("1", True), (None, False)])
+def test_a_report_process_loads_the_modules_it_never_uses_only_when_touched(batch_env, lazy):
+    """In a report process every module of ``command.LAZY`` is imported by what a report imports (the pool's
+    ``PRELOAD``, nbconvert's HTML export) without its body running (a lazy module: its type is not yet
+    ``ModuleType``; requests' urllib3 not imported); touched, each loads and works; elsewhere they are
+    ordinary modules. A library that starts importing one of them as ``from x import y`` fails here."""
+    from workbook.report.command import LAZY
+
+    assert set(TOUCH) == set(LAZY)
+    code = ("import importlib, sys, types, workbook.report.command as c\n"
+            "for m in c.PRELOAD: importlib.import_module(m)\n"
+            "from workbook.report.assemble import notebook_html\n"
+            "import nbformat\n"
+            "assert 'Hi' in notebook_html(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell('# Hi')]))\n"
+            "print(*[type(sys.modules[n]) is not types.ModuleType for n in c.LAZY], 'urllib3' in sys.modules)\n"
+            f"import {', '.join(TOUCH)}\n"
+            f"print(*[{', '.join(TOUCH.values())}])\n"
+            "print(*[type(sys.modules[n]) is types.ModuleType for n in c.LAZY], 'urllib3' in sys.modules)\n")
+    lines = _report_process(code, batch_env).splitlines()
+    assert lines == [" ".join([str(lazy)] * len(LAZY) + [str(not lazy)]), " ".join(["True"] * len(LAZY)),
+                     " ".join(["True"] * (len(LAZY) + 1))]
+
+
+@pytest.mark.slow
+def test_a_report_run_leaves_the_lazy_modules_unloaded_and_the_process_as_it_was(tmp_path):
+    """``python -m workbook report`` in-process (the fixture notebooks, one job): the report is written and
+    no module of ``command.LAZY`` was loaded by it (a report touches none); after the run this process
+    finds modules eagerly again and papermill's scan is its own."""
+    from report_helpers import FIXTURE_NOTEBOOKS, copy_scenario
+
+    code = ("import sys, types, entrypoints\n"
+            "from workbook import cli\n"
+            "from workbook.report import command as c\n"
+            "scan = entrypoints.get_group_all\n"
+            "assert cli.main(['report', sys.argv[1], '--jobs', '1', '--notebooks', sys.argv[2], '--out', sys.argv[3]]) == 0\n"
+            "print(*[type(sys.modules.get(n)) is not types.ModuleType for n in c.LAZY])\n"
+            "print(entrypoints.get_group_all is scan, any(isinstance(f, c.LazyImports) for f in sys.meta_path))\n")
+    out = _report_process(code, None, str(copy_scenario(tmp_path, "small-model-cheap")), str(FIXTURE_NOTEBOOKS),
+                          str(tmp_path / "out"))
+    from workbook.report.command import LAZY
+
+    assert out.splitlines() == [" ".join(["True"] * len(LAZY)), "True False"]
+    assert (tmp_path / "out" / "small-model-cheap" / "report.html").is_file()
+
+
+def _plugin(folder, group: str, name: str, module: str, dist: str = "wbplugin-1.0") -> None:
+    """A distribution in ``folder`` whose ``entry_points.txt`` declares ``name = module:Plugin`` in ``group``."""
+    info = folder / f"{dist}.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    with open(info / "entry_points.txt", "a") as f:
+        f.write(f"[{group}]\n{name} = {module}:Plugin\n\n")
+    (folder / f"{module}.py").write_text("class Plugin:\n    pass\n")
+
+
+def test_the_quick_plugin_scan_finds_what_the_scan_finds(tmp_path):
+    """``command.entry_points_group`` gives ``entrypoints.get_group_all``'s list: none where no file names
+    the group, the scan's own where one does (a plugin; a distribution shadowed by an earlier one of
+    the same name), on this process's path and on folders that are missing or a file."""
+    import entrypoints
+
+    from workbook.report.command import entry_points_group
+
+    scan = entrypoints.get_group_all
+    first, second = tmp_path / "a", tmp_path / "b"
+    (tmp_path / "file").touch()
+    _plugin(first, "papermill.io", "wbtest://", "wbio")
+    _plugin(second, "papermill.io", "wbshadowed://", "wbio2")
+    _plugin(second, "papermill.engine", "wbengine", "wbeng", dist="other-2.0")
+    paths_ = [None, [str(first)], [str(first), str(second)], [str(tmp_path / "missing"), str(tmp_path / "file"), str(second)]]
+    for group in ("papermill.io", "papermill.engine", "console_scripts", "no.such.group"):
+        for path in paths_:
+            want = [(e.name, e.module_name, e.object_name, e.distro.name) for e in scan(group, path)]
+            got = [(e.name, e.module_name, e.object_name, e.distro.name) for e in entry_points_group(group, path, scan=scan)]
+            assert got == want, (group, path)
+    assert [e.name for e in entry_points_group("papermill.io", [str(first), str(second)], scan=scan)] == ["wbtest://"]
+    assert [e.name for e in entry_points_group("papermill.io", iter([str(first)]), scan=scan)] == ["wbtest://"]
+
+
+def test_a_report_process_still_registers_papermills_plugins(tmp_path):
+    """A papermill I/O handler and engine installed as plugins (entry points ``papermill.io``,
+    ``papermill.engine``) are registered in a report process as elsewhere."""
+    _plugin(tmp_path, "papermill.io", "wbtest://", "wbio")
+    _plugin(tmp_path, "papermill.engine", "wbengine", "wbeng", dist="wbengine-1.0")
+    code = ("import workbook.report.command, papermill\n"
+            "from papermill.iorw import papermill_io\n"
+            "from papermill.engines import papermill_engines\n"
+            "print(papermill_io._handlers[0][0], papermill_io.get_handler('wbtest://x').__module__,\n"
+            "      papermill_engines.get_engine('wbengine').__module__)\n")
+    for batch_env in ("1", None):
+        assert _report_process(code, batch_env, pythonpath=str(tmp_path)).split() == ["wbtest://", "wbio", "wbeng"]
+
+
 def test_an_interrupt_in_a_cell_stops_the_run_instead_of_failing_the_notebook(tmp_path):
     """IPython shows a KeyboardInterrupt as the cell's error; the runner must unwind instead (Ctrl-C,
     or SIGTERM, which the runner turns into KeyboardInterrupt)."""

@@ -201,3 +201,38 @@ def test_a_report_process_freezes_its_imports_when_it_makes_the_batch_shell(tmp_
         done = _python(code, tmp_path, mode)
         assert done.returncode == 0, done.stderr
         assert done.stdout.split() == ["True", frozen], mode
+
+
+@pytest.mark.parametrize("argv,here", [
+    (["a", "--jobs", "1"], True), (["a", "b", "--jobs", "1"], True), (["a", "--jobs", "2"], True),
+    (["a", "b", "--jobs", "2"], False), (["a", "--jobs", "1", "--engine", "kernel"], False),
+    (["a", "--jobs", "1", "--scheduler", "tcp://127.0.0.1:8786"], False),
+], ids=["one", "two on one job", "one on two jobs", "a pool", "kernel engine", "dask"])
+def test_the_runner_knows_when_it_renders_in_process(argv, here):
+    import argparse
+
+    from workbook.report import command
+
+    parser = argparse.ArgumentParser()
+    command.add_arguments(parser)
+    assert command.renders_here(parser.parse_args(argv)) is here
+
+
+def test_the_runner_of_a_report_collects_no_garbage_until_its_batch_shell_and_after_it_does(tmp_path):
+    """``python -m workbook report`` rendering in its own process keeps the garbage collector off from its
+    start to its batch shell (``jobs.hold_collector``; ``inprocess._freeze_imports`` freezes the imports
+    and turns it on again), and a run that ends before any shell (an unknown scenario) turns it on too."""
+    code = ("import gc, sys\n"
+            "from workbook import cli\n"
+            "from workbook.report import inprocess\n"
+            "seen, full = [], []\n"
+            "gc.callbacks.append(lambda phase, info: phase == 'start' and info['generation'] == 2 and full.append(1))\n"
+            "freeze = inprocess._freeze_imports\n"
+            "inprocess._freeze_imports = lambda: (seen.append((gc.isenabled(), len(full))), freeze())\n"
+            "print(cli.main(['report', sys.argv[1], '--jobs', '1', '--notebooks', sys.argv[2], '--out', sys.argv[3]]),\n"
+            "      seen, gc.isenabled())\n"
+            "print(cli.main(['report', 'no-such-scenario', '--jobs', '1', '--out', sys.argv[3]]), gc.isenabled())\n")
+    done = _python(code, tmp_path, str(copy_scenario(tmp_path, "small-model-cheap")), str(FIXTURE_NOTEBOOKS),
+                   str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["0 [(False, 0)] True", "2 True"]

@@ -7,7 +7,11 @@ shows a live widget (``widgets`` cells are removed; a report draws static SVG), 
 does in a report kernel, ``sys.modules["anywidget"] = None`` and Altair defines its stand-in
 ``JupyterChart``; the pages are the same. Likewise charset_normalizer and soupsieve, which requests
 (through papermill) and BeautifulSoup (through nbconvert) import for work a report never asks of them
-(``UNUSED_OPTIONAL``: 0.2 s of CPU). ``run`` also sets ``WORKBOOK_REPORT_BATCH=1``, so that the
+(``UNUSED_OPTIONAL``: 0.2 s of CPU). Modules that papermill, Altair and nbconvert's dependencies import
+for work a report never asks of them (requests, click, Altair's example datasets...) are loaded lazily
+(``LAZY``: their bodies run only if something touches them; 0.08 s), and papermill's two scans for
+plugins read the installed distributions' entry-point files without parsing them when none names a
+papermill plugin (``entry_points_group``: 0.03 s). ``run`` also sets ``WORKBOOK_REPORT_BATCH=1``, so that the
 pool's forkserver (which imports this module first, ``PRELOAD``) and its workers start the same
 way. Importing this module elsewhere (the tests, ``--help``) changes nothing: it imports only
 ``jobs`` and ``paths``.
@@ -19,12 +23,13 @@ process's own instead of after them.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import os
 import sys
 
 from ..paths import NOTEBOOK_DIR
-from .jobs import BATCH_ENV, CELL_TIMEOUT_S, ENGINE_ENV, ENGINES
+from .jobs import BATCH_ENV, CELL_TIMEOUT_S, ENGINE_ENV, ENGINES, default_engine, hold_collector, release_collector
 
 UNUSED = ("anywidget",)
 # Optional packages that libraries of the report path import without needing them there, each with
@@ -51,6 +56,88 @@ UNUSED_OPTIONAL = {"charset_normalizer": ("requests", "Unable to find acceptable
                    **{name: ("jsonschema", None) for name in (
                        "isoduration", "rfc3987_syntax", "rfc3339_validator", "webcolors", "fqdn", "jsonpointer",
                        "uri_template")}}
+
+# Modules that libraries of the report path import with a plain ``import x`` at their top and use only in
+# functions a report never calls (each: its importer, what it is for, the CPU its body takes once the rest of
+# a report's imports are done, 6 fresh interpreters, medians, issue 30, branch s13-imports). A report
+# process loads them with the standard library's ``importlib.util.LazyLoader`` (``LazyImports``): the
+# module object exists at once, its body runs at the first access to one of its attributes, so whatever
+# uses one still works, and only then pays for it. Not for modules imported as ``from x import y``, nor for
+# one imported again (``import x`` of a module already in ``sys.modules`` reads its ``__spec__``): either
+# runs the body at once (no saving, nothing broken): bleach (nbconvert imports names from it), the
+# jupyter_client it needs at class definition, bs4 (``nbconvert.exporters.html``), ssl (asyncio) stay eager.
+LAZY = {
+    "requests": "papermill.iorw: notebooks at http(s):// addresses; with urllib3, certifi, http.cookiejar, 0.040 s",
+    "click": "papermill.inspection: papermill's command line (--help-notebook); 0.009 s",
+    "altair.datasets": "altair: the example datasets (alt.datasets), with packaging's requirement parser; 0.019 s",
+    "platformdirs": "jupyter_core.paths: Jupyter's folders (the kernel engine's kernel-spec lookup; then it loads); 0.003 s",
+    "colorama": "tornado.log: coloured logs on a Windows console; 0.002 s",
+    "tinycss2": "bleach.css_sanitizer: the CSS of sanitised HTML (nbconvert's SanitizeHTML, clean_html); 0.002 s",
+    "webencodings": "bleach's html5lib and tinycss2: the encoding of HTML and CSS they parse; 0.002 s",
+}
+
+
+class LazyImports:
+    """A meta path finder (``sys.meta_path``, first) for the modules ``names``: it finds one as Python's
+    path finder does and, for a module of Python source, hands back its spec with the loader wrapped in
+    ``importlib.util.LazyLoader`` (the recipe of the ``importlib`` documentation, "Implementing lazy
+    imports"); any other module it leaves to the finders after it. Python 3.11's lazy module is not
+    thread-safe at its first access (3.12's is): a report touches none of ``LAZY`` (tested), and its other
+    thread, vl-convert's warm-up (``kernelside.warm_converter``), imports none."""
+
+    def __init__(self, names) -> None:
+        self.names = frozenset(names)
+
+    def find_spec(self, name, path=None, target=None):
+        if name not in self.names:
+            return None
+        from importlib import machinery, util
+
+        spec = machinery.PathFinder.find_spec(name, path)
+        if spec is None or not isinstance(spec.loader, machinery.SourceFileLoader):
+            return None
+        spec.loader = util.LazyLoader(spec.loader)
+        return spec
+
+
+def entry_points_group(group: str, path=None, *, scan) -> list:
+    """``entrypoints.get_group_all(group, path)`` (``scan``), without parsing every installed distribution's
+    ``entry_points.txt`` when none of them names the group.
+
+    papermill scans for plugins at its import, twice (``papermill.io`` in ``papermill.iorw``,
+    ``papermill.engine`` in ``papermill.engines``), and the scan parses each distribution's file with
+    ``configparser``: 0.019 s of CPU each with 155 distributions and no papermill plugin. A section
+    ``[group]`` can come only from a line holding the text ``[group]`` (``configparser``'s section
+    header), so this reads the files of every ``*.dist-info`` and ``*.egg-info`` folder of the path
+    (more than the scan globs, never fewer) and returns ``[]`` when none holds that text: 0.0035 s. When
+    one does (a plugin is installed), or the path holds an egg or a zip file, or a folder cannot be
+    read, it runs the scan itself, so plugins are found as before."""
+    import zipfile
+
+    header = f"[{group}]".encode()
+    path = None if path is None else list(path)   # read twice when the scan runs
+    for folder in sys.path if path is None else path:
+        if folder.rstrip("/\\").endswith(".egg") or zipfile.is_zipfile(folder):
+            return scan(group, path)
+        try:
+            entries = os.scandir(folder or ".")
+        except (FileNotFoundError, NotADirectoryError):   # the scan's glob finds nothing there either
+            continue
+        except OSError:
+            return scan(group, path)
+        with entries:
+            for entry in entries:
+                if entry.name.lower().endswith((".dist-info", ".egg-info")):
+                    try:
+                        with open(os.path.join(entry.path, "entry_points.txt"), "rb") as f:
+                            if header in f.read():
+                                return scan(group, path)
+                    except (FileNotFoundError, NotADirectoryError):
+                        pass
+                    except OSError:
+                        return scan(group, path)
+    return []
+
 
 # pydantic's own setting: no plugins. Without it, building the first model (the scenario's, on import)
 # scans every installed distribution's entry points for the ``pydantic`` group (0.016 s of CPU with 155
@@ -120,8 +207,10 @@ def start_pool_early(args) -> bool:
 def batch_process() -> list[str]:
     """Mark the packages a report process never uses absent (``UNUSED`` before Altair is imported,
     ``UNUSED_OPTIONAL`` before the package that would import them), and silence the warning their
-    importer gives then; turn pydantic's plugins off unless the user chose (``PYDANTIC_PLUGINS_ENV``);
-    the names marked here."""
+    importer gives then; load ``LAZY`` lazily (``LazyImports``, first on ``sys.meta_path``); let
+    papermill's plugin scans skip the files that name no plugin (``entry_points_group`` as
+    ``entrypoints.get_group_all``, before papermill is imported); turn pydantic's plugins off unless the
+    user chose (``PYDANTIC_PLUGINS_ENV``); the names marked absent here."""
     import warnings
 
     marked = []
@@ -137,7 +226,30 @@ def batch_process() -> list[str]:
             marked.append(name)
             if warning:
                 warnings.filterwarnings("ignore", message=warning)
+    if not any(isinstance(finder, LazyImports) for finder in sys.meta_path):
+        sys.meta_path.insert(0, LazyImports(LAZY))
+    if "papermill" not in sys.modules:
+        try:
+            import entrypoints
+        except ImportError:   # no papermill either: nothing scans
+            pass
+        else:
+            if getattr(entrypoints.get_group_all, "func", None) is not entry_points_group:
+                entrypoints.get_group_all = functools.partial(entry_points_group, scan=entrypoints.get_group_all)
     return marked
+
+
+def undo_batch_process(marked: list[str]) -> None:
+    """What ``batch_process`` did that a process going on after a report run (a test) would notice, undone:
+    the optional packages ``marked`` absent may be imported, modules are found eagerly, papermill's scan
+    is its own again (the lazy modules already made stay: they load when touched)."""
+    for name in marked:
+        if name in UNUSED_OPTIONAL and sys.modules.get(name, 0) is None:
+            del sys.modules[name]
+    sys.meta_path[:] = [finder for finder in sys.meta_path if not isinstance(finder, LazyImports)]
+    entrypoints = sys.modules.get("entrypoints")
+    if entrypoints is not None and getattr(entrypoints.get_group_all, "func", None) is entry_points_group:
+        entrypoints.get_group_all = entrypoints.get_group_all.keywords["scan"]
 
 
 def freeze_at_exit() -> None:
@@ -208,6 +320,16 @@ def add_arguments(parser) -> None:
     parser.add_argument("--notebooks", default=str(NOTEBOOK_DIR), help=argparse.SUPPRESS)
 
 
+def renders_here(args) -> bool:
+    """Whether this run renders its reports in this process with the in-process engine (one worker or one
+    scenario named, no Dask scheduler: ``batch._results``; the engine usable here: ``execute``), so that
+    it makes the batch shell."""
+    workers = args.jobs or default_jobs()
+    engine = getattr(args, "engine", None) or default_engine()
+    return (engine == "in-process" and not args.scheduler and (workers <= 1 or len(args.scenarios) == 1)
+            and importlib.import_module("workbook.report.inprocess").usable())
+
+
 def run(args) -> int:
     """``batch.run`` in a report process (``batch_process``); ``WORKBOOK_REPORT_BATCH`` is set while it
     runs (the pool's forkserver starts then) and put back after, as is pydantic's plugin setting."""
@@ -215,15 +337,15 @@ def run(args) -> int:
     plugins = os.environ.get(PYDANTIC_PLUGINS_ENV[0])
     os.environ[BATCH_ENV] = "1"
     marked = batch_process()
-    start_pool_early(args)
+    if not start_pool_early(args) and renders_here(args):
+        hold_collector()   # until the batch shell is made (``inprocess._freeze_imports``), or the run ends
     try:
         return importlib.import_module("workbook.report.batch").run(args)
     finally:
+        release_collector()
         for name, value in ((BATCH_ENV, before), (PYDANTIC_PLUGINS_ENV[0], plugins)):
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-        for name in marked:   # a process that goes on (a test) may import them afterwards
-            if name in UNUSED_OPTIONAL and sys.modules.get(name, 0) is None:
-                del sys.modules[name]
+        undo_batch_process(marked)   # for a process that goes on (a test)

@@ -50,7 +50,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .. import paths
-from .jobs import BATCH_ENV
+from .jobs import BATCH_ENV, release_collector
 
 ENGINE = "workbook-in-process"
 KERNELSIDE = "workbook.report.kernelside"   # imported on first use, as in a kernel: it imports Altair,
@@ -350,11 +350,13 @@ def _freeze_imports() -> None:
     full collections of 0.15-0.22 s in all, 0.08-0.10 s once frozen (3 pairs). The pool's workers inherit
     a frozen heap from the forkserver already (``report.forkready``); this covers the runner of
     ``--jobs 1`` and the shell each worker makes. Objects frozen are never collected: cyclic garbage left
-    by the imports stays until the process ends (a batch process, which ends with the batch)."""
+    by the imports stays until the process ends (a batch process, which ends with the batch). The
+    collector turned off for the imports by the runner (``jobs.hold_collector``) is turned on again here."""
     import gc
 
     if os.environ.get(BATCH_ENV) == "1":
         gc.freeze()
+    release_collector()
 
 
 def _other_shell() -> bool:
