@@ -384,11 +384,16 @@ def mc_histogram(s: Scenario, priced: pd.DataFrame, options: list[str] | None = 
     finite = vals[np.isfinite(vals)]
     lo, hi = np.percentile(finite, [0.5, 99.5]) if finite.size else (0.0, 1.0)
     edges = np.linspace(lo, hi if hi > lo else lo + 1.0, bins + 1)
-    rows = []
-    for i, opt in enumerate(sub["option"]):
-        counts, _ = np.histogram(np.clip(vals[i][np.isfinite(vals[i])], edges[0], edges[-1]), bins=edges)
-        rows.append(pd.DataFrame({"option": opt, "bin_start": edges[:-1], "bin_end": edges[1:], "share": counts / n}))
-    return pd.concat(rows, ignore_index=True)
+    opts = sub["option"].tolist()
+    if not opts:
+        return pd.concat([], ignore_index=True)     # as the concatenation of no option's frame did (an error)
+    shares = [np.histogram(np.clip(vals[i][np.isfinite(vals[i])], edges[0], edges[-1]), bins=edges)[0] / n
+              for i in range(len(opts))]
+    # one frame of the options' bins end to end: the rows, values and dtypes of a frame per option concatenated
+    k = len(edges) - 1
+    return pd.DataFrame({"option": pd.array([o for o in opts for _ in range(k)], dtype=pd.Series([opts[0]]).dtype),
+                         "bin_start": np.tile(edges[:-1], len(opts)), "bin_end": np.tile(edges[1:], len(opts)),
+                         "share": np.concatenate(shares)})
 
 
 # --- tornado -------------------------------------------------------------------------------------

@@ -104,14 +104,22 @@ def _price_rows(priced: pd.DataFrame) -> list[dict]:
         return used[c].tolist() if c in used else [None] * n
 
     rows = []
+    dates: dict = {}    # a date string's (valid date, its ISO text), parsed once: most dates repeat
     for offering, model, hourly, chips, derivation, basis, source, as_of, price_as_of in zip(
             col("offering"), col("pricing_model"), col("usd_per_instance_hour"), col("chips_per_instance"),
             col("price_derivation"), col("price_basis"), col("source"), col("as_of"), col("price_as_of")):
-        valid = price_valid_date({"pricing_model": model, "as_of": as_of, "price_as_of": price_as_of})
+        when = as_of if model == "purchase" else price_as_of     # what price_valid_date reads
+        if type(when) is str and when in dates:
+            valid, iso = dates[when]
+        else:
+            valid = price_valid_date({"pricing_model": model, "as_of": as_of, "price_as_of": price_as_of})
+            iso = valid.isoformat() if valid else None
+            if type(when) is str:
+                dates[when] = valid, iso
         rows.append({"category": "price", "item": f"{offering} {model}",
                      "value": f"{usd(hourly)} per instance-hour ({chips:.0f} "
                               f"chips; {derivation}; basis {basis})",
-                     "source": source, "as_of": valid.isoformat() if valid else None,
+                     "source": source, "as_of": iso,
                      "_date_unknown": valid is None})
     return rows
 

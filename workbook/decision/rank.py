@@ -414,6 +414,35 @@ def _utilization_flip(s: Scenario, winner: pd.Series, priced: pd.DataFrame) -> s
     return None
 
 
+def _first_by_score(s: Scenario, cand: pd.DataFrame) -> int:
+    """The position in ``cand`` of the row that ``_score(_criteria(s, cand, None))`` ranks first, as
+    ``sort_values("score", ascending=False).iloc[0]`` of those criteria picks it (the same quicksort of the
+    same scores, ``nargsort`` being what that sort calls), without the criteria's copy of every column
+    of ``cand`` and the sort of every column: only the five figures the score reads, built as
+    ``_criteria`` builds them (the fit and the supply of ``cand``'s accelerators)."""
+    from pandas.core.sorting import nargsort
+
+    metric = "cost_usd" if s.is_training else "usd_per_million_tokens"
+    accs = cand["accelerator"]
+    fit = framework_fit(s, accs.unique())
+    at = pd.Index(fit["accelerator"]).get_indexer(accs) if fit["accelerator"].is_unique else None
+    if at is None or not (at >= 0).all():
+        crit = _criteria(s, cand, None)     # the left merge's path, as it was
+        return int(nargsort(_score(crit, weights(s))["score"].to_numpy(), kind="quicksort", ascending=False,
+                            na_position="last")[0])
+    if s.is_training:
+        tv = cand["training_days"].astype(float).to_numpy()
+    else:
+        tv = cand["tpot_ms"].astype(float).to_numpy() if "tpot_ms" in cand else np.nan
+    figures = pd.DataFrame({"cost_value": cand[metric].astype(float).to_numpy(), "time_value": tv},
+                           index=range(len(cand)))
+    for c in ("ecosystem_score", "portability_score"):
+        figures[c] = fit[c].take(at).to_numpy() if isinstance(fit[c].dtype, np.dtype) else fit[c].array.take(at)
+    figures["supply_score"] = accs.map(supply_scores(accs.unique())).to_numpy()
+    return int(nargsort(_score(figures, weights(s))["score"].to_numpy(), kind="quicksort", ascending=False,
+                        na_position="last")[0])
+
+
 def _constraint_flips(s: Scenario, priced: pd.DataFrame, ranked: pd.DataFrame, mc) -> list[str]:
     """Options ruled out only by a limit the team could move (budget, deadline, chips) that would
     rank first if it moved."""
@@ -433,13 +462,15 @@ def _constraint_flips(s: Scenario, priced: pd.DataFrame, ranked: pd.DataFrame, m
         if only.empty:
             continue
         if ranked_rows is None:  # the ranked options' priced rows, looked up once
-            ranked_rows = priced.loc[ranked["option"].map(dict(zip(priced["option"], priced.index))), cols]
+            opts = pd.Index(priced["option"])
+            at = opts.get_indexer(ranked["option"]) if opts.is_unique else None
+            if at is not None and (at >= 0).all():   # each option's one row, by position (no dict of every option)
+                ranked_rows = priced.loc[priced.index[at], cols]
+            else:
+                ranked_rows = priced.loc[ranked["option"].map(dict(zip(priced["option"], priced.index))), cols]
         cand = pd.concat([ranked_rows, only])
         cand = cand.drop_duplicates("option")
-        crit = _criteria(s, cand, None)
-        sc = _score(crit, weights(s))
-        crit = pd.concat([crit.drop(columns=[c for c in sc.columns if c in crit]), sc], axis=1).sort_values("score", ascending=False)
-        top = crit.iloc[0]
+        top = cand.iloc[_first_by_score(s, cand)]
         if top["option"] not in set(only["option"]):
             continue
         if key == "budget":

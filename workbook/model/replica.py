@@ -337,8 +337,10 @@ def _chunked_step(eff, p, acc, micro, I, O, tp, precision, weight_precision, kv_
     with_chunk = decode_step_parts(*args, compute_eff=ce_d, prefill_tokens=chunk, prefill_context=I,
                                    prefill_compute_eff=ce_p, **kw)
     plain = decode_step_parts(*args, compute_eff=ce_d, **kw)
+    some, not_all, g = f > 0, f < 1, 1.0 - f     # the weights and their masks, made once for every term
+
     def mix(a, b):  # f·a + (1 − f)·b, a term of weight 0 left out (an unusable link makes it inf)
-        return f * np.where(f > 0, a, 0.0) + (1.0 - f) * np.where(f < 1, b, 0.0)
+        return f * np.where(some, a, 0.0) + g * np.where(not_all, b, 0.0)
 
     t_chunk, t_plain = step_s(with_chunk), step_s(plain)
     return {"mean": mix(t_chunk, t_plain), "parts": {k: mix(with_chunk[k], plain[k]) for k in with_chunk},
