@@ -3,6 +3,7 @@ summary.json and ``estimate --json``. Standard library only."""
 from __future__ import annotations
 
 import json
+from itertools import chain
 
 
 def dumps_indented(obj, indent: int = 2) -> str:
@@ -23,6 +24,9 @@ def dumps_indented(obj, indent: int = 2) -> str:
     ``json.dumps`` itself, so that its error is the usual one."""
     encoders: dict[int, object] = {}
     nested = (dict, list, tuple)
+    key_of = json.JSONEncoder(allow_nan=False).encode   # a key as the encoders write it: '"k"'
+    out: list[str] = []   # the text's parts, joined once (not each container's text copied into its parent's)
+    put = out.append
 
     def enc(level: int):
         if level not in encoders:
@@ -34,34 +38,50 @@ def dumps_indented(obj, indent: int = 2) -> str:
         """Is ``o`` a list or tuple of non-empty dicts (exactly) that hold no container?"""
         if set(map(type, o)) != {dict} or not all(o):
             return False
-        kinds: set = set()
-        for d in o:
-            kinds.update(map(type, d.values()))
+        kinds = set(map(type, chain.from_iterable(map(dict.values, o))))
         return not any(issubclass(t, nested) for t in kinds)
 
-    def walk(o, level: int) -> str:
+    def walk(o, level: int) -> None:
         is_dict = isinstance(o, dict)
         if not (is_dict or isinstance(o, (list, tuple))):
-            return enc(0)(o)
+            put(enc(0)(o))
+            return
         if not o:
-            return "{}" if is_dict else "[]"
+            put("{}" if is_dict else "[]")
+            return
         inner, outer = " " * (indent * (level + 1)), " " * (indent * level)
         values = o.values() if is_dict else o
         if not any(issubclass(t, nested) for t in set(map(type, values))):
             text = enc(level + 1)(o)
+            put(f"{text[0]}\n{inner}")
+            put(text[1:-1])
         elif not is_dict and flat_records(o):
             deeper = " " * (indent * (level + 2))
             text = enc(level + 2)(o)   # "[{k: v,\n<deeper>k: v},\n<deeper>{...}]"
-            text = (f"[{{\n{deeper}" + text[2:-2].replace(f"}},\n{deeper}{{", f"\n{inner}}},\n{inner}{{\n{deeper}")
-                    + f"\n{inner}}}]")
+            put(f"[\n{inner}{{\n{deeper}")
+            put(text[2:-2].replace(f"}},\n{deeper}{{", f"\n{inner}}},\n{inner}{{\n{deeper}"))
+            put(f"\n{inner}}}")
         elif is_dict:
-            text = "{" + f",\n{inner}".join(f"{enc(0)({k: None})[1:-7]}: {walk(v, level + 1)}"
-                                            for k, v in o.items()) + "}"
+            put(f"{{\n{inner}")
+            sep = f",\n{inner}"
+            first = True
+            for k, v in o.items():
+                if not first:
+                    put(sep)
+                first = False
+                put(f"{key_of({k: None})[1:-7]}: ")
+                walk(v, level + 1)
         else:
-            text = "[" + f",\n{inner}".join(walk(v, level + 1) for v in o) + "]"
-        return f"{text[0]}\n{inner}{text[1:-1]}\n{outer}{text[-1]}"
+            put(f"[\n{inner}")
+            sep = f",\n{inner}"
+            for i, v in enumerate(o):
+                if i:
+                    put(sep)
+                walk(v, level + 1)
+        put(f"\n{outer}{'}' if is_dict else ']'}")
 
     try:
-        return walk(obj, 0)
+        walk(obj, 0)
+        return "".join(out)
     except (TypeError, ValueError):
         return json.dumps(obj, indent=indent, allow_nan=False)

@@ -477,3 +477,40 @@ def test_a_section_from_the_notebook_in_memory_is_the_section_of_its_file(tmp_pa
     from_file = assemble._section("decision", "Decision", path, notes := [], "05_decision.ipynb")
     in_memory = assemble._section("decision", "Decision", path, notes2 := [], "05_decision.ipynb", copy.deepcopy(nb))
     assert in_memory == from_file and notes == notes2 and "Question" in from_file["html"]
+
+
+def test_export_preprocesses_the_notebook_as_nbconvert_does_without_its_copies():
+    """``CellsExporter._preprocess`` (one copy of the notebook, not three) against nbconvert's own
+    ``Exporter._preprocess`` on the same exporter: equal notebooks and resources for a notebook with
+    unique ids, one with a cell without id (nbformat repairs it), one with a repeated id, and a v4.4
+    notebook without ids; the caller's notebook is left as it was; the CSS header is not made."""
+    import copy
+    import warnings
+
+    from nbconvert.exporters.exporter import Exporter
+
+    ex = assemble._exporter()
+    base = executed_like()
+    assemble.clean_notebook(base)
+    missing, repeated, old = copy.deepcopy(base), copy.deepcopy(base), copy.deepcopy(base)
+    del missing.cells[0]["id"]
+    repeated.cells[1]["id"] = repeated.cells[0]["id"]
+    old.nbformat_minor = 4
+    for cell in old.cells:
+        cell.pop("id", None)
+    for nb in (base, missing, repeated, old):
+        before = copy.deepcopy(nb)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ours, ours_res = ex._preprocess(copy.deepcopy(nb), {"metadata": {"name": "x"}})
+            theirs, theirs_res = Exporter._preprocess(ex, copy.deepcopy(nb), {"metadata": {"name": "x"}})
+        for a, b in zip(ours.cells, theirs.cells):   # a repaired id is random: only its presence compares
+            if a.get("id") != b.get("id"):
+                assert nb is not base and a.get("id") and b.get("id")
+                a["id"] = b["id"]
+        assert ours == theirs and nb == before
+        assert assemble._needs_normalizing(nb) == (nb is missing or nb is repeated)
+        theirs_res.get("inlining", {}).pop("css", None)   # nbconvert's header CSS, off here
+        assert ours_res == theirs_res
+    before = copy.deepcopy(base)
+    assert "Question" in assemble.notebook_html(base, "x") and base == before

@@ -2,6 +2,7 @@
 ``summary.json`` and the headline box (also the index row)."""
 from __future__ import annotations
 
+import copy
 import datetime as _dt
 import functools
 import hashlib
@@ -151,7 +152,8 @@ def _exporter():
         from nbconvert.exporters.templateexporter import TemplateExporter
         from nbconvert.filters.highlight import Highlight2HTML
         from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
-        from nbconvert.preprocessors import TagRemovePreprocessor
+        from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor, TagRemovePreprocessor
+        import nbformat
 
         class CellsExporter(HTMLExporter):
             """HTMLExporter without its final BeautifulSoup pass (about 0.1 s per notebook, half the
@@ -167,6 +169,21 @@ def _exporter():
                 self.register_filter("filter_data_type", WidgetsDataTypeFilter(
                     notebook_metadata=self._nb_metadata, parent=self, resources=resources))
                 return TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+
+            def _preprocess(self, nb, resources):
+                """nbconvert's ``Exporter._preprocess`` without two of its three copies of the notebook (2-3 ms
+                each): ``nb`` is this export's own copy already (``Exporter.from_notebook_node``'s), and
+                ``nbformat.validator.normalize`` (which copies) is called only when it would change the notebook
+                (``_needs_normalizing``); the resources are copied, preprocessed and validated as there."""
+                resc = copy.deepcopy(resources)
+                _, nb = nbformat.validator.normalize(nb) if _needs_normalizing(nb) else (0, nb)
+                for preprocessor in self._preprocessors:
+                    nb, resc = preprocessor(nb, resc)
+                    if not self.optimistic_validation:
+                        self._validate_preprocessor(nb, preprocessor)
+                if self.optimistic_validation:
+                    self._validate_preprocessor(nb, preprocessor)
+                return nb, resc
 
             def _validate_preprocessor(self, nbc, preprocessor):
                 """nbconvert's check of the notebook after the preprocessors (nbformat's schema with any
@@ -190,9 +207,26 @@ def _exporter():
                            exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True,
                            optimistic_validation=True)
         ex.register_preprocessor(TagRemovePreprocessor(remove_cell_tags=set(REMOVE_CELL_TAGS)), enabled=True)
+        # off: pygments' CSS for a page header that report_cells empties (its conf.json's "off" is ignored); 1.4 ms
+        for p in ex._preprocessors:
+            if isinstance(p, CSSHTMLHeaderPreprocessor):
+                p.enabled = False
         ex.environment.bytecode_cache = template_cache()
         _LOCAL.exporter = ex
     return _LOCAL.exporter
+
+
+def _needs_normalizing(nb) -> bool:
+    """Would ``nbformat.validator.normalize`` change ``nb`` (or raise): a v4.5+ notebook with a cell without an
+    ``id`` or two with one id, as nbformat 5's ``_normalize`` repairs by default (an unhashable id: left to it)."""
+    from nbformat.reader import get_version
+    if get_version(nb) < (4, 5):
+        return False
+    cells = nb.get("cells", [])
+    try:
+        return any("id" not in cell for cell in cells) or len({cell["id"] for cell in cells}) != len(cells)
+    except TypeError:
+        return True
 
 
 def notebook_html(nb, name: str = "notebook") -> str:
