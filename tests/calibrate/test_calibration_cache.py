@@ -1,6 +1,8 @@
 """The calibration table that notebook 02 and the reports show is cached by content, never stale."""
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from workbook import catalog, paths
@@ -84,25 +86,25 @@ def test_prune_keeps_the_most_recently_used_tables(tmp_path):
 
 
 def test_cache_key_digests_follow_an_edit_that_keeps_size_and_time(tmp_path, monkeypatch):
-    """``_file_digest`` reuses a file's digest while its size, time and inode are unchanged, but not for
+    """``paths.file_sha256`` reuses a file's digest while its size, time and inode are unchanged, but not for
     a file modified within ``RACY_NS`` of the read: a rewrite of equal size inside one tick of a coarse
     file clock keeps both, and must still give a new key."""
     import os
 
-    monkeypatch.setattr(calibrate, "_DIGESTS", {})
+    monkeypatch.setattr(paths, "_DIGESTS", {})
     f = tmp_path / "a.py"
     f.write_text("A = 1\n")
     st = f.stat()
-    first = calibrate._file_digest(f)
+    first = paths.file_sha256(f)
     f.write_text("A = 2\n")
     os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))   # same size, same time: a fresh file is read again
-    assert calibrate._file_digest(f) != first
-    old = st.st_mtime_ns - 10 * calibrate.RACY_NS
+    assert paths.file_sha256(f) != first
+    old = st.st_mtime_ns - 10 * paths.RACY_NS
     os.utime(f, ns=(old, old))
-    second = calibrate._file_digest(f)
-    assert calibrate._DIGESTS[f][1] == second                  # an old file's digest is kept ...
-    monkeypatch.setattr(calibrate.hashlib, "sha256", lambda *a: pytest.fail("read again"))
-    assert calibrate._file_digest(f) == second                 # ... and reused while it is unchanged
+    second = paths.file_sha256(f)
+    assert paths._DIGESTS[f][1] == second                  # an old file's digest is kept ...
+    monkeypatch.setattr(hashlib, "sha256", lambda *a: pytest.fail("read again"))
+    assert paths.file_sha256(f) == second                 # ... and reused while it is unchanged
 
 
 def test_run_rows_hold_what_iterrows_gives():

@@ -34,7 +34,6 @@ import functools
 import hashlib
 import os
 import pickle
-import time
 from pathlib import Path
 
 import numpy as np
@@ -352,33 +351,8 @@ def _table_cache_key() -> str:
     data/efficiency.csv), the package's Python source (the model) and the pandas/numpy versions."""
     h = hashlib.sha256(f"pandas {pd.__version__} numpy {np.__version__}\n".encode())
     for f in sorted(paths.DATA_DIR.glob("*.csv")) + sorted(paths.PACKAGE_DIR.rglob("*.py")):
-        h.update(f"{f.name} {_file_digest(f)}\n".encode())
+        h.update(f"{f.name} {paths.file_sha256(f)}\n".encode())
     return h.hexdigest()
-
-
-_DIGESTS: dict = {}   # path -> ((size, mtime_ns, inode), sha256 hex) of the files ``_table_cache_key`` read
-RACY_NS = 2_000_000_000   # a digest is reused only for a file last modified this long before it was read
-
-
-def _file_digest(f) -> str:
-    """The sha256 of a file's bytes, read again only when its size, modification time or inode changed
-    (``paths.data_state``'s rule for the analysis caches): a report asks for the table twice (notebook 02's
-    error summary and chart), and hashing the ~200 files costs about 6 ms each time. A file modified less
-    than ``RACY_NS`` before it was read is read every time (git's "racy clean" rule: file times come from
-    a coarse clock, so an edit right after the read could keep its size and time)."""
-    try:
-        st = f.stat()
-        sig = (st.st_size, st.st_mtime_ns, st.st_ino)
-    except OSError:
-        sig = None
-    hit = _DIGESTS.get(f)
-    if sig is not None and hit is not None and hit[0] == sig:
-        return hit[1]
-    read_at = time.time_ns()
-    digest = hashlib.sha256(f.read_bytes()).hexdigest()
-    if sig is not None and sig[1] < read_at - RACY_NS:
-        _DIGESTS[f] = (sig, digest)
-    return digest
 
 
 _TABLES: dict[str, pd.DataFrame] = {}

@@ -7,7 +7,6 @@ import hashlib
 from pathlib import Path
 
 from .. import paths
-from ..calibrate.runs import _file_digest   # loaded with assemble (analysis) already
 from ..paths import PACKAGE_DIR
 from .assemble import sha256_file
 
@@ -34,7 +33,7 @@ def shared_inputs(notebooks: list[Path], data_dir: str | Path | None = None) -> 
     """The lines ``inputs_sha256`` hashes after the scenario's: every catalog CSV, the section notebooks
     and the package's source files, each ``kind name sha256``.
 
-    Each file's sha256 comes from ``calibrate.runs._file_digest``, which keeps it for the process while the
+    Each file's sha256 comes from ``paths.file_sha256``, which keeps it for the process while the
     file's size, modification time and inode stay the same (a file modified less than 2 s before its read is
     read again each time): the calibration table's key (``_table_cache_key``), asked for later in the same
     report, hashes the same data CSVs and package modules, and then reads none of them again (about 6 ms).
@@ -42,4 +41,4 @@ def shared_inputs(notebooks: list[Path], data_dir: str | Path | None = None) -> 
     data = Path(data_dir) if data_dir else paths.DATA_DIR
     parts = ([("catalog", p) for p in sorted(data.glob("*.csv"))] + [("notebook", Path(p)) for p in notebooks]
              + [("package", p) for p in package_files()])
-    return "".join(f"{kind} {p.name} {_file_digest(p)}\n" for kind, p in parts)
+    return "".join(f"{kind} {p.name} {paths.file_sha256(p)}\n" for kind, p in parts)
