@@ -44,6 +44,21 @@ def weights(s: Scenario) -> dict[str, float]:
     return s.weights.model_dump()
 
 
+def _positions(keys: pd.Series, wanted) -> np.ndarray | None:
+    """The position in ``keys`` of each of ``wanted``, when ``keys`` are unique and hold every one; else None
+    (the caller then takes pandas' general path: a merge, a map)."""
+    index = pd.Index(keys)
+    if not index.is_unique:
+        return None
+    at = index.get_indexer(wanted)
+    return at if (at >= 0).all() else None
+
+
+def _values_at(col: pd.Series, at: np.ndarray):
+    """``col``'s values at the positions ``at``, its dtype kept (a numpy array, or the extension array)."""
+    return col.take(at).to_numpy() if isinstance(col.dtype, np.dtype) else col.array.take(at)
+
+
 def _criteria(s: Scenario, feasible: pd.DataFrame, mc: pd.DataFrame | None) -> pd.DataFrame:
     training = s.is_training
     metric = "cost_usd" if training else "usd_per_million_tokens"
@@ -74,13 +89,13 @@ def _criteria(s: Scenario, feasible: pd.DataFrame, mc: pd.DataFrame | None) -> p
         df["time_value"] = df["tpot_ms"].astype(float) if "tpot_ms" in df else np.nan
     fit = framework_fit(s, df["accelerator"].unique())
     fit_cols = ["ecosystem_score", "portability_score", "framework", "framework_support", "needs_porting", "porting_why"]
-    at = pd.Index(fit["accelerator"]).get_indexer(df["accelerator"]) if fit["accelerator"].is_unique else None
-    if at is not None and (at >= 0).all() and not any(c in df for c in fit_cols):
+    at = _positions(fit["accelerator"], df["accelerator"])
+    if at is not None and not any(c in df for c in fit_cols):
         # the left merge on a key every row finds once: the rows in order (index 0..n-1), each fit column taken
         # at its accelerator's row (its dtype kept, as the merge keeps it when every row matches)
         df = df.reset_index(drop=True)
         for c in fit_cols:
-            df[c] = fit[c].take(at).to_numpy() if isinstance(fit[c].dtype, np.dtype) else fit[c].array.take(at)
+            df[c] = _values_at(fit[c], at)
     else:
         df = df.merge(fit[["accelerator", *fit_cols]], on="accelerator", how="left")
     df["supply_score"] = df["accelerator"].map(supply_scores(df["accelerator"].unique()))
@@ -422,14 +437,16 @@ def _first_by_score(s: Scenario, cand: pd.DataFrame) -> int:
     ``_criteria`` builds them (the fit and the supply of ``cand``'s accelerators)."""
     from pandas.core.sorting import nargsort
 
+    def first(figures: pd.DataFrame) -> int:
+        return int(nargsort(_score(figures, weights(s))["score"].to_numpy(), kind="quicksort", ascending=False,
+                            na_position="last")[0])
+
     metric = "cost_usd" if s.is_training else "usd_per_million_tokens"
     accs = cand["accelerator"]
     fit = framework_fit(s, accs.unique())
-    at = pd.Index(fit["accelerator"]).get_indexer(accs) if fit["accelerator"].is_unique else None
-    if at is None or not (at >= 0).all():
-        crit = _criteria(s, cand, None)     # the left merge's path, as it was
-        return int(nargsort(_score(crit, weights(s))["score"].to_numpy(), kind="quicksort", ascending=False,
-                            na_position="last")[0])
+    at = _positions(fit["accelerator"], accs)
+    if at is None:
+        return first(_criteria(s, cand, None))     # the left merge's path, as it was
     if s.is_training:
         tv = cand["training_days"].astype(float).to_numpy()
     else:
@@ -437,10 +454,9 @@ def _first_by_score(s: Scenario, cand: pd.DataFrame) -> int:
     figures = pd.DataFrame({"cost_value": cand[metric].astype(float).to_numpy(), "time_value": tv},
                            index=range(len(cand)))
     for c in ("ecosystem_score", "portability_score"):
-        figures[c] = fit[c].take(at).to_numpy() if isinstance(fit[c].dtype, np.dtype) else fit[c].array.take(at)
+        figures[c] = _values_at(fit[c], at)
     figures["supply_score"] = accs.map(supply_scores(accs.unique())).to_numpy()
-    return int(nargsort(_score(figures, weights(s))["score"].to_numpy(), kind="quicksort", ascending=False,
-                        na_position="last")[0])
+    return first(figures)
 
 
 def _constraint_flips(s: Scenario, priced: pd.DataFrame, ranked: pd.DataFrame, mc) -> list[str]:
@@ -462,9 +478,8 @@ def _constraint_flips(s: Scenario, priced: pd.DataFrame, ranked: pd.DataFrame, m
         if only.empty:
             continue
         if ranked_rows is None:  # the ranked options' priced rows, looked up once
-            opts = pd.Index(priced["option"])
-            at = opts.get_indexer(ranked["option"]) if opts.is_unique else None
-            if at is not None and (at >= 0).all():   # each option's one row, by position (no dict of every option)
+            at = _positions(priced["option"], ranked["option"])
+            if at is not None:   # each option's one row, by position (no dict of every option)
                 ranked_rows = priced.loc[priced.index[at], cols]
             else:
                 ranked_rows = priced.loc[ranked["option"].map(dict(zip(priced["option"], priced.index))), cols]
