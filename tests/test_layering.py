@@ -24,7 +24,7 @@ LAYERS = {
     "analysis": 10, "diff": 10,
     "plan.portfolio": 10.2, "plan.demand": 10.3, "plan.optimise": 10.4, "plan.fleet": 10.5, "plan.output": 10.6,
     "plan.command": 17.5, "report.plan_page": 16, "views.charts.plan": 13,
-    "views.text": 11, "views.buyer": 11.5, "views.charts.data": 11.9, "views.charts._liberation_sans": 11.6, "views.charts.textwidth": 11.7, "views.charts.labels": 11.8, "views.charts.base": 12, "views.charts.perf": 13, "views.charts.scaling": 13,
+    "views.text": 11, "views.buyer": 11.5, "views.charts.data": 11.9, "views.charts.converter": 11.8, "views.charts.base": 12, "views.charts.perf": 13, "views.charts.scaling": 13,
     "views.charts.cost": 13, "views.widgets": 14,
     "app.panels": 15, "app.page": 16, "app.server": 11, "app.__main__": 17, "netcheck": 0,
     "report.jobs": 11, "report.outfolder": 11,

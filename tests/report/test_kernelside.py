@@ -12,7 +12,7 @@ from traitlets.config import Config
 
 from workbook.report import kernelside
 from workbook.report.pool import longest_first
-from workbook.views.charts import base
+from workbook.views.charts import base, converter
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ def _chart(extra_columns: bool = True) -> alt.Chart:
 
 
 def test_prepare_draws_charts_as_altairs_svg_renderer_does(shell, monkeypatch):
-    monkeypatch.setenv("FONTCONFIG_FILE", str(base.FONTS_CONF))   # restored after the test
+    monkeypatch.setenv("FONTCONFIG_FILE", str(converter.FONTS_CONF))   # restored after the test
     kernelside.prepare(shell)
     assert gc.get_threshold()[0] == kernelside.GC_THRESHOLD_0
     chart = _chart()
@@ -138,14 +138,14 @@ def test_longest_first_falls_back_on_the_durations_this_machine_remembers(tmp_pa
 
 def test_vendored_fonts_only_points_vl_convert_at_no_system_font(monkeypatch):
     monkeypatch.delenv("FONTCONFIG_FILE", raising=False)
-    assert base.vendored_fonts_only()
+    assert converter.vendored_fonts_only()
     import os
 
-    conf = base.FONTS_CONF.read_text()
-    assert os.environ["FONTCONFIG_FILE"] == str(base.FONTS_CONF)
+    conf = converter.FONTS_CONF.read_text()
+    assert os.environ["FONTCONFIG_FILE"] == str(converter.FONTS_CONF)
     assert "<dir>/dev/null/" in conf          # a folder that cannot exist: fontdb loads no system font
     monkeypatch.setenv("FONTCONFIG_FILE", "/etc/fonts/fonts.conf")
-    assert not base.vendored_fonts_only()    # the user's own setting wins
+    assert not converter.vendored_fonts_only()    # the user's own setting wins
     assert os.environ["FONTCONFIG_FILE"] == "/etc/fonts/fonts.conf"
 
 
@@ -177,11 +177,11 @@ def test_frame_digest_follows_the_values_and_columns():
 def test_warm_converter_starts_vl_convert(monkeypatch):
     import vl_convert
 
-    drawn = []
-    monkeypatch.setattr(vl_convert, "vegalite_to_svg", lambda spec: drawn.append(spec) or "<svg/>")
+    started = []
+    monkeypatch.setattr(vl_convert, "warm_up_workers", lambda: started.append(True))
     kernelside.warm_converter()
-    assert drawn == [kernelside.WARM_UP_SPEC]
-    monkeypatch.setattr(vl_convert, "vegalite_to_svg", lambda spec: 1 / 0)
+    assert started == [True]
+    monkeypatch.setattr(vl_convert, "warm_up_workers", lambda: 1 / 0)
     kernelside.warm_converter()   # a converter that fails is left to the first chart to report
 
 

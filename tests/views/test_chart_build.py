@@ -14,7 +14,7 @@ import pytest
 from altair.utils.core import sanitize_pandas_dataframe
 from altair.utils.schemapi import SchemaValidationError
 
-from workbook.views.charts import base
+from workbook.views.charts import base, converter
 from workbook.views.charts.base import Chart
 from workbook.views.charts.data import frame_values
 
@@ -217,7 +217,7 @@ def test_step_breakdown_draws_no_zero_height_bars_and_the_same_picture(monkeypat
     total = parts.groupby(["accelerator", "x"])["seconds"].transform("sum")
     dropped = parts[(parts["seconds"] == 0) & (total != 0)].assign(share=0.0)
     with_zeros = {**spec, "datasets": {name: data + dropped.to_dict(orient="records")}}
-    monkeypatch.setenv("FONTCONFIG_FILE", str(base.FONTS_CONF))
+    monkeypatch.setenv("FONTCONFIG_FILE", str(converter.FONTS_CONF))
     ours, theirs = vlc.vegalite_to_svg(spec), vlc.vegalite_to_svg(with_zeros)
     assert ours != theirs
     stripped, n = _ZERO_BAR.subn("", theirs)

@@ -7,13 +7,13 @@ import altair as alt
 import pandas as pd
 import pytest
 
-from workbook.views.charts import base
+from workbook.views.charts import base, converter
 
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKBOOK_CACHE_DIR", str(tmp_path))
-    monkeypatch.setenv("FONTCONFIG_FILE", str(base.FONTS_CONF))
+    monkeypatch.setenv("FONTCONFIG_FILE", str(converter.FONTS_CONF))
     base._SVG_MEMO.clear()
     yield tmp_path / "svg"
     base._SVG_MEMO.clear()
@@ -86,7 +86,7 @@ def test_a_shared_chart_is_built_once_per_equal_frame_and_drawn_as_built_anew(ca
     assert chart_of(df.copy()) is first and len(calls) == 1          # an equal frame: the same chart
     bundle = base.static_bundle(first)
     assert bundle == _chart()._repr_mimebundle_()                     # drawn as the chart built anew
-    monkeypatch.setattr(base, "fitted_label_limits", lambda spec: pytest.fail("spec stage run again"))
+    monkeypatch.setattr(base, "slim_spec", lambda spec: pytest.fail("spec stage run again"))
     assert base.static_bundle(chart_of(df)) == bundle                 # its spec and key kept
     base._SVG_MEMO.clear()                                            # the memo emptied: read back from the folder
     assert base.static_bundle(first) == bundle

@@ -317,13 +317,6 @@ print(base.static_bundle(chart)["image/svg+xml"][:4])
 """
 
 
-def _vl_convert_major() -> int:
-    import vl_convert
-
-    return int(vl_convert.__version__.split(".")[0])
-
-
-@pytest.mark.skipif(_vl_convert_major() < 2, reason="vl-convert 1.x never forwards Vega-Lite's warnings to logging")
 def test_drawing_writes_no_vega_lite_warning_to_stderr():
     """vl-convert 2.0 forwards Vega-Lite's compile warnings to Python's logging (1.x dropped them), whose
     last-resort handler writes them to stderr, that is into a report cell's output; ``views.charts.base``
@@ -335,6 +328,61 @@ def test_drawing_writes_no_vega_lite_warning_to_stderr():
     done = subprocess.run([sys.executable, "-c", WARNING_CHART], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout == "<svg\n"
     assert done.stderr == ""
+
+
+def test_the_converter_reads_no_url():
+    """``converter.converter()``: vl-convert 2.0 would fetch a chart's data from any http(s) URL and resolve a
+    relative path against the vega-datasets CDN; configured, it refuses before any request is made."""
+    from workbook.views.charts import converter
+
+    for data in ({"url": "https://example.invalid/data.csv"}, {"url": "data/cars.json"}):
+        with pytest.raises(Exception, match="VLC_ACCESS_DENIED|Unsupported data URL"):
+            converter.converter().vegalite_to_svg({"data": data, "mark": "point"})
+    assert converter.converter().get_config()["allowed_base_urls"] == []
+
+
+def test_the_apps_converter_collects_after_each_drawing_and_still_reads_no_url():
+    """``long_lived_converter`` (the app's kernels) adds V8's collection after each drawing to
+    ``converter``'s settings. In a fresh process: the setting is process-wide and costs CPU per drawing."""
+    import json
+    import subprocess
+    import sys
+
+    code = ("import json; from workbook.views.charts import converter as c; v = c.long_lived_converter(); "
+            "print(json.dumps(v.get_config()))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    config = json.loads(done.stdout)
+    assert config["gc_after_conversion"] is True
+    assert config["allowed_base_urls"] == [] and config["base_url"] is False
+
+
+def _text_width(font: str, text: str, size: float) -> float:
+    """vl-convert's width of ``text`` in ``font`` (a text mark's bounds, read back through a second mark)."""
+    from workbook.views.charts import converter
+
+    enter = {"text": {"value": text}, "font": {"value": font}, "fontSize": {"value": size}}
+    spec = {"width": 10, "height": 10, "data": [{"name": "t", "values": [{}]}],
+            "marks": [{"type": "text", "name": "texts", "from": {"data": "t"}, "encode": {"enter": enter}},
+                      {"type": "rect", "from": {"data": "texts"},
+                       "encode": {"enter": {"x": {"field": "bounds.x1"}, "x2": {"field": "bounds.x2"},
+                                            "y": {"value": 0}, "height": {"value": 1}}}}]}
+    scene = converter.converter().vega_to_scenegraph(spec)["scenegraph"]
+    return scene["items"][0]["items"][1]["items"][0]["width"]
+
+
+def test_every_font_family_is_the_vendored_liberation_sans():
+    """With ``vendored_fonts_only`` (tests/conftest.py sets it, as a report process does) vl-convert
+    lays text out in its own Liberation Sans whatever family a spec names, so a chart does not depend on
+    a machine's fonts. Golden figure: "Hello World" in Liberation Sans Regular, from the font's advance
+    widths (hmtx, 2,048 units per em: H 1479, e 1139, l 455, o 1139, space 569, W 1933, r 682, d 1139)
+    and its pair kerning of "Wo" (-37): 10,547 units, so 102.998046875 px at 20 px."""
+    from workbook.views.charts import converter
+
+    assert converter.vendored_font()
+    golden = 10547 / 2048 * 20
+    assert {f: _text_width(f, "Hello World", 20) for f in ("sans-serif", "Liberation Sans", "DejaVu Sans", "serif",
+                                                              "monospace")} == dict.fromkeys(
+        ("sans-serif", "Liberation Sans", "DejaVu Sans", "serif", "monospace"), golden)
 
 
 def test_typed_channels_give_altairs_own_spec():

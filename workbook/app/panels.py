@@ -13,7 +13,6 @@ import sys
 import traceback
 
 import pandas as pd
-import vl_convert as vlc
 import yaml
 
 from .. import analysis as pipeline
@@ -27,6 +26,7 @@ from ..views import buyer, text
 from ..views.charts import cost as cost_charts
 from ..views.charts import perf as perf_charts
 from ..views.charts import scaling as scaling_charts
+from ..views.charts.converter import long_lived_converter
 
 TABS = ("Decision", "Workload", "Comparison", "Scaling", "Cost")
 PERF_COLUMNS = {
@@ -69,7 +69,7 @@ def chart_html(chart, alt_text: str, memo: dict) -> str:
     each chart function's spec)."""
     spec = chart.to_dict(validate=False)
     data = _remember(memo, "svg:", json.dumps(spec, sort_keys=True, default=str),
-                     lambda: base64.b64encode(vlc.vegalite_to_svg(spec).encode()).decode(), KEPT_CHARTS)
+                     lambda: base64.b64encode(long_lived_converter().vegalite_to_svg(spec).encode()).decode(), KEPT_CHARTS)
     return f'<div class="wb-chart"><img alt="{text.esc(alt_text)}" src="data:image/svg+xml;base64,{data}"></div>'
 
 

@@ -12,9 +12,8 @@ batch shell of the worker (``inprocess``) or, with the kernel engine, inside the
   of a five-notebook report). Garbage is still collected by the collector's normal passes.
 - Charts (``prepare``): vl-convert started in a thread (``warm_converter``); an Altair chart shown by a cell is drawn by ``views.charts.base.static_bundle``
   (the same SVG, without validating the spec a second time, memoised across the scenarios of a
-  worker), and vl-convert measures text with its own font rather than re-reading the system's font
-  files (``vendored_fonts_only``: 3-4x less CPU for a chart with many labels; 115 of the 120 charts
-  of the shipped reports byte-identical, see there for the other five). Every
+  worker), and vl-convert measures text with its own font rather than the system's
+  (``vendored_fonts_only``: the layout depends on no installed font). Every
   report notebook draws, so importing Altair here costs nothing extra.
 """
 from __future__ import annotations
@@ -24,7 +23,8 @@ import threading
 
 import altair as alt
 
-from ..views.charts.base import static_bundle, vendored_fonts_only
+from ..views.charts.base import static_bundle
+from ..views.charts.converter import converter, vendored_fonts_only
 
 GC_THRESHOLD_0 = 20_000
 
@@ -49,19 +49,14 @@ def prepare(ip=None) -> None:
         ip.display_formatter.mimebundle_formatter.for_type(alt.TopLevelMixin, static_bundle)
 
 
-WARM_UP_SPEC = {"data": {"values": [{"a": 1}]}, "mark": "point", "encoding": {"x": {"field": "a", "type": "quantitative"}}}
-
-
 def warm_converter() -> None:
-    """Draw a one-point chart, so that vl-convert starts its JavaScript engine and loads Vega now
-    (0.37-0.45 s of CPU, measured), in a thread while the first notebook computes its analysis:
-    vl-convert releases the GIL while it works (a Python loop ran at 0.18 s instead of 0.12 s
-    beside its start-up, which took 0.6 s of wall time), so on two cores the start-up no longer
-    delays the first chart. The same CPU either way; the charts are drawn as before."""
+    """Start vl-convert's worker (its JavaScript engine, with Vega and Vega-Lite) now, in a thread
+    while the first notebook computes its analysis, so that on two cores the start-up no longer delays
+    the first chart. vl-convert 2.0's own ``warm_up_workers``: 0.19 s of CPU for the start and the first
+    chart, where drawing a one-point chart to warm it (this function's way with vl-convert 1.x) took
+    0.26 s; a whole report 0.97x (median of 6 interleaved pairs, one core, 3 December 2026)."""
     try:
-        import vl_convert
-
-        vl_convert.vegalite_to_svg(WARM_UP_SPEC)
+        converter().warm_up_workers()
     except Exception:  # noqa: BLE001 - no converter: the first chart says so, as before
         pass
 

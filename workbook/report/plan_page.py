@@ -6,13 +6,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import vl_convert
-
 from ..paths import TEMPLATE_DIR
 from ..plan.fleet import ASSUMPTIONS, Plan
 from ..plan.output import headline, monthly
 from ..terms import usd
 from ..views.charts import plan as plan_charts
+from ..views.charts.converter import converter
 from ..views.text import esc, table_html
 
 COMMIT_COLUMNS = ["offering", "pricing_model", "instances", "start_month", "end_month", "usd_per_instance_hour",
@@ -38,7 +37,7 @@ def _months_table(plan: Plan) -> str:
 def plan_html(plan: Plan) -> str:
     """The whole page, self-contained (inline CSS and SVG)."""
     pf = plan.portfolio
-    svg = vl_convert.vegalite_to_svg(plan_charts.monthly_cost(monthly(plan), plan.all_on_demand_usd).to_dict())
+    svg = converter().vegalite_to_svg(plan_charts.monthly_cost(monthly(plan), plan.all_on_demand_usd).to_dict())
     commits = (table_html(plan.commitments, COMMIT_COLUMNS) if len(plan.commitments)
                else "<p>No commitment: on the offers chosen, no committed price is cheaper than bursting.</p>")
     if plan.alternatives is not None and len(plan.alternatives):

@@ -17,9 +17,8 @@ from altair.utils.schemapi import debug_mode
 
 from ...model.memo import Memo
 from .data import default_data_transformer
-from .labels import MAX_GLYPH_EM, VEGA_LABEL_FONT_SIZE, VEGA_LABEL_LIMIT_PX, fitted_label_limits  # noqa: F401
-from .textwidth import FONTS_CONF, vendored_font
 from ... import paths
+from .converter import converter, vendored_font
 
 # vl-convert 2.0 hands Vega-Lite's compile warnings ("Channel opacity should not be used with an unsorted
 # discrete field", "Dropping sort property ...") to Python's logging, whose last-resort handler writes them to
@@ -487,8 +486,7 @@ def static_bundle(chart: alt.TopLevelMixin) -> dict:
     """The chart as the active renderer (``svg``) draws it for a notebook output, as
     ``chart._repr_mimebundle_()`` does, but without validating the spec against the Vega-Lite schema
     again (about a third of ``to_dict``'s time; the charts' specs are validated by the test suite),
-    its data cut to the columns it reads (``slim_spec``), no label limit where no label reaches it and
-    labels that do truncated as Vega would (``labels.fitted_label_limits``) and memoised by spec (``_SVG_MEMO``, and between processes in
+    its data cut to the columns it reads (``slim_spec``), and memoised by spec (``_SVG_MEMO``, and between processes in
     ``svg_cache_folder``); a chart handed out again by a ``shared_by_frame`` function keeps its spec and
     key from its first drawing. Used by batch report kernels (``report.kernelside``)."""
     shared = _SHARED_CHARTS.data.get(id(chart))
@@ -497,7 +495,7 @@ def static_bundle(chart: alt.TopLevelMixin) -> dict:
     else:
         with debug_mode(False):
             spec = chart.to_dict(validate=False, context={"pre_transform": False})
-        spec = fitted_label_limits(slim_spec(spec))
+        spec = slim_spec(spec)
         key = json.dumps(spec, sort_keys=True, default=str)
         if shared is not None and shared[0] is chart:
             _SHARED_CHARTS.data[id(chart)] = (chart, spec, key)
@@ -526,9 +524,7 @@ def _drawn(spec: dict, key: str) -> dict:
     folder = svg_cache_folder()
     if folder is None:
         return _rendered(spec)
-    import vl_convert
-
-    ident = "|".join([key, vl_convert.__version__, alt.SCHEMA_VERSION,
+    ident = "|".join([key, converter().__version__, alt.SCHEMA_VERSION,
                       json.dumps(alt.renderers.options, sort_keys=True, default=str)])
     path = folder / f"{hashlib.sha256(ident.encode()).hexdigest()}.json"
     try:
@@ -561,26 +557,5 @@ def _rendered(spec: dict) -> dict:
     renderer = alt.renderers.get()
     if renderer is not display.svg_renderer or alt.data_transformers.active == "vegafusion":
         return renderer(spec)
-    import vl_convert
-    return {"image/svg+xml": vl_convert.vegalite_to_svg(spec, vl_version="_".join(alt.SCHEMA_VERSION.split(".")[:2]),
+    return {"image/svg+xml": converter().vegalite_to_svg(spec, vl_version="_".join(alt.SCHEMA_VERSION.split(".")[:2]),
                                                         format_locale=None, time_format_locale=None)}
-
-
-def vendored_fonts_only() -> bool:
-    """Have vl-convert measure text with its own in-memory Liberation Sans rather than the system's
-    font files, by pointing its font database (fontdb, which reads fontconfig's ``FONTCONFIG_FILE``)
-    at a font folder that does not exist. Call before the process draws its first chart; does
-    nothing when ``FONTCONFIG_FILE`` is set already. Returns whether it was set.
-
-    Why: vl-convert measures every label (and every step of Vega's label truncation) by shaping it
-    with usvg, and fontdb re-opens a system font's file for each lookup: 75,000 opens of
-    LiberationSans-Regular.ttf for four drawings of the offers chart, 0.57 s each; with the vendored
-    font 0.16 s. The charts' font is ``sans-serif``, which vl-convert resolves to Arial, Helvetica or
-    Liberation Sans, whichever is installed (Liberation Sans is metric-compatible with Arial): on a
-    machine with Liberation Sans only, as here, every chart of the eight shipped reports came out
-    byte-identical. The labels use two non-ASCII characters (the middle dot and the ellipsis), both
-    in Liberation Sans. A side benefit: the layout no longer depends on the fonts a machine has."""
-    if os.environ.get("FONTCONFIG_FILE"):
-        return False
-    os.environ["FONTCONFIG_FILE"] = str(FONTS_CONF)
-    return True
