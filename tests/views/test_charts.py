@@ -411,3 +411,23 @@ def test_typed_channels_give_altairs_own_spec():
     ours = base.Chart(d).mark_point().encode(x="i", y="f", color="s", tooltip=names).to_dict(validate=True)
     altairs = alt.Chart(d).mark_point().encode(x="i", y="f", color="s", tooltip=names).to_dict(validate=True)
     assert json.dumps(ours, sort_keys=True, default=str) == json.dumps(altairs, sort_keys=True, default=str)  # NaN != NaN
+
+
+def test_a_pareto_axis_of_one_value_shows_three_digits():
+    """Every option of llama2-7b-pretrain takes the same 4.42364 days: the time axis has one tick, the
+    value, which Vega 6.4 writes as "4.423640"; the chart asks for three significant digits there, and
+    leaves Vega's own ticks alone elsewhere (a narrow range keeps its digits)."""
+    import re
+
+    from workbook.views.charts import converter
+
+    def ticks(days):
+        ranking = pd.DataFrame({"rank": [1, 2], "accelerator": ["A", "B"], "offering": ["x", "y"],
+                                "usd_per_million_tokens": [1.0, 2.0], "training_days": days, "score": [1.0, 2.0],
+                                "pricing_model": ["on_demand", "spot"], "pareto": [True, False]})
+        svg = converter.converter().vegalite_to_svg(cc.pareto_chart(ranking).to_dict())
+        texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+        return texts[texts.index("USD per million output tokens") + 1:texts.index("Days to train")]
+
+    assert ticks([4.42364, 4.42364]) == ["4.42"]
+    assert ticks([100.1, 100.9])[-2:] == ["100.8", "100.9"]

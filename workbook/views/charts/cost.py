@@ -131,6 +131,13 @@ def tornado_chart(t: pd.DataFrame) -> alt.Chart:
 
 
 @quiet
+def _one_value_axis(values: pd.Series):
+    """An axis whose scale (not from zero) holds a single value has one tick, the value itself, which
+    Vega 6.4 writes in full ("4.423640" days, where every option takes as long): three significant
+    digits then. Vega's own format otherwise (a fixed format could merge the ticks of a narrow range)."""
+    return alt.Axis(format=",.3~r") if values.nunique() == 1 else alt.Undefined
+
+
 def pareto_chart(ranking: pd.DataFrame) -> alt.Chart:
     """Cost against time for the ranked options (best offering per accelerator and way to pay);
     filled points are on the Pareto front (nothing is both cheaper and faster)."""
@@ -144,7 +151,7 @@ def pareto_chart(ranking: pd.DataFrame) -> alt.Chart:
                     "front": ranking["pareto"].map({True: "Pareto front", False: "dominated"})})
     return Chart(d).mark_point(size=110, filled=True).encode(
         x=alt.X(f"{metric}:Q", title=title, scale=alt.Scale(zero=False)),
-        y=alt.Y(f"{time_col}:Q", title=time_title, scale=alt.Scale(zero=False)),
+        y=alt.Y(f"{time_col}:Q", title=time_title, scale=alt.Scale(zero=False), axis=_one_value_axis(d[time_col])),
         color=alt.Color("accelerator:N", title="Accelerator"),
         shape=alt.Shape("way to pay:N", title="Way to pay"),
         opacity=alt.Opacity("front:N", title=None, scale=alt.Scale(domain=["Pareto front", "dominated"],
