@@ -118,14 +118,12 @@ def main(argv=None) -> int:
     names = args.scenario or scenarios()
     blobs = load_inputs(names, args.inputs)
 
-    from workbook.views.charts import base
+    from workbook.views.charts import converter
 
-    base.vendored_fonts_only()
+    converter.vendored_fonts_only()
     t = time.process_time()
-    import vl_convert
-
-    vl_convert.vegalite_to_svg({"data": {"values": [{"a": 1}]}, "mark": "point",
-                                "encoding": {"x": {"field": "a", "type": "quantitative"}}})
+    converter.converter().vegalite_to_svg({"data": {"values": [{"a": 1}]}, "mark": "point",
+                                           "encoding": {"x": {"field": "a", "type": "quantitative"}}})
     start_s = time.process_time() - t
     rounds, warm = [], []
     with tempfile.TemporaryDirectory() as tmp:
