@@ -3,6 +3,8 @@ frames the notebooks pass (a serving and a training scenario). ``to_dict`` also 
 limit (5,000 rows without ``disable_max_rows``), so a frame too big for a chart fails here."""
 from __future__ import annotations
 
+import sys
+
 import pandas as pd
 import pytest
 import vl_convert as vlc
@@ -339,6 +341,18 @@ def test_the_converter_reads_no_url():
         with pytest.raises(Exception, match="VLC_ACCESS_DENIED|Unsupported data URL"):
             converter.converter().vegalite_to_svg({"data": data, "mark": "point"})
     assert converter.converter().get_config()["allowed_base_urls"] == []
+
+
+def test_an_older_vl_convert_is_named_with_the_fix(monkeypatch):
+    """vl-convert 1.x has no ``configure``: the first chart says which version is installed and how to
+    get the pinned one, instead of an AttributeError deep in a report."""
+    import types
+
+    from workbook.views.charts import converter
+
+    monkeypatch.setitem(sys.modules, "vl_convert", types.SimpleNamespace(__version__="1.9.0"))
+    with pytest.raises(RuntimeError, match=r"vl-convert-python 1\.9\.0 is installed.*2\.0\.0rc7.*pip install -e"):
+        converter.converter.__wrapped__()
 
 
 def test_the_apps_converter_collects_after_each_drawing_and_still_reads_no_url():

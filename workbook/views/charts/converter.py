@@ -18,6 +18,10 @@ def converter():
     pays for it."""
     import vl_convert
 
+    if not hasattr(vl_convert, "configure"):   # 1.x: no process-wide settings (and Vega 6.2, other layouts)
+        raise RuntimeError(f"vl-convert-python {vl_convert.__version__} is installed; the charts need the version "
+                           "pyproject.toml pins (2.0.0rc7): reinstall the project (`make report` or "
+                           "`pip install -e .`)")
     vl_convert.configure(allowed_base_urls=[], base_url=False)
     return vl_convert
 
