@@ -191,3 +191,20 @@ def test_offer_and_stream_keys_equal_the_pandas_string_methods(analysed):
             want = _keys_by_pandas(fr, cols)
             assert got.dtype == want.dtype and got.tolist() == want.tolist()
             assert [type(v) for v in got] == [type(v) for v in want]
+
+
+def test_monte_carlo_summary_does_not_depend_on_its_block_of_rows(analysed, monkeypatch):
+    """``monte_carlo`` evaluates its option groups ``BLOCK_ROWS`` at a time: one row, a few, the default, the
+    former 48 and every row at once give the same summary to the bit (percentiles, the cheapest per draw with its
+    tie rule, the budget and deadline shares), on shipped serving and training scenarios."""
+    import importlib
+
+    from workbook import load_scenario
+    unc = importlib.import_module("workbook.cost.uncertainty")
+    for name in ("chat-70b-realtime", "embedding-service", "llama-8b-finetune"):
+        s, priced = load_scenario(name), analysed(name, n_draws=200).priced
+        want = cost.monte_carlo(s, priced, n=1500, seed=4)
+        for rows in (1, 5, 48, 100000):
+            monkeypatch.setattr(unc, "BLOCK_ROWS", rows)
+            pd.testing.assert_frame_equal(cost.monte_carlo(s, priced, n=1500, seed=4), want, check_exact=True)
+        monkeypatch.undo()

@@ -1,5 +1,5 @@
 """The spares of a Monte Carlo's latency-bound spot fleets along its interruption-rate draws, made once for all its
-blocks of rows (``cost.uncertainty.monte_carlo`` evaluates the bill 48 rows at a time; each block's
+blocks of rows (``cost.uncertainty.monte_carlo`` evaluates the bill ``BLOCK_ROWS`` rows at a time; each block's
 ``bill._spot_factor`` reads the counts of its fleets here instead of searching them again). The counts are
 ``rates.spare_instances_over_rates``'s: each fleet's depend on its own inputs and the rates only, so one call over
 every fleet gives each block the arrays it would compute."""

@@ -203,8 +203,12 @@ def _evaluate(g: dict, a: int, b: int, metric: bool = True) -> dict:
             "tokens": tokens}
 
 
-# rows of a Monte Carlo evaluated at once: (rows x draws) blocks of a few MB stay in the cache
-BLOCK_ROWS = 48
+# rows of a Monte Carlo evaluated at once. Each row's bill, sort and percentiles depend on its own draws only and the
+# running cheapest keeps the earlier row on a tie, so any block size gives the same summary to the bit
+# (tests/cost/test_uncertainty.py). 16 rows x 10,000 draws make (rows x draws) arrays of 1.3 MB, about the 1 MB L2
+# cache, where 48 made 3.8 MB ones: a first Monte Carlo in a process touched 2-3x as many fresh pages (chat-70b-realtime
+# ~13,000 minor page faults -> ~5,000) and took 10-30% more CPU (issue 30, branch s14-analysis)
+BLOCK_ROWS = 16
 
 
 _PERCENTS = np.true_divide([10, 50, 90], 100)
