@@ -29,7 +29,9 @@ import io
 import json
 import math
 import os
+import re
 import stat
+from itertools import accumulate
 from pathlib import Path
 
 from . import paths
@@ -182,9 +184,31 @@ def _no_constant(label: str):
     return parse
 
 
+# What ``json_depth_problem`` skips between two brackets: characters that are neither a quote nor a bracket, and
+# strings (a quote, then anything but a quote, a backslash escaping the next character whatever it is, up to
+# the closing quote or the end of the text, as the loop in ``_depth_problem_at`` reads it). The pattern
+# cannot fail, so its greedy parts never backtrack.
+_NOT_BRACKETS = re.compile(r'[^"\[\]{}]*(?:"[^"\\]*(?:\\.[^"\\]*)*"?[^"\[\]{}]*)*', re.S)
+_BRACKET_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
 def json_depth_problem(text: str, max_depth: int = MAX_DEPTH) -> int | None:
     """The offset where brackets outside strings first nest deeper than ``max_depth``, else None
-    (checked before parsing: the parser itself recurses)."""
+    (checked before parsing: the parser itself recurses).
+
+    The brackets outside strings, in order, are what is left of ``text`` once ``_NOT_BRACKETS`` removed the
+    rest (in C); the deepest nesting is the largest running sum of their steps. Only a text nested too
+    deep is walked character by character (``_depth_problem_at``) for the offset. The same answer as that
+    walk alone, which took 0.2 s of CPU for a report's 3.2 MB summary.json (read twice when a report
+    replaces another: ``batch._keep_previous``); this takes about 0.04 s."""
+    brackets = _NOT_BRACKETS.sub("", text)
+    if not brackets or max(accumulate(map(_BRACKET_STEP.__getitem__, brackets))) <= max_depth:
+        return None
+    return _depth_problem_at(text, max_depth)
+
+
+def _depth_problem_at(text: str, max_depth: int) -> int | None:
+    """``json_depth_problem``, one character at a time."""
     depth, in_str, esc = 0, False, False
     for i, ch in enumerate(text):
         if in_str:

@@ -115,3 +115,24 @@ def test_price_files_through_the_cli(tmp_path, capsys, rows, raw):
     err = capsys.readouterr().err
     assert rc in (0, 1, 2), err[:400]
     assert "Traceback" not in err
+
+
+def test_json_depth_check_finds_what_the_character_walk_finds():
+    """``inputs.json_depth_problem`` (brackets outside strings picked out by a pattern, their running depth
+    summed) against the character-by-character walk it replaced (``_depth_problem_at``): 60,000 random texts
+    of brackets, quotes, backslashes (escaped quotes, a backslash last, unterminated strings), other
+    characters and newlines, limits 0-7; then real JSON, nested to the limit and past it."""
+    import random
+
+    from workbook import inputs
+
+    rng = random.Random(30)
+    for alphabet in ('[]{}"\\ a1,:\n', '[{"\\', '[]"\\x', '{}[]'):
+        for _ in range(15_000):
+            text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 60)))
+            limit = rng.randrange(0, 8)
+            assert inputs.json_depth_problem(text, limit) == inputs._depth_problem_at(text, limit), (text, limit)
+    for depth in (1, 63, 64, 65, 200):
+        text = json.dumps({"a": "[[[{", "b": ["\\\"]]"] * 3}) + "[" * depth + '"x"' + "]" * depth
+        assert inputs.json_depth_problem(text) == inputs._depth_problem_at(text, inputs.MAX_DEPTH)
+    assert inputs.json_depth_problem("[" * 65) == 64 and inputs.json_depth_problem("[" * 64) is None
