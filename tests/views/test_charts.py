@@ -393,10 +393,9 @@ def test_every_font_family_is_the_vendored_liberation_sans():
     from workbook.views.charts import converter
 
     assert converter.vendored_font()
+    families = ("sans-serif", "Liberation Sans", "DejaVu Sans", "serif", "monospace")
     golden = 10547 / 2048 * 20
-    assert {f: _text_width(f, "Hello World", 20) for f in ("sans-serif", "Liberation Sans", "DejaVu Sans", "serif",
-                                                              "monospace")} == dict.fromkeys(
-        ("sans-serif", "Liberation Sans", "DejaVu Sans", "serif", "monospace"), golden)
+    assert {f: _text_width(f, "Hello World", 20) for f in families} == dict.fromkeys(families, golden)
 
 
 def test_typed_channels_give_altairs_own_spec():

@@ -319,6 +319,14 @@ def hconcat(*charts) -> alt.HConcatChart:
         return HConcatChart(data=data if lifted else alt.Undefined, hconcat=parts)
 
 
+def one_value_axis(values: pd.Series):
+    """The axis of a scale not from zero (``alt.Scale(zero=False)``) over ``values``: where they hold a
+    single value the axis has one tick, the value itself, which Vega 6.4 writes in full ("4.423640" days
+    where every option takes as long): three significant digits then. Vega's own format otherwise (a fixed
+    format could merge the ticks of a narrow range)."""
+    return alt.Axis(format=",.3~r") if values.nunique() == 1 else alt.Undefined
+
+
 def quiet(build):
     """A chart function run with Altair's debug mode off: Altair otherwise validates every schema
     object it is given against the Vega-Lite schema as it is made (``alt.X(...)``, ``alt.Tooltip(...)``,

@@ -7,7 +7,7 @@ import altair as alt
 import pandas as pd
 
 from ...terms import PRICING_MODEL_IDS, pricing_short
-from .base import Chart, empty, keep, quiet
+from .base import Chart, empty, keep, one_value_axis, quiet
 from .data import straight_runs_thinned
 
 
@@ -122,7 +122,8 @@ def tornado_chart(t: pd.DataFrame) -> alt.Chart:
     base_value = float(t["base"].iloc[0])
     bars = Chart(long).mark_bar().encode(
         y=alt.Y("input:N", sort=order, title=None),
-        x=alt.X("value:Q", title="Cost figure", scale=alt.Scale(zero=False)),
+        x=alt.X("value:Q", title="Cost figure", scale=alt.Scale(zero=False),
+                  axis=one_value_axis(pd.concat([long["value"], t["base"]]))),
         x2=alt.X2("base:Q"),
         color=alt.Color("end:N", title="Input at", scale=alt.Scale(domain=["low", "high"])),
         tooltip=["input", "end", alt.Tooltip("setting:Q", format=".3g"), alt.Tooltip("value:Q", format=",.3~s")])
@@ -131,13 +132,6 @@ def tornado_chart(t: pd.DataFrame) -> alt.Chart:
 
 
 @quiet
-def _one_value_axis(values: pd.Series):
-    """An axis whose scale (not from zero) holds a single value has one tick, the value itself, which
-    Vega 6.4 writes in full ("4.423640" days, where every option takes as long): three significant
-    digits then. Vega's own format otherwise (a fixed format could merge the ticks of a narrow range)."""
-    return alt.Axis(format=",.3~r") if values.nunique() == 1 else alt.Undefined
-
-
 def pareto_chart(ranking: pd.DataFrame) -> alt.Chart:
     """Cost against time for the ranked options (best offering per accelerator and way to pay);
     filled points are on the Pareto front (nothing is both cheaper and faster)."""
@@ -150,8 +144,8 @@ def pareto_chart(ranking: pd.DataFrame) -> alt.Chart:
     d = d.assign(**{"way to pay": ranking["pricing_model"].map(pricing_short),
                     "front": ranking["pareto"].map({True: "Pareto front", False: "dominated"})})
     return Chart(d).mark_point(size=110, filled=True).encode(
-        x=alt.X(f"{metric}:Q", title=title, scale=alt.Scale(zero=False)),
-        y=alt.Y(f"{time_col}:Q", title=time_title, scale=alt.Scale(zero=False), axis=_one_value_axis(d[time_col])),
+        x=alt.X(f"{metric}:Q", title=title, scale=alt.Scale(zero=False), axis=one_value_axis(d[metric])),
+        y=alt.Y(f"{time_col}:Q", title=time_title, scale=alt.Scale(zero=False), axis=one_value_axis(d[time_col])),
         color=alt.Color("accelerator:N", title="Accelerator"),
         shape=alt.Shape("way to pay:N", title="Way to pay"),
         opacity=alt.Opacity("front:N", title=None, scale=alt.Scale(domain=["Pareto front", "dominated"],

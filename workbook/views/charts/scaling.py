@@ -7,7 +7,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from .base import Chart, FacetChart, empty, hconcat, keep, quiet
+from .base import Chart, FacetChart, empty, hconcat, keep, one_value_axis, quiet
 
 COMPONENT_ORDER = ["compute", "recomputation", "pipeline bubble", "exposed communication", "optimizer update",
                    "synchronisation across domains", "decode (roofline)", "tensor-parallel communication"]
@@ -170,7 +170,7 @@ def interactivity(df: pd.DataFrame) -> alt.Chart:
     d["cost_label"] = d["usd_per_million_tokens_full_load"].map(lambda v: f"${v:,.2f}" if v < 10 else f"${v:,.0f}")
     base = Chart(d).encode(
         x=alt.X("tokens_per_s_per_user:Q", title="Interactivity: output tokens/s per user (1000 / ms per token)",
-                scale=alt.Scale(zero=False)),
+                scale=alt.Scale(zero=False), axis=one_value_axis(d["tokens_per_s_per_user"])),
         y=alt.Y("output_tokens_per_s_per_chip:Q", title="Output tokens/s per chip", scale=alt.Scale(type="log")),
         color=alt.Color("offer:N", title="Offer (best of each accelerator)", legend=alt.Legend(orient="bottom", columns=2, labelLimit=320)),
         tooltip=tips)
