@@ -1,5 +1,11 @@
 # Two commands on a fresh machine: `make report` and `make test`. Each creates .venv when missing.
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
+# The interpreter .venv is made from. Debian's /usr/bin/python3.11 is built with profile-guided and
+# link-time optimisation and linked statically; pyenv's default build (first on PATH on our machines) is
+# neither, and runs our pure-Python code about 20% slower (0.80 in interleaved pairs of a loop benchmark)
+# and one report 0.91x (docs/performance.md, "The interpreter"). Taken when it can make a venv with pip;
+# otherwise python3.11, then python3, from PATH. `make PYTHON=...` chooses another.
+SYSTEM_PYTHON := $(shell /usr/bin/python3.11 -c 'import ensurepip, venv' >/dev/null 2>&1 && echo /usr/bin/python3.11)
+PYTHON ?= $(or $(SYSTEM_PYTHON),$(shell command -v python3.11 || command -v python3))
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
