@@ -43,7 +43,9 @@ def main(argv) -> int:
         target = "-" if f["target"] is None else f"< {_fmt(f['target'])} {f['unit']}"
         verdict = {True: "met", False: "MISSED", None: "reported"}[f["met"]]
         if f["value"] is None:
-            verdict = "NOT MEASURED" + (f" ({f['note']})" if f.get("note") else "")
+            verdict = "NOT MEASURED"
+        if f.get("note"):
+            verdict += f" ({f['note']})"
         rows.append((bench, f["name"], f"{_fmt(f['value'])} {f['unit']}", target, verdict))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     for r in rows:
