@@ -3,7 +3,9 @@ target, with the commit, in one table.
 
 Each ``bench_*.py`` prints its own lines and, for each headline figure, a tagged line
 (``_timing.figure``) that this runner gathers. A script that fails or crashes keeps the figures it
-printed; its missing ones show as not measured. Usage: ``python benchmarks/run.py [bench_x ...]``."""
+printed; its missing ones show as not measured. Before the first script and after the last, the
+host's reference (``host_speed.py``: a fixed Python workload, no target) says how fast the shared
+machine ran during the table. Usage: ``python benchmarks/run.py [bench_x ...]``."""
 import json
 import subprocess
 import sys
@@ -23,10 +25,22 @@ def _fmt(v) -> str:
     return "-" if v is None else f"{v:,.3g}" if isinstance(v, float) else str(v)
 
 
+def _host(when: str) -> tuple[str, dict]:
+    """``host_speed``'s reference as a figure without a target (how fast the host runs Python now)."""
+    from host_speed import RUNS, reference_s
+
+    value = reference_s()
+    print(f"== host reference {when}: {value:.3f} s CPU (median of {RUNS}; host_speed.py)", flush=True)
+    return ("host", {"name": f"host reference {when}, fixed Python workload, CPU (median of {RUNS})",
+                     "value": value, "unit": "s", "target": None, "met": None, "note": ""})
+
+
 def main(argv) -> int:
     wanted = set(argv)
     scripts = [p for p in sorted(here.glob("bench_*.py")) if not wanted or p.stem in wanted]
     figures, failed = [], []
+    start = _host("at the start")
+    figures.append(start)
     for script in scripts:
         print(f"== {script.name}", flush=True)
         proc = subprocess.Popen([sys.executable, str(script)], cwd=here.parent, stdout=subprocess.PIPE, text=True)
@@ -37,6 +51,7 @@ def main(argv) -> int:
                 print(line, end="", flush=True)
         if proc.wait() != 0:
             failed.append(script.name)
+    figures.append(_host("at the end"))
     print(f"\n== every figure, commit {commit()}")
     rows = [("benchmark", "figure", "value", "target", "verdict")]
     for bench, f in figures:
