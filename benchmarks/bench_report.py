@@ -30,6 +30,7 @@ import os
 import threading
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -166,12 +167,6 @@ def _calibration_tables_into(folder: str) -> None:
         shutil.copy2(pkl, folder)
 
 
-def _median(values: list[float]) -> float:
-    import statistics
-
-    return statistics.median(values)
-
-
 def _of(n: int) -> str:
     return f" (median of {n})" if n > 1 else ""
 
@@ -211,9 +206,9 @@ def main() -> int:
                     okw, _, warm_cpu = run("the same report again, its charts cached", names[:1], jobs=1, n_cpus=1,
                                            cache=cache)
                     ok1 = ok1 and okw
-        figure(f"one report ({names[0]}), one core, wall{_of(n)}", _median([w for w, _ in ones]), "s", ONE_TARGET_S,
+        figure(f"one report ({names[0]}), one core, wall{_of(n)}", statistics.median([w for w, _ in ones]), "s", ONE_TARGET_S,
                note=_runs([w for w, _ in ones]))
-        figure(f"one report ({names[0]}), CPU of the process tree{_of(n)}", _median([c for _, c in ones]), "s",
+        figure(f"one report ({names[0]}), CPU of the process tree{_of(n)}", statistics.median([c for _, c in ones]), "s",
                ONE_TARGET_S, note=_runs([c for _, c in ones]))
         figure(f"one report ({names[0]}) drawn again with its charts cached, CPU of the process tree", warm_cpu, "s")
     if args.only != "one":
@@ -224,9 +219,9 @@ def main() -> int:
             ok2 = ok2 and ok
             batches.append((wall, cpu))
         seven = "target set for 7 reports" if len(names) != 7 else ""
-        figure(f"{len(names)} reports on 2 jobs, wall{_of(n)}", _median([w for w, _ in batches]), "s", BATCH_TARGET_S,
+        figure(f"{len(names)} reports on 2 jobs, wall{_of(n)}", statistics.median([w for w, _ in batches]), "s", BATCH_TARGET_S,
                note="; ".join(x for x in (_runs([w for w, _ in batches]), seven) if x))
-        figure(f"{len(names)} reports on 2 jobs, CPU of the process tree{_of(n)}", _median([c for _, c in batches]), "s",
+        figure(f"{len(names)} reports on 2 jobs, CPU of the process tree{_of(n)}", statistics.median([c for _, c in batches]), "s",
                note=_runs([c for _, c in batches]))
     return 0 if ok1 and ok2 else 1
 

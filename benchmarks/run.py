@@ -39,8 +39,7 @@ def main(argv) -> int:
     wanted = set(argv)
     scripts = [p for p in sorted(here.glob("bench_*.py")) if not wanted or p.stem in wanted]
     figures, failed = [], []
-    start = _host("at the start")
-    figures.append(start)
+    figures.append(_host("at the start"))
     for script in scripts:
         print(f"== {script.name}", flush=True)
         proc = subprocess.Popen([sys.executable, str(script)], cwd=here.parent, stdout=subprocess.PIPE, text=True)
