@@ -68,7 +68,7 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
                    max_tp: int | None = None, max_pp: int | None = None, micro_batches=None, interleave=None,
                    vpp: int | None = None, min_cp_tokens: int | None = None, max_cp: int | None = None,
                    recompute_choices=None, sequence_parallel: bool = True, flash_attention: bool = True,
-                   distributed_optimizer: bool = True, zero_stages=None) -> dict:
+                   distributed_optimizer: bool = True, zero_stages=None, _masks: bool = False) -> dict:
     """Every candidate configuration for ``chips`` chips as numpy arrays of one length (the grid
     the search prices). Structural rules: tp divides the attention heads (Megatron); cp divides
     the sequence into 2·cp chunks (Megatron-Core load balancing); pp ≤ layers (stages may hold
@@ -83,7 +83,9 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
     ``zero_stages`` replaces ``ZERO_STAGES`` (``PUBLISHED_MOE_GPU``; a pinned ``zero`` wins).
     ``sequence_parallel``, ``flash_attention`` and ``distributed_optimizer`` (``SOFTWARE_KEYS``) say
     whether the code has them: the first two set the activation memory of every row
-    (``training.memory_per_chip_bytes``), the third allows ZeRO stages above 0 (unless ``zero`` is pinned)."""
+    (``training.memory_per_chip_bytes``), the third allows ZeRO stages above 0 (unless ``zero`` is pinned).
+    ``_masks`` (the layout search's shared grids, ``_shared_grid``): also ``_full`` and ``_sel``, the rows whose
+    recompute is full and selective (``training._grid_arrays`` reads them instead of comparing every label)."""
     _check_transformer(p)
     par = parallelism or Parallelism()
     B = _global_batch_seqs(w)
@@ -139,18 +141,19 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
     dp_base = base[:, 3]
     mb_grid = MICRO_BATCHES if micro_batches is None else tuple(micro_batches)
     mbs = np.array([par.micro_batch] if par.micro_batch is not None else mb_grid, dtype=np.int64)
-    bi, mb = np.repeat(np.arange(len(base)), len(mbs)), _tile(mbs, len(base))
+    # each step as a (rows x choices) mask whose nonzero positions, in row-major order, are the rows and choices
+    # that repeating the rows and tiling the choices, then filtering, keeps in that order
     if par.micro_batch is None:  # no micro-batch larger than a data-parallel rank's share of the batch
-        keep = mb <= np.ceil(B / dp_base[bi])
-        bi, mb = bi[keep], mb[keep]
+        bi, j = np.nonzero(mbs <= np.ceil(B / dp_base)[:, None])
+    else:
+        bi, j = np.arange(len(base)), np.zeros(len(base), dtype=np.int64)
+    mb = mbs[j]
     m = np.ceil(B / (dp_base[bi] * mb)).astype(np.int64)
     # x interleaving
     vs = np.array([vpp] if vpp is not None else (INTERLEAVE if interleave is None else tuple(interleave)), dtype=np.int64)
-    bi, mb, m, v = np.repeat(bi, len(vs)), np.repeat(mb, len(vs)), np.repeat(m, len(vs)), _tile(vs, len(bi))
-    pp = base[bi, 2]
-    layers_per_chunk = np.ceil(p.layers / (pp * v))
-    keep = np.flatnonzero((v == 1) | ((pp > 1) & (m % pp == 0) & (layers_per_chunk >= 1) & (pp * v <= p.layers)))
-    bi, mb, m, v = bi[keep], mb[keep], m[keep], v[keep]
+    pp, m2, v2 = base[bi, 2][:, None], m[:, None], vs[None, :]
+    i, j = np.nonzero((v2 == 1) | ((pp > 1) & (m2 % pp == 0) & (np.ceil(p.layers / (pp * v2)) >= 1) & (pp * v2 <= p.layers)))
+    bi, mb, m, v = bi[i], mb[i], m[i], vs[j]
     # x recompute x ZeRO
     rc_opts = _recompute_options(w, par)
     if recompute_choices is not None and len(rc_opts) > 1:
@@ -158,15 +161,15 @@ def configurations(p: Profile, chips: int, w: Workload, parallelism: Parallelism
     rcs = np.array(rc_opts, dtype=object)
     stages = ZERO_STAGES if zero_stages is None else tuple(zero_stages)
     zs = np.array([par.zero] if par.zero is not None else stages if distributed_optimizer else (0,), dtype=np.int64)
-    reps = len(rcs) * len(zs)
     combo_rc, combo_z = np.repeat(rcs, len(zs)), _tile(zs, len(rcs))
-    ri, ci = np.repeat(np.arange(len(bi)), reps), _tile(np.arange(reps), len(bi))
     replicas = (dp_base * base[:, 1] > 1)[bi]  # ZeRO needs data-parallel replicas
-    keep = np.flatnonzero((combo_z == 0)[ci] | replicas[ri] | (par.zero is not None))
-    ri, ci = ri[keep], ci[keep]
+    ri, ci = np.nonzero((combo_z == 0)[None, :] | replicas[:, None] | (par.zero is not None))
     g = base[bi[ri]]
-    return {"tp": g[:, 0], "cp": g[:, 1], "pp": g[:, 2], "dp": g[:, 3], "ep": g[:, 4], "micro_batch": mb[ri],
+    grid = {"tp": g[:, 0], "cp": g[:, 1], "pp": g[:, 2], "dp": g[:, 3], "ep": g[:, 4], "micro_batch": mb[ri],
             "microbatches": m[ri], "vpp": v[ri], "recompute": combo_rc[ci], "zero": combo_z[ci]} | software
+    if _masks:  # ``training._grid_arrays``' recompute masks, from the few choices instead of every row's label
+        grid |= {"_full": (combo_rc == "full")[ci], "_sel": (combo_rc == "selective")[ci]}
+    return grid
 
 
 # Limits of the practical search (``practical_limits``): what ``model.estimate`` and the
@@ -450,7 +453,7 @@ def _shared_grid(profile: Profile, chips: int, workload: Workload, parallelism: 
     key = (profile, int(chips), hashable(workload), hashable(parallelism), tuple(sorted(limits.items())))
 
     def build():
-        grid = configurations(profile, chips, workload, parallelism, **limits)
+        grid = configurations(profile, chips, workload, parallelism, **limits, _masks=True)
         for v in grid.values():
             if isinstance(v, np.ndarray):
                 v.flags.writeable = False
@@ -478,13 +481,16 @@ def _pick(parts: list, counts, acc, group=None) -> list:
     smaller tp and pp, then the first in grid order; None where none fits."""
     if len(parts) == 1:  # one part: its columns as they are (the concatenation of one array is a copy of it)
         rows, r = parts[0]
-        col = {k: np.broadcast_to(r[k], len(rows)) for k in ("fits", "step_time_s", "memory_per_chip_bytes", "tp", "pp")}
+        n = len(rows)
+        col = {k: (v if type(v) is np.ndarray and v.shape == (n,) else np.broadcast_to(v, n))
+               for k in ("fits", "step_time_s", "memory_per_chip_bytes", "tp", "pp") for v in (r[k],)}
     else:
         rows = np.concatenate([pos for pos, _ in parts])
         col = {k: np.concatenate([np.broadcast_to(r[k], len(pos)) for pos, r in parts])
                for k in ("fits", "step_time_s", "memory_per_chip_bytes", "tp", "pp")}
     ok = np.flatnonzero(col["fits"] & np.isfinite(col["step_time_s"]))
     out = []
+    name = None
     for k, chips in enumerate(counts):
         sel = ok if group is None else ok[group[rows[ok]] == k]
         if not len(sel):
@@ -497,11 +503,14 @@ def _pick(parts: list, counts, acc, group=None) -> list:
                 break
             i -= len(pos)
         n = len(pos)
-        # row i of each priced column (an array of n rows, or one value for every row: ``np.broadcast_to(v, n)[i]``)
-        cfg = {c: _py(v[i] if type(v) is np.ndarray and v.shape == (n,) else np.broadcast_to(v, n)[i])
+        # row i of each priced column as a Python scalar: ``v.item(i)`` of an array of n rows (``v[i].item()``; an
+        # object array's element itself), else one value for every row (``np.broadcast_to(v, n)[i]``)
+        cfg = {c: (v.item(i) if type(v) is np.ndarray and v.shape == (n,) else _py(np.broadcast_to(v, n)[i]))
                for c in RESULT_COLUMNS for v in (r[c],)}
-        out.append(cfg | {"recompute": str(cfg["recompute"]), "fits": bool(cfg["fits"]), "chips": int(chips),
-                          "accelerator": _acc_name(acc)})
+        if name is None:
+            name = _acc_name(acc)
+        cfg.update(recompute=str(cfg["recompute"]), fits=bool(cfg["fits"]), chips=int(chips), accelerator=name)
+        out.append(cfg)
     return out
 
 

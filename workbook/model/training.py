@@ -206,10 +206,13 @@ def evaluate(profile: Profile, acc: pd.Series, chips: int, workload: Workload, g
 
 
 def _grid_arrays(grid: dict) -> dict:
-    """The grid's dimensions as float arrays (``rc``/``z`` kept as given), with the recompute masks."""
+    """The grid's dimensions as float arrays (``rc``/``z`` kept as given), with the recompute masks (the grid's
+    ``_full``/``_sel`` where ``search.configurations`` made them: the same booleans as comparing the labels)."""
     g = {k: grid[src].astype(float) for k, src in (("tp", "tp"), ("cp", "cp"), ("pp", "pp"), ("dp", "dp"), ("ep", "ep"),
                                                    ("mb", "micro_batch"), ("m", "microbatches"), ("v", "vpp"))}
-    g.update(rc=grid["recompute"], z=grid["zero"], full=grid["recompute"] == "full", sel=grid["recompute"] == "selective",
+    full, sel = grid.get("_full"), grid.get("_sel")  # the masks ``search.configurations`` made for a shared grid
+    g.update(rc=grid["recompute"], z=grid["zero"], full=grid["recompute"] == "full" if full is None else full,
+             sel=grid["recompute"] == "selective" if sel is None else sel,
              sp=bool(grid.get("sequence_parallel", True)), flash=bool(grid.get("flash_attention", True)))
     return g
 
@@ -355,7 +358,8 @@ def memory_per_chip_bytes(p: Profile, w: Workload, g: dict, st: dict, c: dict):
     # (2h, the layer input, under full recompute): Korthikanti et al. 2022 Table 2, sbh(10 + 24/t) against 34/t
     rep = 0.0 if g["sp"] else float(p.hidden) * (tp - 1.0)
     act_tok = {r: v + (2.0 if r == "full" else 10.0) * rep for r, v in act_tok.items()}
-    stored = np.select([g["full"], g["sel"]], [act_tok["full"], act_tok["selective"]], act_tok["none"]) * tok_chip
+    # the full, else the selective, else the no-recompute figure of each row (``np.select``'s choice, in two ``np.where``)
+    stored = np.where(g["full"], act_tok["full"], np.where(g["sel"], act_tok["selective"], act_tok["none"])) * tok_chip
     working = np.where(g["full"], act_tok["none"] * tok_chip, 0.0)  # the layer being recomputed
     logits = 4.0 * g["mb"] * s * V / (tp * cp)  # fp32 logits for the loss (Korthikanti et al. 2022 §4.3)
     if st["expert_layer"] == 0.0 and all(math.isfinite(v) for v in (wb, gb, ob, frac)):
