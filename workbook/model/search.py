@@ -395,6 +395,16 @@ def _take(d: dict, idx, n: int) -> dict:
     return {k: (v[idx] if type(v) is np.ndarray and v.shape == (n,) else v) for k, v in d.items()}
 
 
+# the grid's columns ``training._finish`` reads (``_compute_parts`` reads ``tp`` alone): the layout search cuts only
+# these to the rows it prices, once, from the whole grid (the recompute labels and masks come from ``_grid_arrays``)
+_FINISH_GRID = ("tp", "pp", "dp", "ep", "cp", "vpp", "zero", "micro_batch", "microbatches")
+
+
+def _grid_rows(grid: dict, idx) -> dict:
+    """The grid's ``_FINISH_GRID`` columns at the rows ``idx`` (``_take``'s arrays for those keys)."""
+    return {k: grid[k][idx] for k in _FINISH_GRID}
+
+
 def _candidates(p: Profile, acc, chips: int, w: Workload, grid: dict, efficiency, *, topology, overlap, memory_headroom,
                 sync_loss, parallelism) -> list | None:
     """``training._price``'s columns for the layouts of ``grid`` that can be the fastest feasible one, as
@@ -419,17 +429,19 @@ def _candidates(p: Profile, acc, chips: int, w: Workload, grid: dict, efficiency
     fit = np.flatnonzero(memory <= x["mem_cap"])
     if not len(fit):
         return None
+    pos = None  # the grid rows of the layouts that fit (None: every row); the grid is cut once, to the rows priced
     if len(fit) < n:
-        grid, g, st, memory = _take(grid, fit, n), _take(g, fit, n), _take(st, fit, n), memory[fit]
+        g, st, memory, pos = _take(g, fit, n), _take(st, fit, n), memory[fit], fit
     n = len(fit)
-    c = _compute_parts(p, w, g, st, x["eff"], acc, x["peak"], grid)
+    c = _compute_parts(p, w, g, st, x["eff"], acc, x["peak"], {"tp": grid["tp"] if pos is None else grid["tp"][pos]})
     prunable = x["sync_factor"] >= 0.0 and (not p.is_moe or moe.host_s_per_layer(x["eff"], acc) >= 0.0)
     if n <= FIRST_ROWS or not prunable:
-        return [(np.arange(n), _finish(p, acc, chips, w, grid, g, st, c, x, memory, labels=False))]
+        return [(np.arange(n), _finish(p, acc, chips, w, grid if pos is None else _grid_rows(grid, pos), g, st, c, x, memory,
+                                       labels=False))]
 
     def price(rows):
-        return _finish(p, acc, chips, w, _take(grid, rows, n), _take(g, rows, n), _take(st, rows, n), _take(c, rows, n),
-                       x, memory[rows], labels=False)
+        return _finish(p, acc, chips, w, _grid_rows(grid, rows if pos is None else pos[rows]), _take(g, rows, n),
+                       _take(st, rows, n), _take(c, rows, n), x, memory[rows], labels=False)
 
     t = c["t_fwd"] + c["t_bwd"] + c["t_rc"]
     optimizer_s, dequant_s = _memory_bound_s(p, w, g, st, acc)
@@ -496,6 +508,8 @@ def _pick(parts: list, counts, acc, group=None) -> list:
         if not len(sel):
             out.append(None)
             continue
+        step = col["step_time_s"][sel]
+        sel = sel[step == step.min()]  # the fastest step: the sort's first key, so only its ties are sorted further
         keys = (rows[sel], col["pp"][sel], col["tp"][sel], col["memory_per_chip_bytes"][sel], col["step_time_s"][sel])
         i = int(sel[np.lexsort(keys)[0]])  # the last key first; the grid position breaks the last ties
         for pos, r in parts:  # the part that holds it
@@ -558,11 +572,11 @@ def _batch(p: Profile, acc, w: Workload, parts: list) -> list:
     n = len(group)
     memory = memory_per_chip_bytes(p, w, g, st, {"tok_chip": tokens_per_chip(w, g)})
     fit = np.flatnonzero(memory <= x["mem_cap"])
-    grid, g, st, memory, group = _take(grid, fit, n), _take(g, fit, n), _take(st, fit, n), memory[fit], group[fit]
+    g, st, memory, group = _take(g, fit, n), _take(st, fit, n), memory[fit], group[fit]
     n = len(fit)
     chips = np.array([pt[1] for pt in parts], dtype=np.int64)[group]
     sync = np.array([pt[3]["sync_factor"] for pt in parts], dtype=float)[group]
-    c = _compute_parts(p, w, g, st, x["eff"], acc, x["peak"], grid)
+    c = _compute_parts(p, w, g, st, x["eff"], acc, x["peak"], {"tp": grid["tp"][fit]})
     host_ok = not p.is_moe or moe.host_s_per_layer(x["eff"], acc) >= 0.0
     first, later, bound = [], [], None
     for k, pt in enumerate(parts):
@@ -579,8 +593,8 @@ def _batch(p: Profile, acc, w: Workload, parts: list) -> list:
             first.append(np.sort(order[:FIRST_ROWS]))
             later.append((k, order[FIRST_ROWS:]))
 
-    def price(rows):
-        return _finish(p, acc, chips[rows], w, _take(grid, rows, n), _take(g, rows, n), _take(st, rows, n),
+    def price(rows):  # the grid cut once, from its whole rows (``fit[rows]``)
+        return _finish(p, acc, chips[rows], w, _grid_rows(grid, fit[rows]), _take(g, rows, n), _take(st, rows, n),
                        _take(c, rows, n), x | {"sync_factor": sync[rows]}, memory[rows], labels=False)
 
     rows = np.concatenate(first)
