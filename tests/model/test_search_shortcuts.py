@@ -124,3 +124,45 @@ def test_pick_equals_the_full_sort_on_random_parts():
         group = rng.integers(0, n_counts, total) if n_counts > 1 or trial % 2 else None
         counts = [int(c) for c in rng.integers(8, 4096, n_counts)] if group is not None else [512]
         assert repr(search._pick(parts, counts, acc, group)) == repr(_reference_pick(parts, counts, acc, group))
+
+
+def test_a_given_workload_key_is_the_workload_s_own():
+    """``best_config(..., workload_key=hashable(w))`` (``estimate.training_config`` hands its cache key's) gives the
+    answer and the shared grid of the call that makes the key itself."""
+    from workbook import catalog
+    from workbook.model.memo import Record, hashable
+    from workbook.model.profile import workload_profile
+    w = Workload(task="training", model="llama-3.1-70b", tokens=1e12, seq_len=8192, global_batch_tokens=4e6)
+    p, a = workload_profile(w), Record(catalog.accelerator_record("H100-SXM5-80GB"))
+    limits = search.practical_limits(a, seq_len=w.seq_len, experts=p.experts)
+    for chips in (256, 512, 1016):
+        search._GRIDS.clear()
+        direct = search.best_config(p, a, chips, w, **limits)
+        assert len(search._GRIDS) == 1
+        keyed = search.best_config(p, a, chips, w, workload_key=hashable(w), **limits)
+        assert len(search._GRIDS) == 1  # the same grid, found under the same key
+        assert repr(keyed) == repr(direct)
+    batch = search.best_configs(p, a, [504, 512], w, workload_key=hashable(w), **limits)
+    assert repr(batch) == repr([search.best_config(p, a, n, w, **limits) for n in (504, 512)])
+
+
+def test_the_first_guess_with_its_matmul_efficiency_given():
+    """``estimate.data_parallel_fallback`` with ``matmul_efficiency`` (``choose_training_chips`` computes it once for
+    its two passes) gives the arrays it computes itself, to the bit."""
+    from workbook import catalog
+    from workbook.model import estimate
+    from workbook.model.efficiency import compute_efficiency, default
+    from workbook.model.profile import workload_profile
+    from workbook.scenario import load_scenario
+    for name in ("llama-70b-pretrain", "llama-8b-finetune", "llama2-7b-pretrain"):
+        s = load_scenario(name)
+        w, p = s.workload, workload_profile(s.workload)
+        for acc_name in ("H100-SXM5-80GB", "A100-SXM4-80GB", "TPU-v5p", "MI300X"):
+            acc = catalog.accelerator_record(acc_name)
+            e = compute_efficiency(default(None), acc, w.precision, "train", p)
+            counts = np.unique(np.round(np.geomspace(1, 4096, 96))) * 8
+            a = estimate.data_parallel_fallback(p, acc, counts, w, 0.1, w.global_batch_tokens)
+            b = estimate.data_parallel_fallback(p, acc, counts, w, 0.1, w.global_batch_tokens, matmul_efficiency=e)
+            assert a.keys() == b.keys()
+            for k in a:
+                assert a[k].dtype == b[k].dtype and a[k].tobytes() == b[k].tobytes(), (name, acc_name, k)

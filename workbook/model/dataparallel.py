@@ -93,9 +93,9 @@ def zero_shard_factors(shards, zero) -> tuple:
     ``zero`` over ``shards`` ranks (``zero_state_bytes``): 1/shards where the stage shards them (3, 2 and
     1 or more), else 1. Handed to ``zero_state_bytes`` (``factors``) by callers that price several
     weights over the same shards (``training.memory_per_chip_bytes``: the first and the last stage)."""
-    D = np.asarray(shards, dtype=float)
+    inv = 1.0 / np.asarray(shards, dtype=float)  # one division for the three stages' shares
     z = np.asarray(zero)
-    return np.where(z >= 3, 1.0 / D, 1.0), np.where(z >= 2, 1.0 / D, 1.0), np.where(z >= 1, 1.0 / D, 1.0)
+    return np.where(z >= 3, inv, 1.0), np.where(z >= 2, inv, 1.0), np.where(z >= 1, inv, 1.0)
 
 
 # --- overlap -------------------------------------------------------------------------------------

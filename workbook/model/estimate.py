@@ -65,7 +65,7 @@ def _tokens_per_step(w, chips):
 
 
 def data_parallel_fallback(p: Profile, acc: dict, chips, w, headroom: float, tokens_per_step=None,
-                           eff: Efficiency | None = None):
+                           eff: Efficiency | None = None, matmul_efficiency: float | None = None):
     """Sharded data parallelism, vectorised over ``chips``: the multi-chip model of generic
     (non-transformer) workloads, which ``model.training`` cannot split into layers, and the first
     guess of a chip count (``choose_training_chips``) that the scaling search then refines.
@@ -80,7 +80,8 @@ def data_parallel_fallback(p: Profile, acc: dict, chips, w, headroom: float, tok
     Each chip holds one sequence's activations (the cheapest recomputation that fits) and two layers
     of gathered weights. Traffic inside the fast domain uses ``intra_node_bytes_per_s``, across it the
     per-chip ``inter_node_bytes_per_s``; communication overlaps with compute and only the excess is
-    exposed ('How to Scale Your Model' ch. 5); compute runs at ``compute_efficiency``. Returns
+    exposed ('How to Scale Your Model' ch. 5); compute runs at ``compute_efficiency`` (``matmul_efficiency``: its
+    value for this chip, precision and model when the caller has it, ``choose_training_chips``). Returns
     arrays: step_time_s, compute_s, exposed_comm_s, memory_per_chip_bytes, fits, recompute (index
     into none/selective/full, −1 if nothing fits)."""
     eff = default(eff)
@@ -105,19 +106,19 @@ def data_parallel_fallback(p: Profile, acc: dict, chips, w, headroom: float, tok
     layouts = [(p.params_total * bpp / n + gathered, np.where(np.isnan(comm_fsdp), np.inf, comm_fsdp)),
                (p.params_total * bpp / k + gathered, np.where(np.isnan(comm_hsdp), np.inf, comm_hsdp))]
     pk = peak(acc, w.precision)
-    e = compute_efficiency(eff, acc, w.precision, "train", p)
+    e = compute_efficiency(eff, acc, w.precision, "train", p) if matmul_efficiency is None else matmul_efficiency
     flops = _train_flops_per_token(p, w) * tokens if not p.generic else p.train_flops_per_sample * tokens
     compute = flops / (n * pk * e)
     best = {"step_time_s": np.full(n.shape, np.inf), "compute_s": compute * np.ones(n.shape),
             "exposed_comm_s": np.full(n.shape, np.nan), "memory_per_chip_bytes": np.full(n.shape, np.nan),
             "fits": np.zeros(n.shape, dtype=bool), "recompute": np.full(n.shape, -1.0)}
+    # one sequence's activations per recomputation choice, the same for both layouts
+    acts = [(i, activation_bytes(p, w.seq_len, 1, rc) if not p.generic else 0.0)
+            for i, rc in enumerate(terms.RECOMPUTE) if rc in _recompute_choices(w)]
     for state_bytes, comm in layouts:
         rec_idx = np.full(n.shape, -1.0)
         mem = np.full(n.shape, np.nan)
-        for i, rc in enumerate(terms.RECOMPUTE):
-            if rc not in _recompute_choices(w):
-                continue
-            act = activation_bytes(p, w.seq_len, 1, rc) if not p.generic else 0.0
+        for i, act in acts:
             m_rc = state_bytes + act
             take = (rec_idx < 0) & (m_rc <= usable)
             rec_idx = np.where(take, i, rec_idx)
@@ -152,14 +153,16 @@ def choose_training_chips(p: Profile, acc: dict, s: Scenario, eff: Efficiency | 
     max_nodes = max(cap // node, 1)
     # coarse geometric grid of node counts, then every count between the last miss and the first hit
     coarse = np.unique(np.round(np.geomspace(1, max_nodes, min(max_nodes, 96)))) * node
-    pick = _first_feasible(p, acc, s, coarse, eff, return_index=True)
+    # the matmul efficiency of both passes, computed once (``data_parallel_fallback``'s, a value of chip, precision and model)
+    e = None if p.generic else compute_efficiency(default(eff), acc, s.workload.precision, "train", p)
+    pick = _first_feasible(p, acc, s, coarse, eff, return_index=True, matmul_efficiency=e)
     if pick is None:
         return None
     i, best = pick
     if i > 0 and best is not None:
         lo, hi = int(coarse[i - 1]) // node, int(coarse[i]) // node
         fine = np.unique(np.round(np.linspace(lo + 1, hi, min(hi - lo, 512)))) * node
-        refined = _first_feasible(p, acc, s, fine, eff)
+        refined = _first_feasible(p, acc, s, fine, eff, matmul_efficiency=e)
         best = refined if refined is not None else best
     return best
 
@@ -173,11 +176,13 @@ def _chip_cap(acc: dict, s: Scenario) -> int:
 
 
 def _first_feasible(p: Profile, acc: dict, s: Scenario, counts: np.ndarray, eff: Efficiency | None,
-                    return_index: bool = False):
+                    return_index: bool = False, matmul_efficiency: float | None = None):
     """The fewest of ``counts`` chips that fit and meet the deadline (no deadline: that fit); when
-    none meets the deadline, the count with the shortest time. None when nothing fits."""
+    none meets the deadline, the count with the shortest time. None when nothing fits.
+    ``matmul_efficiency``: ``data_parallel_fallback``'s, when the caller has it."""
     w = s.workload
-    r = data_parallel_fallback(p, acc, counts, w, s.constraints.min_memory_headroom, w.global_batch_tokens, eff)
+    r = data_parallel_fallback(p, acc, counts, w, s.constraints.min_memory_headroom, w.global_batch_tokens, eff,
+                               matmul_efficiency)
     ok = r["fits"]
     if not ok.any():
         return None
@@ -210,7 +215,7 @@ def training_config(p: Profile, acc, chips: int, w: Workload, parallelism: Paral
     def compute():
         a = Record(acc)
         try:
-            return search.best_config(p, a, int(chips), w, parallelism, eff, memory_headroom=headroom,
+            return search.best_config(p, a, int(chips), w, parallelism, eff, memory_headroom=headroom, workload_key=key[3],
                                         sync_loss=network_loss(eff, a), **(search.practical_limits(a, seq_len=w.seq_len, experts=p.experts,
                                                                            framework=w.training_framework) | limits))
         except InputError as e:  # cached too: a count that cannot be priced stays so
@@ -242,6 +247,7 @@ def prefetch_training_configs(p: Profile, acc, counts, w: Workload, par: Paralle
     a = Record(acc)
     try:  # training_config computes (and raises) them one by one
         found = search.best_configs(p, a, list(todo), w, par, eff, memory_headroom=headroom, sync_loss=network_loss(eff, a),
+                                    workload_key=keys[1],
                                     **search.practical_limits(a, seq_len=w.seq_len, experts=p.experts, framework=w.training_framework))
     except Exception:  # noqa: BLE001
         return

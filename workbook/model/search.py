@@ -459,10 +459,13 @@ def _candidates(p: Profile, acc, chips: int, w: Workload, grid: dict, efficiency
 _GRIDS = Memo(1024)
 
 
-def _shared_grid(profile: Profile, chips: int, workload: Workload, parallelism: Parallelism | None, limits: dict) -> dict:
+def _shared_grid(profile: Profile, chips: int, workload: Workload, parallelism: Parallelism | None, limits: dict,
+                 workload_key=None) -> dict:
     """``configurations`` remembered per process on its arguments, its arrays read-only: the searches of
-    one chip count on offers that differ only in their network (``model.offers``) share one grid."""
-    key = (profile, int(chips), hashable(workload), hashable(parallelism), tuple(sorted(limits.items())))
+    one chip count on offers that differ only in their network (``model.offers``) share one grid.
+    ``workload_key``: ``hashable(workload)`` when the caller has made it (``estimate.training_config``'s key)."""
+    key = (profile, int(chips), hashable(workload) if workload_key is None else workload_key, hashable(parallelism),
+           tuple(sorted(limits.items())))
 
     def build():
         grid = configurations(profile, chips, workload, parallelism, **limits, _masks=True)
@@ -475,11 +478,13 @@ def _shared_grid(profile: Profile, chips: int, workload: Workload, parallelism: 
 
 def best_config(profile: Profile, acc: pd.Series, chips: int, workload: Workload, parallelism: Parallelism | None = None,
                 efficiency: Efficiency | None = None, *, topology: comm.Topology | None = None, overlap: Overlap = DEFAULT_OVERLAP,
-                memory_headroom: float | None = None, sync_loss: float | None = None, **limits) -> dict | None:
+                memory_headroom: float | None = None, sync_loss: float | None = None, workload_key=None,
+                **limits) -> dict | None:
     """The fastest feasible configuration (the first row ``search`` would return, without building
     the table: only the layouts that can be the fastest are priced, ``_candidates``) as a dict of
-    Python scalars with ``chips`` and ``accelerator`` added, or None when nothing fits in memory."""
-    grid = _shared_grid(profile, chips, workload, parallelism, limits)
+    Python scalars with ``chips`` and ``accelerator`` added, or None when nothing fits in memory.
+    ``workload_key``: ``memo.hashable(workload)`` when the caller has it (the shared grid's key)."""
+    grid = _shared_grid(profile, chips, workload, parallelism, limits, workload_key)
     if len(grid["tp"]) == 0:
         return None
     r = _candidates(profile, acc, chips, workload, grid, efficiency, topology=topology, overlap=overlap,
@@ -536,7 +541,7 @@ def _network_key(topo: comm.Topology) -> tuple:
 
 def best_configs(profile: Profile, acc, counts, workload: Workload, parallelism: Parallelism | None = None,
                  efficiency: Efficiency | None = None, *, overlap: Overlap = DEFAULT_OVERLAP,
-                 memory_headroom: float | None = None, sync_loss: float | None = None, **limits) -> list:
+                 memory_headroom: float | None = None, sync_loss: float | None = None, workload_key=None, **limits) -> list:
     """``best_config`` of each chip count of ``counts`` (everything else shared), as a list in their order:
     a dict, None, or the exception that count raised (returned, not raised). Counts on one network (the
     same ``comm.topology`` apart from its domain count) are priced as one grid over layouts x counts, so
@@ -548,7 +553,7 @@ def best_configs(profile: Profile, acc, counts, workload: Workload, parallelism:
     out, nets = [None] * len(counts), {}
     for j, n in enumerate(int(c) for c in counts):
         try:
-            grid = _shared_grid(profile, n, workload, parallelism, limits)
+            grid = _shared_grid(profile, n, workload, parallelism, limits, workload_key)
             if len(grid["tp"]):
                 x = _setup(profile, acc, n, workload, efficiency, None, overlap, memory_headroom, sync_loss, parallelism)
                 nets.setdefault(_network_key(x["topo"]), []).append((j, n, grid, x))
