@@ -15,7 +15,7 @@ LAYERS = {
     "errors": 0, "paths": 0, "terms": 0, "jsontext": 0, "inputs": 0.5,
     "catalog": 1, "schemas": 0.9, "hf": 1, "names": 0,
     "yamlsafe": 0.7, "validation": 0.8, "scenario": 2, "prices": 2, "pricefeeds": 2.3, "azurefeed": 2.4, "pricesync": 2.5,
-    "model.profile": 3, "model.comm": 3, "model.queueing": 3, "model.mamf": 3, "model.efficiency": 4, "model.dataparallel": 4.2, "model.moe": 4.8, "model.training": 5, "model.search": 5.5,
+    "model.profile": 3, "model.comm": 3, "model.queueing": 3, "model.mamf": 3, "model.efficiency": 4, "model.dataparallel": 4.2, "model.moe": 4.8, "model.training": 5, "model.pick": 5.2, "model.search": 5.5,
     "model.memo": 1, "model.frames": 1, "model.replica": 4.5, "model.lengths": 4.6, "model.generic": 4.5, "model.disagg": 4.7, "model.serving": 5, "model.estimate": 6, "model.offers": 7, "model.tables": 7,
     "cost.rates": 3, "cost.hosting": 3, "cost.reliability": 3.5, "cost.energy": 3.5, "cost.location": 3.5, "cost.doubt": 3.5, "cost.pricebook": 3.7, "cost.goodput": 3.8, "cost.mcspares": 3.9, "cost.bill": 4, "cost.mcgroups": 4.5, "cost.breakeven": 5, "cost.uncertainty": 5,
     "decision.rules": 6, "decision.claim_checks": 6.5, "decision.rank": 7, "decision.evidence": 7, "decision.nearest": 7.5, "decision.balance": 7.5,

@@ -1,6 +1,6 @@
 """Shortcuts of the layout search give the direct path's answers: the shared grids' recompute masks
 (``search.configurations(..., _masks=True)``, read by ``training._grid_arrays``) are the labels compared row by
-row, and ``search._pick`` (only the ties of the fastest step sorted, each value read with ``ndarray.item``)
+row, and ``search._pick`` (``model.pick``: only the ties of the fastest step sorted, each value read with ``ndarray.item``)
 picks the row and builds the dict the full sort and the per-column ``np.broadcast_to`` did (the reference
 below, the code it replaced)."""
 from __future__ import annotations
@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from arch_strategies import small_models as _small_models
 from workbook.model import profile as prof
 from workbook.model import search, training
-from workbook.model.search import RESULT_COLUMNS, _acc_name, _py
+from workbook.model.pick import _py
+from workbook.model.training import RESULT_COLUMNS, _acc_name
 from workbook.scenario import Parallelism, Workload
 
 

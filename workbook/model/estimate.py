@@ -80,8 +80,7 @@ def data_parallel_fallback(p: Profile, acc: dict, chips, w, headroom: float, tok
     Each chip holds one sequence's activations (the cheapest recomputation that fits) and two layers
     of gathered weights. Traffic inside the fast domain uses ``intra_node_bytes_per_s``, across it the
     per-chip ``inter_node_bytes_per_s``; communication overlaps with compute and only the excess is
-    exposed ('How to Scale Your Model' ch. 5); compute runs at ``compute_efficiency`` (``matmul_efficiency``: its
-    value for this chip, precision and model when the caller has it, ``choose_training_chips``). Returns
+    exposed ('How to Scale Your Model' ch. 5); compute runs at ``compute_efficiency`` (or ``matmul_efficiency``, its value). Returns
     arrays: step_time_s, compute_s, exposed_comm_s, memory_per_chip_bytes, fits, recompute (index
     into none/selective/full, −1 if nothing fits)."""
     eff = default(eff)
@@ -112,9 +111,8 @@ def data_parallel_fallback(p: Profile, acc: dict, chips, w, headroom: float, tok
     best = {"step_time_s": np.full(n.shape, np.inf), "compute_s": compute * np.ones(n.shape),
             "exposed_comm_s": np.full(n.shape, np.nan), "memory_per_chip_bytes": np.full(n.shape, np.nan),
             "fits": np.zeros(n.shape, dtype=bool), "recompute": np.full(n.shape, -1.0)}
-    # one sequence's activations per recomputation choice, the same for both layouts
     acts = [(i, activation_bytes(p, w.seq_len, 1, rc) if not p.generic else 0.0)
-            for i, rc in enumerate(terms.RECOMPUTE) if rc in _recompute_choices(w)]
+            for i, rc in enumerate(terms.RECOMPUTE) if rc in _recompute_choices(w)]  # one sequence's, for both layouts
     for state_bytes, comm in layouts:
         rec_idx = np.full(n.shape, -1.0)
         mem = np.full(n.shape, np.nan)
@@ -153,8 +151,7 @@ def choose_training_chips(p: Profile, acc: dict, s: Scenario, eff: Efficiency | 
     max_nodes = max(cap // node, 1)
     # coarse geometric grid of node counts, then every count between the last miss and the first hit
     coarse = np.unique(np.round(np.geomspace(1, max_nodes, min(max_nodes, 96)))) * node
-    # the matmul efficiency of both passes, computed once (``data_parallel_fallback``'s, a value of chip, precision and model)
-    e = None if p.generic else compute_efficiency(default(eff), acc, s.workload.precision, "train", p)
+    e = None if p.generic else compute_efficiency(default(eff), acc, s.workload.precision, "train", p)  # both passes' fallback's
     pick = _first_feasible(p, acc, s, coarse, eff, return_index=True, matmul_efficiency=e)
     if pick is None:
         return None
@@ -178,11 +175,9 @@ def _chip_cap(acc: dict, s: Scenario) -> int:
 def _first_feasible(p: Profile, acc: dict, s: Scenario, counts: np.ndarray, eff: Efficiency | None,
                     return_index: bool = False, matmul_efficiency: float | None = None):
     """The fewest of ``counts`` chips that fit and meet the deadline (no deadline: that fit); when
-    none meets the deadline, the count with the shortest time. None when nothing fits.
-    ``matmul_efficiency``: ``data_parallel_fallback``'s, when the caller has it."""
+    none meets the deadline, the count with the shortest time. None when nothing fits (``matmul_efficiency``: the fallback's)."""
     w = s.workload
-    r = data_parallel_fallback(p, acc, counts, w, s.constraints.min_memory_headroom, w.global_batch_tokens, eff,
-                               matmul_efficiency)
+    r = data_parallel_fallback(p, acc, counts, w, s.constraints.min_memory_headroom, w.global_batch_tokens, eff, matmul_efficiency)
     ok = r["fits"]
     if not ok.any():
         return None
@@ -246,8 +241,7 @@ def prefetch_training_configs(p: Profile, acc, counts, w: Workload, par: Paralle
         return
     a = Record(acc)
     try:  # training_config computes (and raises) them one by one
-        found = search.best_configs(p, a, list(todo), w, par, eff, memory_headroom=headroom, sync_loss=network_loss(eff, a),
-                                    workload_key=keys[1],
+        found = search.best_configs(p, a, list(todo), w, par, eff, memory_headroom=headroom, sync_loss=network_loss(eff, a), workload_key=keys[1],
                                     **search.practical_limits(a, seq_len=w.seq_len, experts=p.experts, framework=w.training_framework))
     except Exception:  # noqa: BLE001
         return
