@@ -1,4 +1,5 @@
-"""Hypothesis strategies shared by the model tests."""
+"""Hypothesis strategies and checks shared by the model tests."""
+import numpy as np
 from hypothesis import strategies as st
 
 from workbook.scenario import Architecture
@@ -14,3 +15,13 @@ def small_models(draw):
                         kv_heads=draw(st.sampled_from([h for h in (1, 2, 4, 8, heads) if heads % h == 0])),
                         ffn_hidden=draw(st.sampled_from([2, 3, 4])) * heads * head_dim,
                         vocab=draw(st.sampled_from([32000, 128256])), gated_mlp=draw(st.booleans()))
+
+
+def same_arrays(got: dict, ref: dict) -> None:
+    """Every value of ``ref`` equals ``got``'s under the same key: arrays of the same dtype and elements,
+    other values equal (the keys ``got`` has beyond ``ref``'s are not read)."""
+    for k, v in ref.items():
+        if isinstance(v, np.ndarray):
+            assert got[k].dtype == v.dtype and got[k].tolist() == v.tolist(), k
+        else:
+            assert got[k] == v, k

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from arch_strategies import same_arrays
 from arch_strategies import small_models as _small_models
 from workbook import catalog
 from workbook.errors import InputError
@@ -211,11 +212,7 @@ def _reference_configurations(p: Profile, chips: int, w: Workload, parallelism: 
 
 def _same_grid(got: dict, ref: dict) -> None:
     assert got.keys() == ref.keys()
-    for k, v in ref.items():
-        if isinstance(v, np.ndarray):
-            assert got[k].dtype == v.dtype and got[k].tolist() == v.tolist(), k
-        else:
-            assert got[k] == v, k
+    same_arrays(got, ref)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

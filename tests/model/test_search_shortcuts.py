@@ -10,6 +10,7 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from arch_strategies import same_arrays
 from arch_strategies import small_models as _small_models
 from workbook.model import profile as prof
 from workbook.model import search, training
@@ -37,20 +38,12 @@ def test_the_masked_grid_is_the_grid_and_its_labels(arch, chips, seq, batch_seqs
     if not len(plain["tp"]):
         return
     assert masked.keys() == plain.keys() | {"_full", "_sel"}
-    for k, v in plain.items():
-        if isinstance(v, np.ndarray):
-            assert masked[k].dtype == v.dtype and masked[k].tolist() == v.tolist(), k
-        else:
-            assert masked[k] == v, k
+    same_arrays(masked, plain)
     assert masked["_full"].dtype == bool and masked["_full"].tolist() == (plain["recompute"] == "full").tolist()
     assert masked["_sel"].dtype == bool and masked["_sel"].tolist() == (plain["recompute"] == "selective").tolist()
     a, b = training._grid_arrays(plain), training._grid_arrays(masked)
     assert a.keys() == b.keys()
-    for k, v in a.items():
-        if isinstance(v, np.ndarray):
-            assert b[k].dtype == v.dtype and b[k].tolist() == v.tolist(), k
-        else:
-            assert b[k] == v, k
+    same_arrays(b, a)
 
 
 def _reference_pick(parts: list, counts, acc, group=None) -> list:

@@ -20,7 +20,7 @@ from ..scenario import Parallelism, Workload
 from . import comm, moe
 from .efficiency import Efficiency
 from .memo import Memo, hashable
-from .pick import _grid_rows, _pick, _py, _take  # noqa: F401 (``_py``: model.tables reads it here)
+from .pick import _grid_rows, _pick, _take
 from .profile import Profile
 from .training import (DEFAULT_OVERLAP, RECOMPUTE, RESULT_COLUMNS, ZERO_STAGES, Overlap, _check_transformer,
                        _compute_parts, _divisors, _finish, _global_batch_seqs, _grid_arrays, _memory_bound_s, _num, _setup,

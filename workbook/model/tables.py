@@ -18,6 +18,7 @@ from . import comm, search, serving, training
 from . import profile as prof
 from .efficiency import Efficiency, candidate_precision, default, matmul_precision, peak
 from .memo import Memo, hashable, record_key
+from .pick import _py
 from .estimate import candidate_accelerators, training_tokens
 from .profile import (Profile, activation_bytes, attention_flops_per_token, bytes_per_value,
                       decode_arithmetic_intensity, decode_flops_per_token, kv_cache_bytes_per_token,
@@ -408,7 +409,7 @@ def scenario_best(s, efficiency: Efficiency | None = None, chips: int | None = N
                 if df.empty:
                     continue
                 row = df.sort_values("output_tokens_per_s_per_chip", ascending=False).iloc[0]
-                cfg = {**{k: search._py(v) for k, v in row.to_dict().items()}, "task": "inference"}
+                cfg = {**{k: _py(v) for k, v in row.to_dict().items()}, "task": "inference"}
                 score = cfg["output_tokens_per_s_per_chip"]
             else:
                 n = chips or (s.cluster.chips if s.cluster and s.cluster.chips else None) or s.constraints.max_chips or 1024
