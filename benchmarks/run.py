@@ -64,8 +64,9 @@ def main(argv) -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
-    if failed:
-        print(f"scripts that exited with an error (their missing figures are misses): {', '.join(failed)}")
+    if failed:   # a script's exit status is 1 when one of its targets is missed, or when it failed
+        print(f"scripts that exited with status 1 (a target missed above, or a run that failed: a figure it "
+              f"could not print is NOT MEASURED): {', '.join(failed)}")
     return 1 if failed or any(f["met"] is False for _, f in figures) else 0
 
 

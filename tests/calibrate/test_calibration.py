@@ -80,7 +80,7 @@ def test_llama2_model_card_gpu_hours_give_about_44_percent_mfu():
     assert runs.loc["a100-meta-llama-2-7b-model-card", "value"] == pytest.approx(0.445, abs=0.005)
 
 
-@pytest.mark.slow  # refits every parameter (about 19 s)
+@pytest.mark.slow  # refits every parameter (about 12-15 s of CPU)
 def test_parameter_file_is_a_fresh_fit_of_the_runs():
     """data/efficiency.csv must be what `python -m workbook calibrate --write` produces today."""
     params, _ = calfit.fit()
