@@ -142,3 +142,32 @@ def test_inputs_seen_before_are_shown_without_drawing_again(app_page, monkeypatc
     assert drawn == ["card", "tab"] and p.rec.value == "redrawn"
     monkeypatch.undo()
     p.reset.click()
+
+
+def _orphan_models() -> set[str]:
+    """Open Layout and style models that no open widget uses (a widget's ``close`` leaves its own open)."""
+    from ipywidgets import Layout
+    from ipywidgets.widgets.widget import _instances
+    from ipywidgets.widgets.widget_style import Style
+
+    models = list(_instances.values())
+    used = {getattr(w, name).model_id for w in models for name in ("layout", "style")
+            if w.has_trait(name) and getattr(w, name) is not None}
+    return {m.model_id for m in models if isinstance(m, (Layout, Style)) and m.model_id not in used}
+
+
+def test_widgets_of_one_look_share_its_models_and_a_scenario_switch_leaves_none_open():
+    """``Page.look``: the page's HTML widgets share one Layout and one style model, the candidates'
+    boxes theirs, the sliders theirs (the browser creates 65 models on the first render instead of
+    129); switching the scenario closes the old boxes without leaving their models open."""
+    from workbook.scenario import scenario_names
+
+    p = page.Page(SCENARIO)
+    html = [p.about, p.rec, p.status, p.downloads, p.busy, *p.panes, p.box.children[0]]
+    for widgets in (html, list(p.checks.values()), list(p.weights.values()) + [p.utilization]):
+        assert len({id(w.layout) for w in widgets}) == 1 and len({id(w.style) for w in widgets}) == 1
+    assert p.summary_button.layout is not p.reset.layout   # shown and hidden on its own
+    before = _orphan_models()
+    p.picker.value = next(n for n in scenario_names() if n != SCENARIO)
+    assert 'data-state="ok"' in p.status.value
+    assert _orphan_models() <= before

@@ -104,31 +104,47 @@ class Page:
         self.memo: dict = {}        # slow results that only some inputs change (scaling curves, SVGs)
         self.views = Memo(KEPT_VIEWS)   # what the page drew for the last KEPT_VIEWS inputs analysed
         self.shown: dict | None = None            # ... for the inputs shown (None: nothing kept)
+        # One Layout and one style model per look, shared by the widgets that have that look and never
+        # change it (ipywidgets lets widgets share a Layout or a style instance): otherwise each widget
+        # brings two models of its own, which the browser creates on the first render (129 models for
+        # 51 widgets, 64 shared), and a closed candidate's box left its two open (a widget's ``close``
+        # does not close them) at each scenario switch.
+        from ipywidgets.widgets.widget_bool import CheckboxStyle
+        from ipywidgets.widgets.widget_description import DescriptionStyle
+        from ipywidgets.widgets.widget_string import HTMLStyle
+
+        self.look = {"html": dict(layout=W.Layout(), style=HTMLStyle()),
+                     "check": dict(layout=W.Layout(width="160px"), style=CheckboxStyle()),
+                     "slider": dict(layout=W.Layout(width="300px"), style=W.SliderStyle(description_width="110px")),
+                     "field": dict(style=DescriptionStyle(description_width="110px")),
+                     "button": dict(style=W.ButtonStyle())}
+        self.look["field"]["layout"] = self.look["button"]["layout"] = self.look["slider"]["layout"]
         self.picker = W.Dropdown(options=[(_scenario_label(n), n) for n in names], value=scenario,
                                  description="Scenario", layout=W.Layout(width="100%", max_width="900px"),
                                  style={"description_width": "70px"})
         self.picker.add_class("wb-scenario")
-        self.about = W.HTML()
-        self.rec = W.HTML()
+        self.about = self._html()
+        self.rec = self._html()
         self.rec.add_class("wb-recommendation")
-        self.status = W.HTML()
+        self.status = self._html()
         self.status.add_class("wb-status-box")
-        self.downloads = W.HTML()   # the scenario and the ranking, inside their links
+        self.downloads = self._html()   # the scenario and the ranking, inside their links
         self.downloads.add_class("wb-downloads-box")
         # the summary (estimate --json, a few MB) is made when asked for, not sent with every update
         self.summary_scenario = None
-        self.summary_button = W.Button(description="summary (JSON)…", layout=W.Layout(width="auto"),
+        self.summary_button = W.Button(description="summary (JSON)…", layout=W.Layout(width="auto"),  # shown, hidden
+                                       style=self.look["button"]["style"],
                                        tooltip="Make the estimate --json summary of these inputs, to download")
         self.summary_button.add_class("wb-prepare-summary")
         self.summary_button.on_click(lambda _b: self._prepare_summary())
-        self.summary_link = W.HTML()
+        self.summary_link = self._html()
         self.summary_link.add_class("wb-summary-box")
         downloads = W.HBox([self.downloads, self.summary_button, self.summary_link],
                            layout=W.Layout(align_items="center"))
-        self.busy = W.HTML()   # shown while an update runs (1-14 s); its own widget, so data-version counts updates only
+        self.busy = self._html()   # shown while an update runs (1-14 s); its own widget, so data-version counts updates only
         self.busy.add_class("wb-busy-box")
         controls = self._build_controls()
-        self.panes = [W.HTML() for _ in panels.TABS]
+        self.panes = [self._html() for _ in panels.TABS]
         for name, pane in zip(panels.TABS, self.panes):
             pane.add_class(f"wb-pane-{name.lower()}")
             pane.add_class("wb-pane")
@@ -139,7 +155,7 @@ class Page:
         main = W.VBox([self.busy, self.rec, self.status, downloads, self.tabs],
                       layout=W.Layout(flex="1 1 auto", padding="0 0 0 14px"))
         self.main = main
-        self.box = W.VBox([W.HTML(CSS + HIDE_PREVIEW), self.picker, self.about,
+        self.box = W.VBox([self._html(CSS + HIDE_PREVIEW), self.picker, self.about,
                            W.HBox([controls, main], layout=W.Layout(align_items="flex-start"))])
         self.box.add_class("wb-app")
         self.picker.observe(self._on_scenario, "value")
@@ -151,17 +167,21 @@ class Page:
         self.forget.on_click(lambda _b: self._forget_runs())
         self._load_scenario()
 
+    def _html(self, value: str = "") -> W.HTML:
+        """An HTML widget with the page's shared layout and style (``look``)."""
+        return W.HTML(value, **self.look["html"])
+
     def _build_controls(self) -> W.VBox:
         """The left column; every control is a scenario path (see ``overrides``)."""
-        sl = dict(continuous_update=False, style={"description_width": "110px"}, layout=W.Layout(width="300px"))
+        sl = dict(continuous_update=False, **self.look["slider"])
         self.utilization = W.FloatSlider(min=0.05, max=1.0, step=0.05, readout_format=".0%",
                                          description="Utilization", **sl)
         self.utilization.add_class("wb-utilization")
-        self.pricing_model = W.Dropdown(description="Pricing model", style=sl["style"], layout=W.Layout(width="300px"),
+        self.pricing_model = W.Dropdown(description="Pricing model", **self.look["field"],
                                         tooltip="Which way to pay to consider")
         self.pricing_model.add_class("wb-pricing-model")
         self.load = W.BoundedFloatText(min=1e-6, max=1e12, step=1, description="Load", continuous_update=False,
-                                       style=sl["style"], layout=W.Layout(width="300px"))
+                                       **self.look["field"])
         self.load.add_class("wb-load")
         self.load_key = None
         self.load_scale = 1.0
@@ -173,14 +193,14 @@ class Page:
                                                     overflow="auto"))
         self.candidates.add_class("wb-candidates")
         self.checks: dict[str, W.Checkbox] = {}
-        self.reset = W.Button(description="Reset to the scenario's values", layout=W.Layout(width="300px"))
+        self.reset = W.Button(description="Reset to the scenario's values", **self.look["button"])
         self.reset.add_class("wb-reset")
         own = self._build_own_runs()
         controls = W.VBox([
-            W.HTML("<h4>Pricing</h4>"), self.utilization, self.pricing_model,
-            W.HTML("<h4>Load</h4>"), self.load,
-            W.HTML("<h4>What matters (weights)</h4>"), *self.weights.values(),
-            W.HTML("<h4>Candidates</h4>"), self.candidates,
+            self._html("<h4>Pricing</h4>"), self.utilization, self.pricing_model,
+            self._html("<h4>Load</h4>"), self.load,
+            self._html("<h4>What matters (weights)</h4>"), *self.weights.values(),
+            self._html("<h4>Candidates</h4>"), self.candidates,
             *own, self.reset,
         ], layout=W.Layout(width="330px", min_width="330px"))
         controls.add_class("wb-controls")
@@ -193,13 +213,13 @@ class Page:
         self.runs_path = None       # the uploaded CSV, validated (scenario key ``measurements``)
         self.runs_name = None
         self.upload = W.FileUpload(accept=".csv", multiple=False, description="Load own runs (CSV)",
-                                   layout=W.Layout(width="300px"))
+                                   **self.look["button"])
         self.upload.add_class("wb-upload")
-        self.forget = W.Button(description="Forget own runs", disabled=True, layout=W.Layout(width="300px"))
+        self.forget = W.Button(description="Forget own runs", disabled=True, **self.look["button"])
         self.forget.add_class("wb-forget-runs")
-        self.runs_note = W.HTML()
+        self.runs_note = self._html()
         self.runs_note.add_class("wb-runs-note")
-        return [W.HTML("<h4>The team's own runs</h4>"), self.upload, self.runs_note, self.forget]
+        return [self._html("<h4>The team's own runs</h4>"), self.upload, self.runs_note, self.forget]
 
     def _on_upload(self, change) -> None:
         if not change["new"]:
@@ -271,7 +291,7 @@ class Page:
         for c in self.checks.values():       # the previous scenario's boxes: unwired and closed
             c.unobserve(self._on_control, "value")
             c.close()
-        self.checks = {a: W.Checkbox(value=True, description=a, indent=False, layout=W.Layout(width="160px"))
+        self.checks = {a: W.Checkbox(value=True, description=a, indent=False, **self.look["check"])
                        for a in ids}
         for a, c in self.checks.items():
             c.add_class("wb-candidate")
