@@ -22,6 +22,9 @@ import threading
 import time
 
 import ipywidgets as W
+from ipywidgets.widgets.widget_bool import CheckboxStyle
+from ipywidgets.widgets.widget_description import DescriptionStyle
+from ipywidgets.widgets.widget_string import HTMLStyle
 
 from .. import catalog, paths
 from ..analysis import shared_analyse as analyse
@@ -107,12 +110,8 @@ class Page:
         # One Layout and one style model per look, shared by the widgets that have that look and never
         # change it (ipywidgets lets widgets share a Layout or a style instance): otherwise each widget
         # brings two models of its own, which the browser creates on the first render (129 models for
-        # 51 widgets, 64 shared), and a closed candidate's box left its two open (a widget's ``close``
+        # 51 widgets, 65 shared), and a closed candidate's box left its two open (a widget's ``close``
         # does not close them) at each scenario switch.
-        from ipywidgets.widgets.widget_bool import CheckboxStyle
-        from ipywidgets.widgets.widget_description import DescriptionStyle
-        from ipywidgets.widgets.widget_string import HTMLStyle
-
         self.look = {"html": dict(layout=W.Layout(), style=HTMLStyle()),
                      "check": dict(layout=W.Layout(width="160px"), style=CheckboxStyle()),
                      "slider": dict(layout=W.Layout(width="300px"), style=W.SliderStyle(description_width="110px")),
@@ -132,7 +131,7 @@ class Page:
         self.downloads.add_class("wb-downloads-box")
         # the summary (estimate --json, a few MB) is made when asked for, not sent with every update
         self.summary_scenario = None
-        self.summary_button = W.Button(description="summary (JSON)…", layout=W.Layout(width="auto"),  # shown, hidden
+        self.summary_button = W.Button(description="summary (JSON)…", layout=W.Layout(width="auto"),  # its own: shown, hidden
                                        style=self.look["button"]["style"],
                                        tooltip="Make the estimate --json summary of these inputs, to download")
         self.summary_button.add_class("wb-prepare-summary")
