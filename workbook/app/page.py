@@ -112,12 +112,12 @@ class Page:
         # brings two models of its own, which the browser creates on the first render (129 models for
         # 51 widgets, 65 shared), and a closed candidate's box left its two open (a widget's ``close``
         # does not close them) at each scenario switch.
+        column = W.Layout(width="300px")   # the controls column's sliders, fields and buttons
         self.look = {"html": dict(layout=W.Layout(), style=HTMLStyle()),
                      "check": dict(layout=W.Layout(width="160px"), style=CheckboxStyle()),
-                     "slider": dict(layout=W.Layout(width="300px"), style=W.SliderStyle(description_width="110px")),
-                     "field": dict(style=DescriptionStyle(description_width="110px")),
-                     "button": dict(style=W.ButtonStyle())}
-        self.look["field"]["layout"] = self.look["button"]["layout"] = self.look["slider"]["layout"]
+                     "slider": dict(layout=column, style=W.SliderStyle(description_width="110px")),
+                     "field": dict(layout=column, style=DescriptionStyle(description_width="110px")),
+                     "button": dict(layout=column, style=W.ButtonStyle())}
         self.picker = W.Dropdown(options=[(_scenario_label(n), n) for n in names], value=scenario,
                                  description="Scenario", layout=W.Layout(width="100%", max_width="900px"),
                                  style={"description_width": "70px"})
