@@ -162,7 +162,8 @@ def _balanced_shape(domain: int, dims: int) -> tuple:
 def topology_options(acc: pd.Series) -> pd.DataFrame:
     """The rows of data/topology.csv for one accelerator (empty when it has none)."""
     t = catalog.load("topology")
-    name = acc.name if isinstance(acc.name, str) else acc.get("accelerator")
+    name = getattr(acc, "name", None)
+    name = name if isinstance(name, str) else acc.get("accelerator")
     return t[t["accelerator"] == name].reset_index(drop=True)
 
 
@@ -199,11 +200,12 @@ def tp_domain_chips(acc) -> int:
 _ACC_FIELDS = ("intra_node_bytes_per_s", "inter_node_bytes_per_s", "torus_dims", "fast_domain_chips", "chips_per_node")
 
 
-def topology(acc: pd.Series, chips: int | None = None, domain: str | None = None, *,
+def topology(acc: pd.Series | dict, chips: int | None = None, domain: str | None = None, *,
              domain_chips: int | None = None, intra_node_bytes_per_s: float | None = None,
              inter_node_bytes_per_s: float | None = None) -> Topology:
     """The Topology a job of ``chips`` chips of accelerator ``acc`` (a row of
-    ``catalog.accelerators()``, indexed by id or with an ``accelerator`` field) runs on.
+    ``catalog.accelerators()``, indexed by id or with an ``accelerator`` field, or such a row as a
+    dict, ``catalog.accelerator_record``) runs on.
 
     ``domain`` picks an interconnect option of data/topology.csv by name (default: the row marked
     ``default``); keyword overrides replace catalog figures for what-if questions (a 72-GPU NVLink
@@ -211,7 +213,8 @@ def topology(acc: pd.Series, chips: int | None = None, domain: str | None = None
     ``torus_dims`` and a switch otherwise, the domain is ``fast_domain_chips`` (or
     ``chips_per_node``), and latencies are zero (none published). Cached per process on the
     accelerator's interconnect fields and the arguments (the catalogs are read once)."""
-    name = acc.name if isinstance(acc.name, str) else acc.get("accelerator")
+    name = getattr(acc, "name", None)
+    name = name if isinstance(name, str) else acc.get("accelerator")
     fields = tuple(None if np.isnan(v) else v for v in (_num(acc.get(f)) for f in _ACC_FIELDS))  # NaN never hits a cache
     return _topology(str(name), fields, None if chips is None else int(chips), domain, domain_chips,
                      intra_node_bytes_per_s, inter_node_bytes_per_s)

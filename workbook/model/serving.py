@@ -51,8 +51,7 @@ def _net(acc, net_bytes_per_s=None) -> tuple[float, float]:
     ``inter_node_bytes_per_s``) and the per-message latency of data/topology.csv (0 when none)."""
     bw = net_bytes_per_s if net_bytes_per_s is not None else acc.get("inter_node_bytes_per_s")
     bw = math.nan if bw is None or pd.isna(bw) else float(bw)
-    row = acc if isinstance(acc, pd.Series) else pd.Series(acc, name=acc.get("accelerator"))
-    return bw, float(comm.topology(row).net_latency_s or 0.0)
+    return bw, float(comm.topology(acc).net_latency_s or 0.0)
 
 
 def serving_layouts(p: Profile, acc, w: Workload, headroom: float, pinned: int | None = None,
