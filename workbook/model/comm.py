@@ -159,11 +159,16 @@ def _balanced_shape(domain: int, dims: int) -> tuple:
     return tuple(sorted(shape))
 
 
+def _acc_name(acc) -> str | None:
+    """The accelerator's id: a catalog row's index label, else its ``accelerator`` field (a dict too)."""
+    name = getattr(acc, "name", None)
+    return name if isinstance(name, str) else acc.get("accelerator")
+
+
 def topology_options(acc: pd.Series) -> pd.DataFrame:
     """The rows of data/topology.csv for one accelerator (empty when it has none)."""
     t = catalog.load("topology")
-    name = getattr(acc, "name", None)
-    name = name if isinstance(name, str) else acc.get("accelerator")
+    name = _acc_name(acc)
     return t[t["accelerator"] == name].reset_index(drop=True)
 
 
@@ -213,8 +218,7 @@ def topology(acc: pd.Series | dict, chips: int | None = None, domain: str | None
     ``torus_dims`` and a switch otherwise, the domain is ``fast_domain_chips`` (or
     ``chips_per_node``), and latencies are zero (none published). Cached per process on the
     accelerator's interconnect fields and the arguments (the catalogs are read once)."""
-    name = getattr(acc, "name", None)
-    name = name if isinstance(name, str) else acc.get("accelerator")
+    name = _acc_name(acc)
     fields = tuple(None if np.isnan(v) else v for v in (_num(acc.get(f)) for f in _ACC_FIELDS))  # NaN never hits a cache
     return _topology(str(name), fields, None if chips is None else int(chips), domain, domain_chips,
                      intra_node_bytes_per_s, inter_node_bytes_per_s)
