@@ -299,7 +299,7 @@ def main(argv=None) -> int:
 
     print(f"app first render, pre-started kernel: {show(warm)} s over {len(warm)} visits")
     ok &= figure("app first render, pre-started kernel (median)", med(warm), "s", FIRST_RENDER_TARGET_S,
-                 "" if med(warm) is not None else "a visit timed out")
+                 f"visits {show(warm)}" if med(warm) is not None else "a visit timed out")
     if previews and any(x is not None for x in previews):
         print(f"app recommendation on screen (HTML preview, controls not yet drawn): {show(previews)} s")
         figure("app recommendation on screen, preview (median)", med(previews), "s", None,
