@@ -373,10 +373,9 @@ def _fit_chunked_prefill(f: str, rows: list, table: dict, prov: dict) -> dict:
     return {("prefill_matmul_ceiling", f): float(CEIL_GRID[j]), ("inference_matmul_ceiling", f): float(CEIL_GRID[i])}
 
 
-def _predict_all(runs: pd.DataFrame | list[dict], eff: Efficiency) -> np.ndarray:
-    """``predict_run`` of every run (a frame, or its ``run_rows`` made once by a caller that predicts
-    the same runs again and again: ``_generic_scale``)."""
-    rows = run_rows(runs) if isinstance(runs, pd.DataFrame) else runs
+def _predict_all(rows: list[dict], eff: Efficiency) -> np.ndarray:
+    """``predict_run`` of every run of ``rows`` (``run_rows``, made once by the caller, which predicts the
+    same runs with several efficiencies)."""
     return np.array([float(predict_run(r, eff=eff)) for r in rows])
 
 
@@ -478,8 +477,9 @@ def cv_residuals(runs: pd.DataFrame) -> pd.DataFrame:
         train.loc[train["run"].isin(set(fit_runs.loc[test, "run"])), "split"] = "holdout"
         eff = Efficiency.from_table(_fit_params(train))
         sub = fit_runs[test]
-        out.loc[test, "log_ratio"] = np.log(sub["value"].to_numpy() / _predict_all(sub, eff))
-        out.loc[test, "log_ratio_pooled"] = np.log(sub["value"].to_numpy() / _predict_all(sub, _pooled(eff)))
+        recs, values = run_rows(sub), sub["value"].to_numpy()
+        out.loc[test, "log_ratio"] = np.log(values / _predict_all(recs, eff))
+        out.loc[test, "log_ratio_pooled"] = np.log(values / _predict_all(recs, _pooled(eff)))
         out.loc[test & free, "log_ratio_free"] = _free_log_ratios(fit_runs[test & free], eff)
         out.loc[test & free, "log_ratio_free_pooled"] = _free_log_ratios(fit_runs[test & free], _pooled(eff))
     return out
