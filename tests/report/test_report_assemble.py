@@ -456,6 +456,7 @@ def test_export_is_the_same_with_a_warm_template_cache_and_checks_the_notebook(t
     assert not (tmp_path / "cache").exists()
     assert export() == cold and cold
     nb = executed_like()
+    assemble.clean_notebook(nb)   # as above: no duplicate id for nbformat to correct (and warn about)
     nb.cells[0]["metadata"]["extra"] = 1
     nb.cells[0]["unknown_field"] = True                   # refused by the strict schema only
     assert "Question" in assemble.notebook_html(nb)
