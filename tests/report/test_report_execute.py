@@ -78,8 +78,7 @@ def _notebooks_with_cell(tmp_path, code: str):
     d.mkdir()
     (d / "05_decision.ipynb").write_bytes((FIXTURE_NOTEBOOKS / "05_decision.ipynb").read_bytes())
     nb = json.loads((FIXTURE_NOTEBOOKS / "01_workload_profile.ipynb").read_text())
-    nb["cells"].insert(3, {"cell_type": "code", "id": "test-added-cell", "metadata": {}, "source": code, "outputs": [],
-                          "execution_count": None})
+    nb["cells"].insert(3, nbformat.v4.new_code_cell(code))   # nbformat's own cell: with an id, as v4.5 wants
     (d / "01_workload_profile.ipynb").write_text(json.dumps(nb, indent=1))
     return d
 
